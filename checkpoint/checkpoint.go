@@ -1,0 +1,110 @@
+// Package checkpoint defines the one structured checkpoint form Flightline
+// understands: Positions, a map from a partition key to the next position to
+// read in that partition.
+//
+// Every other checkpoint is opaque bytes that only its source reads. A source
+// whose position is per partition (Kafka, the generator) encodes its
+// checkpoints as Positions so that sinks shared by several source instances
+// can merge them per partition, to the maximum, without knowing anything else
+// about the source. The encoding is canonical JSON (see Encode) so clients in
+// any language can build and read it; docs/protocol.md specifies it.
+package checkpoint
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+)
+
+// Positions maps a partition key, such as "orders/3", to the next position
+// (offset, row number) to read in that partition.
+//
+// A Positions value is a plain map: not safe for concurrent mutation.
+type Positions map[string]int64
+
+// ErrNotPositions is returned by Parse for bytes that are not in the
+// mergeable form. Such checkpoints are opaque: compare them only for equality.
+var ErrNotPositions = errors.New("checkpoint: not a mergeable positions checkpoint")
+
+const prefix = `{"positions":{`
+
+// Encode returns the canonical encoding of p:
+//
+//	{"positions":{"<key>":<next>,...}}
+//
+// with keys in byte order and no white space, so equal Positions encode to
+// equal bytes. An empty p encodes to {"positions":{}}.
+func (p Positions) Encode() []byte {
+	keys := slices.Sorted(maps.Keys(p))
+	b := make([]byte, 0, len(prefix)+len(keys)*24+2)
+	b = append(b, prefix...)
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		kq, _ := json.Marshal(k) // string marshalling cannot fail
+		b = append(b, kq...)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, p[k], 10)
+	}
+	return append(b, "}}"...)
+}
+
+// Parse decodes a mergeable checkpoint. It returns ErrNotPositions (wrapped)
+// for anything else, including nil, so callers can fall back to treating the
+// checkpoint as opaque.
+func Parse(b []byte) (Positions, error) {
+	if !bytes.HasPrefix(bytes.TrimSpace(b), []byte(`{`)) {
+		return nil, ErrNotPositions
+	}
+	var doc struct {
+		Positions map[string]json.Number `json:"positions"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil || doc.Positions == nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotPositions, err)
+	}
+	p := make(Positions, len(doc.Positions))
+	for k, v := range doc.Positions {
+		n, err := v.Int64()
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%w: position %q = %s is not a non-negative int64", ErrNotPositions, k, v)
+		}
+		p[k] = n
+	}
+	return p, nil
+}
+
+// Merge returns a new Positions holding, for every key of a or b, the larger
+// position. It is how a sink written by several source instances combines
+// their checkpoints: no instance can move another's partitions backwards.
+func Merge(a, b Positions) Positions {
+	out := make(Positions, len(a)+len(b))
+	maps.Copy(out, a)
+	for k, v := range b {
+		if cur, ok := out[k]; !ok || v > cur {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// Covers reports whether every position of p is at or behind the matching
+// position of committed, i.e. a batch ending at p has already been committed
+// by a writer that reached committed. A key absent from committed is not
+// covered.
+func Covers(committed, p Positions) bool {
+	for k, v := range p {
+		c, ok := committed[k]
+		if !ok || v > c {
+			return false
+		}
+	}
+	return true
+}

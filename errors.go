@@ -1,0 +1,68 @@
+// Package flightline holds the error vocabulary shared by every Flightline
+// source, sink and the coordinator.
+//
+// Callers branch on these sentinels with errors.Is; they are mapped to gRPC
+// status codes only at the Flight boundary (see docs/protocol.md), and mapped
+// back by the Flight clients, so a local and a remote endpoint fail alike.
+package flightline
+
+import (
+	"context"
+	"errors"
+)
+
+var (
+	// ErrInvalidInput marks a request that can never succeed as sent: a
+	// malformed ticket, descriptor or checkpoint, or a record the sink cannot
+	// store. Retrying the same input fails the same way. gRPC: InvalidArgument.
+	ErrInvalidInput = errors.New("flightline: invalid input")
+
+	// ErrSchemaMismatch marks a batch whose schema does not fit the
+	// destination. Nothing of the batch was written. gRPC: InvalidArgument.
+	ErrSchemaMismatch = errors.New("flightline: schema mismatch")
+
+	// ErrFenced marks a writer that has been superseded by a newer writer of
+	// the same pipeline (a zombie). It must stop; it committed nothing with
+	// the failing call. gRPC: FailedPrecondition.
+	ErrFenced = errors.New("flightline: writer fenced by a newer writer")
+
+	// ErrConflict marks a commit that lost a race or found the pipeline's
+	// checkpoint moved since the writer read it. Re-read the checkpoint and
+	// resume from it. gRPC: Aborted.
+	ErrConflict = errors.New("flightline: concurrent commit conflict")
+
+	// ErrUnavailable marks a transient outage of the destination or source.
+	// Nothing was committed by the failing call; retry with backoff.
+	// gRPC: Unavailable.
+	ErrUnavailable = errors.New("flightline: endpoint unavailable")
+
+	// ErrUnauthenticated marks missing or wrong credentials.
+	// gRPC: Unauthenticated.
+	ErrUnauthenticated = errors.New("flightline: unauthenticated")
+
+	// ErrPermissionDenied marks credentials that are valid but lack a right.
+	// gRPC: PermissionDenied.
+	ErrPermissionDenied = errors.New("flightline: permission denied")
+
+	// ErrNotFound marks an unknown stream, pipeline target or table.
+	// gRPC: NotFound.
+	ErrNotFound = errors.New("flightline: not found")
+)
+
+// IsRetryable reports whether err may succeed when retried after a backoff,
+// possibly after re-reading the sink's checkpoint. Errors caused by the input
+// itself, by credentials or by fencing are not retryable: retrying them would
+// loop forever or let a zombie keep writing.
+func IsRetryable(err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, ErrInvalidInput), errors.Is(err, ErrSchemaMismatch),
+		errors.Is(err, ErrFenced), errors.Is(err, ErrUnauthenticated),
+		errors.Is(err, ErrPermissionDenied), errors.Is(err, ErrNotFound),
+		errors.Is(err, context.Canceled):
+		return false
+	}
+	// ErrConflict, ErrUnavailable, deadlines and unclassified I/O errors.
+	return true
+}

@@ -1,0 +1,301 @@
+// Package sinktest is the conformance suite every Flightline sink runs
+// against its real destination.
+//
+// It checks the contract of flightsink.Sink and flightsink.Writer: a fresh
+// pipeline has no checkpoint; committed batches and their checkpoint survive
+// a restart; a replayed batch is a no-op; a crash between commit and ack
+// loses nothing and duplicates nothing; a schema mismatch writes nothing; a
+// zombie writer is fenced; a batch without a checkpoint is refused.
+//
+// Every test builds its batches from a memory.CheckedAllocator and asserts
+// that zero bytes are left once the sink is closed and the harness cleaned
+// up.
+package sinktest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/checkpoint"
+	"github.com/flightline/flightline/flightsink"
+)
+
+// Harness connects the suite to one sink implementation.
+type Harness struct {
+	// NewSink returns a new Sink instance on the destination under test, as
+	// a restarted process would create it. Every call reaches the same
+	// destination. Register any clean-up with t.Cleanup.
+	NewSink func(t *testing.T) flightsink.Sink
+
+	// IDs reads back, preferably without the sink under test, the int64 "id"
+	// column of every row committed to p.Target, in any order.
+	IDs func(t *testing.T, p flightsink.Pipeline) []int64
+
+	// Guarantee is what the sink promises. AtLeastOnce sinks skip the checks
+	// that rest on the checkpoint being committed with the data.
+	Guarantee flightsink.Guarantee
+}
+
+// Schema is the schema of the suite's batches: id int64 (not null), name
+// utf8 (nullable).
+var Schema = arrow.NewSchema([]arrow.Field{
+	{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
+}, nil)
+
+// Run runs the suite as subtests of t.
+func Run(t *testing.T, h Harness) {
+	t.Run("FreshPipelineHasNoCheckpoint", func(t *testing.T) { testFresh(t, h) })
+	t.Run("CommitAndResume", func(t *testing.T) { testCommitAndResume(t, h) })
+	t.Run("ReplayIsNoop", func(t *testing.T) { testReplay(t, h) })
+	t.Run("CrashBetweenWriteAndAck", func(t *testing.T) { testCrashBeforeAck(t, h) })
+	t.Run("SchemaMismatchWritesNothing", func(t *testing.T) { testSchemaMismatch(t, h) })
+	t.Run("MissingCheckpointRefused", func(t *testing.T) { testMissingCheckpoint(t, h) })
+	if h.Guarantee == flightsink.ExactlyOnce {
+		t.Run("EmptyBatchCommitsCheckpoint", func(t *testing.T) { testEmptyBatch(t, h) })
+		t.Run("ZombieWriterFenced", func(t *testing.T) { testZombie(t, h) })
+	}
+}
+
+type env struct {
+	t   *testing.T
+	ctx context.Context
+	mem *memory.CheckedAllocator
+	p   flightsink.Pipeline
+}
+
+func setup(t *testing.T) *env {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	// Registered first, so it runs last: after the harness released the sink.
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	name := strings.ToLower(fmt.Sprintf("st_%s_%06d", sanitize(t.Name()), rand.IntN(1e6)))
+	return &env{t: t, ctx: ctx, mem: mem, p: flightsink.Pipeline{ID: name + "_pipe", Target: name}}
+}
+
+func sanitize(s string) string {
+	s = s[strings.LastIndex(s, "/")+1:]
+	var b strings.Builder
+	for _, r := range s {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		}
+	}
+	out := b.String()
+	if len(out) > 24 {
+		out = out[:24]
+	}
+	return out
+}
+
+// Batch builds a batch of ids [from, to) in Schema from mem. The caller
+// releases it.
+func Batch(mem memory.Allocator, from, to int64) arrow.RecordBatch {
+	b := array.NewRecordBuilder(mem, Schema)
+	defer b.Release()
+	ids := b.Field(0).(*array.Int64Builder)
+	names := b.Field(1).(*array.StringBuilder)
+	for i := from; i < to; i++ {
+		ids.Append(i)
+		if i%7 == 3 {
+			names.AppendNull()
+		} else {
+			names.Append(fmt.Sprintf("name-%d", i))
+		}
+	}
+	return b.NewRecordBatch()
+}
+
+// CP is the mergeable checkpoint the suite attaches to a batch ending before
+// id next.
+func CP(next int64) []byte { return checkpoint.Positions{"sinktest/0": next}.Encode() }
+
+func (e *env) write(w flightsink.Writer, from, to int64) error {
+	rec := Batch(e.mem, from, to)
+	defer rec.Release()
+	return w.WriteBatch(e.ctx, rec, CP(to))
+}
+
+func (e *env) open(s flightsink.Sink) (flightsink.Writer, []byte) {
+	w, cp, err := s.Open(e.ctx, e.p)
+	require.NoError(e.t, err)
+	return w, cp
+}
+
+func seq(from, to int64) []int64 {
+	out := make([]int64, 0, to-from)
+	for i := from; i < to; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+func sorted(ids []int64) []int64 {
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	return ids
+}
+
+func testFresh(t *testing.T, h Harness) {
+	e := setup(t)
+	s := h.NewSink(t)
+	cp, err := s.Checkpoint(e.ctx, e.p)
+	require.NoError(t, err)
+	require.Nil(t, cp, "a fresh pipeline has no checkpoint")
+	w, cp := e.open(s)
+	require.Nil(t, cp)
+	require.NoError(t, w.Close(e.ctx))
+}
+
+func testCommitAndResume(t *testing.T, h Harness) {
+	e := setup(t)
+	w, _ := e.open(h.NewSink(t))
+	require.NoError(t, e.write(w, 0, 10))
+	require.NoError(t, e.write(w, 10, 25))
+	require.NoError(t, e.write(w, 25, 30))
+	require.NoError(t, w.Close(e.ctx))
+
+	s := h.NewSink(t) // restart
+	if h.Guarantee == flightsink.ExactlyOnce {
+		cp, err := s.Checkpoint(e.ctx, e.p)
+		require.NoError(t, err)
+		require.Equal(t, string(CP(30)), string(cp))
+	}
+	w, cp := e.open(s)
+	if h.Guarantee == flightsink.ExactlyOnce {
+		require.Equal(t, string(CP(30)), string(cp))
+	}
+	require.NoError(t, e.write(w, 30, 40))
+	require.NoError(t, w.Close(e.ctx))
+	require.Equal(t, seq(0, 40), sorted(h.IDs(t, e.p)))
+}
+
+func testReplay(t *testing.T, h Harness) {
+	e := setup(t)
+	w, _ := e.open(h.NewSink(t))
+	require.NoError(t, e.write(w, 0, 10))
+	require.NoError(t, e.write(w, 10, 20))
+	// The same writer sends the last batch again, as a client that lost
+	// the ack would.
+	require.NoError(t, e.write(w, 10, 20))
+	require.NoError(t, w.Close(e.ctx))
+
+	w, _ = e.open(h.NewSink(t))
+	require.NoError(t, e.write(w, 0, 10), "a batch covered by the checkpoint is a no-op")
+	require.NoError(t, e.write(w, 10, 20), "the last committed batch again is a no-op")
+	require.NoError(t, w.Close(e.ctx))
+	require.Equal(t, seq(0, 20), sorted(h.IDs(t, e.p)))
+}
+
+func testCrashBeforeAck(t *testing.T, h Harness) {
+	e := setup(t)
+	w, _ := e.open(h.NewSink(t))
+	require.NoError(t, e.write(w, 0, 10))
+	require.NoError(t, e.write(w, 10, 20))
+	// The process dies here: the commit returned, the ack never left, and
+	// Close is never called. A new instance must resume after id 19.
+	s := h.NewSink(t)
+	w2, cp := e.open(s)
+	next := int64(0)
+	if h.Guarantee == flightsink.ExactlyOnce {
+		require.Equal(t, string(CP(20)), string(cp))
+		next = 20
+	}
+	// An at-least-once sink resumes from the source's position: replay it
+	// all and rely on idempotent writes.
+	for from := next; from < 30; from += 10 {
+		require.NoError(t, e.write(w2, from, from+10))
+	}
+	require.NoError(t, w2.Close(e.ctx))
+	_ = w.Close(e.ctx)
+	require.Equal(t, seq(0, 30), sorted(h.IDs(t, e.p)))
+}
+
+func testSchemaMismatch(t *testing.T, h Harness) {
+	e := setup(t)
+	w, _ := e.open(h.NewSink(t))
+	require.NoError(t, e.write(w, 0, 5))
+
+	other := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.BinaryTypes.String},
+		{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(e.mem, other)
+	b.Field(0).(*array.StringBuilder).AppendValues([]string{"x", "y"}, nil)
+	b.Field(1).(*array.StringBuilder).AppendValues([]string{"a", "b"}, nil)
+	bad := b.NewRecordBatch()
+	b.Release()
+	err := w.WriteBatch(e.ctx, bad, CP(100))
+	bad.Release()
+	require.Error(t, err)
+	require.Truef(t, errors.Is(err, flightline.ErrSchemaMismatch), "want ErrSchemaMismatch, got %v", err)
+	_ = w.Close(e.ctx)
+
+	s := h.NewSink(t)
+	if h.Guarantee == flightsink.ExactlyOnce {
+		cp, err := s.Checkpoint(e.ctx, e.p)
+		require.NoError(t, err)
+		require.Equal(t, string(CP(5)), string(cp), "a refused batch must not move the checkpoint")
+	}
+	require.Equal(t, seq(0, 5), sorted(h.IDs(t, e.p)))
+}
+
+func testMissingCheckpoint(t *testing.T, h Harness) {
+	e := setup(t)
+	w, _ := e.open(h.NewSink(t))
+	rec := Batch(e.mem, 0, 3)
+	err := w.WriteBatch(e.ctx, rec, nil)
+	rec.Release()
+	require.Truef(t, errors.Is(err, flightline.ErrInvalidInput), "want ErrInvalidInput, got %v", err)
+	require.NoError(t, w.Close(e.ctx))
+	require.Empty(t, h.IDs(t, e.p))
+}
+
+func testEmptyBatch(t *testing.T, h Harness) {
+	e := setup(t)
+	w, _ := e.open(h.NewSink(t))
+	require.NoError(t, e.write(w, 0, 5))
+	empty := Batch(e.mem, 0, 0)
+	require.NoError(t, w.WriteBatch(e.ctx, empty, CP(9)))
+	empty.Release()
+	require.NoError(t, w.Close(e.ctx))
+	cp, err := h.NewSink(t).Checkpoint(e.ctx, e.p)
+	require.NoError(t, err)
+	require.Equal(t, string(CP(9)), string(cp))
+	require.Equal(t, seq(0, 5), sorted(h.IDs(t, e.p)))
+}
+
+func testZombie(t *testing.T, h Harness) {
+	e := setup(t)
+	old, _ := e.open(h.NewSink(t))
+	require.NoError(t, e.write(old, 0, 5))
+
+	newer, cp := e.open(h.NewSink(t))
+	require.Equal(t, string(CP(5)), string(cp))
+
+	err := e.write(old, 5, 10)
+	require.Error(t, err, "a fenced writer must not commit")
+	require.Truef(t, errors.Is(err, flightline.ErrFenced) || errors.Is(err, flightline.ErrConflict),
+		"want ErrFenced or ErrConflict, got %v", err)
+	_ = old.Close(e.ctx)
+
+	require.NoError(t, e.write(newer, 5, 12))
+	require.NoError(t, newer.Close(e.ctx))
+	require.Equal(t, seq(0, 12), sorted(h.IDs(t, e.p)))
+	cp, err = h.NewSink(t).Checkpoint(e.ctx, e.p)
+	require.NoError(t, err)
+	require.Equal(t, string(CP(12)), string(cp))
+}
