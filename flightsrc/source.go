@@ -1,0 +1,71 @@
+package flightsrc
+
+import (
+	"context"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// Stream describes one stream a source offers.
+type Stream struct {
+	Name        string
+	Description string
+	// Schema of every batch of the stream.
+	Schema *arrow.Schema
+}
+
+// ReadRequest names what to read and from where.
+type ReadRequest struct {
+	// Stream is the name of the stream, as listed by Streams.
+	Stream string
+	// Pipeline is the pipeline reading. A source may use it, for example as
+	// a consumer group; it is optional.
+	Pipeline string
+	// After is the checkpoint to resume after: the source starts with the
+	// first record not covered by it. nil means the source's own default
+	// start (for Kafka: the group's committed offsets, then the reset policy).
+	After []byte
+}
+
+// CommitRequest is an advisory progress report: the sink has durably
+// committed everything up to Checkpoint.
+type CommitRequest struct {
+	Stream     string
+	Pipeline   string
+	Checkpoint []byte
+}
+
+// Source produces record batches. Implementations are safe for concurrent
+// use; each Read returns an independent Reader.
+type Source interface {
+	// Streams lists the streams the source offers.
+	Streams(ctx context.Context) ([]Stream, error)
+
+	// Read opens a stream positioned after req.After. ctx bounds Read only;
+	// the Reader lives until Close.
+	Read(ctx context.Context, req ReadRequest) (Reader, error)
+
+	// Commit records progress advisorily, e.g. as a Kafka group commit so
+	// lag dashboards work. It never decides where a pipeline resumes: the
+	// sink's checkpoint does. Sources without such a notion return nil.
+	Commit(ctx context.Context, req CommitRequest) error
+}
+
+// Reader yields the batches of one stream in order. A Reader is used by one
+// goroutine at a time.
+type Reader interface {
+	// Schema is the schema of every batch.
+	Schema() *arrow.Schema
+
+	// Next blocks until the next batch is ready and returns it with the
+	// checkpoint reached once that batch is durably written downstream. The
+	// caller owns the batch and must Release it. A batch may have zero rows:
+	// a heartbeat that says the source is alive (its checkpoint may or may
+	// not have moved). Next returns io.EOF at the end of a bounded stream,
+	// and ctx.Err() when ctx ends first.
+	Next(ctx context.Context) (arrow.RecordBatch, []byte, error)
+
+	// Close stops the stream and releases what the Reader holds. It is safe
+	// to call at any time, also while no Next is running.
+	Close() error
+}
