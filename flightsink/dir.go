@@ -229,9 +229,9 @@ func (d *Dir) Open(_ context.Context, p Pipeline) (Writer, []byte, error) {
 			return nil, nil, err
 		}
 		if ok {
-			return w, st.cp, nil
+			return w, w.cp, nil
 		}
-		// Someone committed meanwhile: re-scan and try again.
+		// Someone took the sequence number: re-scan and try again.
 	}
 }
 
@@ -296,8 +296,13 @@ func (w *dirWriter) link(rec arrow.RecordBatch, cp []byte) (bool, error) {
 		if e.pipeline == w.p.ID && e.epoch >= w.epoch && rec != nil {
 			return false, fmt.Errorf("%w: pipeline %q reopened with epoch %d (this writer has %d)", flightline.ErrFenced, w.p.ID, e.epoch, w.epoch)
 		}
-		if e.pipeline == w.p.ID && e.epoch >= w.epoch && rec == nil {
-			w.epoch = e.epoch + 1 // racing Opens: outbid
+		if e.pipeline == w.p.ID && rec == nil {
+			// Opening: a commit that landed since Open's scan moves the
+			// checkpoint Open must return, and a racing Open is outbid.
+			if e.cp != nil {
+				w.cp = e.cp
+			}
+			w.epoch = max(w.epoch, e.epoch+1)
 		}
 		if w.schema == nil && e.rows > 0 {
 			w.schema = stripMeta(e.schema)
