@@ -43,6 +43,10 @@ type Dir struct {
 	root string
 	mem  memory.Allocator
 	mu   sync.Mutex // serialises commits within this process
+
+	// testHookOpenScanned, when set, runs in Open between the scan of the
+	// target and the link of the epoch marker.
+	testHookOpenScanned func()
 }
 
 // Metadata keys of Dir files.
@@ -222,7 +226,10 @@ func (d *Dir) Open(_ context.Context, p Pipeline) (Writer, []byte, error) {
 			// No data yet, so no schema for a marker that readers would
 			// accept: the first commit carries the epoch instead, and of
 			// writers racing on an empty target the first to commit wins.
-			return w, st.cp, nil
+			return w, w.cp, nil
+		}
+		if d.testHookOpenScanned != nil {
+			d.testHookOpenScanned()
 		}
 		ok, err := w.link(nil, nil) // the epoch marker
 		if err != nil {
