@@ -55,7 +55,7 @@ func newGen(t *testing.T, mem memory.Allocator, rows int64, batch int) *flightsr
 
 func TestInProcessPipeline(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the servers stopped
 	sink := flightsink.NewMemory()
 	defer sink.Release()
 	p := flightsink.Pipeline{ID: "p1", Target: "orders"}
@@ -72,7 +72,7 @@ func TestInProcessPipeline(t *testing.T) {
 // sink's checkpoint and the result is still exactly once.
 func TestTransientFailuresResume(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the servers stopped
 	sink := flightsink.NewMemory()
 	defer sink.Release()
 	sink.FailCommit(func(_ flightsink.Pipeline, n int) error {
@@ -92,7 +92,7 @@ func TestTransientFailuresResume(t *testing.T) {
 
 func TestNonRetryableErrorStops(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the servers stopped
 	sink := flightsink.NewMemory()
 	defer sink.Release()
 	sink.FailCommit(func(_ flightsink.Pipeline, n int) error {
@@ -113,7 +113,7 @@ func TestNonRetryableErrorStops(t *testing.T) {
 
 func TestTransform(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the servers stopped
 	sink := flightsink.NewMemory()
 	defer sink.Release()
 	// Keep only id and amount.
@@ -135,7 +135,7 @@ func TestTransform(t *testing.T) {
 
 func TestStopsCleanlyOnCancel(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the servers stopped
 	sink := flightsink.NewMemory()
 	defer sink.Release()
 	g, err := flightsrc.NewGenerator(flightsrc.GenBatchRows(100), flightsrc.GenAllocator(mem)) // unbounded
@@ -167,7 +167,7 @@ func serve(t *testing.T, svc flight.FlightServer, cfg endpoint.ServerConfig) str
 // transiently: the remote path resumes exactly like the local one.
 func TestRemotePipelineOverFlight(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the servers stopped
 	sink := flightsink.NewMemory()
 	defer sink.Release()
 	sink.FailCommit(func(_ flightsink.Pipeline, n int) error {
@@ -200,7 +200,7 @@ func TestRemotePipelineOverFlight(t *testing.T) {
 
 func TestRemoteErrorsKeepTheirKind(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the servers stopped
 	sink := flightsink.NewMemory()
 	defer sink.Release()
 	sinkURL := serve(t, flightsink.NewServer(sink, flightsink.WithLogger(quiet), flightsink.WithAllocator(mem)), endpoint.ServerConfig{Token: "s3cret"})

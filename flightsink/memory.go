@@ -16,8 +16,8 @@ import (
 // until Release. Safe for concurrent use.
 type Memory struct {
 	mu      sync.Mutex
-	targets map[string]*memTarget   // by Pipeline.Target
-	pipes   map[Pipeline]*memPipe   // checkpoint and fencing epoch
+	targets map[string]*memTarget // by Pipeline.Target
+	pipes   map[Pipeline]*memPipe // checkpoint and fencing epoch
 	fail    func(p Pipeline, n int) error
 }
 

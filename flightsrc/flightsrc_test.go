@@ -37,7 +37,7 @@ func serve(t *testing.T, svc flight.FlightServer) string {
 
 func TestGeneratorResumesAfterCheckpoint(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the servers stopped
 	g, err := flightsrc.NewGenerator(flightsrc.GenRows(1000), flightsrc.GenBatchRows(300), flightsrc.GenAllocator(mem))
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -62,7 +62,7 @@ func TestGeneratorResumesAfterCheckpoint(t *testing.T) {
 
 func TestGeneratorIsDeterministic(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the servers stopped
 	a := flightsrc.GenerateOrders(mem, 100, 200)
 	b := flightsrc.GenerateOrders(mem, 150, 200)
 	defer a.Release()
@@ -119,7 +119,7 @@ func (r *idleReader) Close() error { return nil }
 
 func TestServerSendsHeartbeatsWhenIdle(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the servers stopped
 	url := serve(t, flightsrc.NewServer(idleSource{mem: mem}, flightsrc.WithAllocator(mem), flightsrc.WithLogger(quiet),
 		flightsrc.WithHeartbeat(50*time.Millisecond)))
 	c, err := flightsrc.DialWithAllocator(url, flightsrc.ClientConfig{}, mem)
@@ -146,7 +146,7 @@ func TestServerSendsHeartbeatsWhenIdle(t *testing.T) {
 
 func TestClientDescribesStreamsAndMapsErrors(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the servers stopped
 	g, err := flightsrc.NewGenerator(flightsrc.GenRows(10), flightsrc.GenAllocator(mem))
 	require.NoError(t, err)
 	url := serve(t, flightsrc.NewServer(g, flightsrc.WithAllocator(mem), flightsrc.WithLogger(quiet)))

@@ -57,7 +57,7 @@ var quiet = slog.New(slog.DiscardHandler)
 // documented errors. Go then checks every row landed exactly once.
 func TestInteropPythonSink(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the servers stopped
 	sink := flightsink.NewMemory()
 	defer sink.Release()
 	url := serve(t, flightsink.NewServer(sink, flightsink.WithAllocator(mem), flightsink.WithLogger(quiet)),
@@ -85,7 +85,7 @@ func TestInteropPythonSink(t *testing.T) {
 // reads one with DoGet from a resume checkpoint.
 func TestInteropPythonSource(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the servers stopped
 	gen, err := flightsrc.NewGenerator(flightsrc.GenRows(12_345), flightsrc.GenBatchRows(1000), flightsrc.GenAllocator(mem))
 	require.NoError(t, err)
 	url := serve(t, flightsrc.NewServer(gen, flightsrc.WithAllocator(mem), flightsrc.WithLogger(quiet)), endpoint.ServerConfig{})

@@ -55,6 +55,9 @@ func NewServer(cfg ServerConfig) (*grpc.Server, *health.Server, error) {
 		log = slog.Default()
 	}
 	opts := []grpc.ServerOption{
+		// Stop and GracefulStop return only once every handler has: a
+		// sink's writer is closed before the process moves on.
+		grpc.WaitForHandlers(true),
 		grpc.MaxRecvMsgSize(MaxMessageSize),
 		grpc.MaxSendMsgSize(MaxMessageSize),
 	}
