@@ -284,6 +284,9 @@ func (c *Coordinator) produce(ctx context.Context, rd flightsrc.Reader, pw fligh
 		}
 		err = pw.Submit(ctx, rec, cp)
 		rec.Release()
+		if errors.Is(err, flightsink.ErrWriterBroken) {
+			return nil // the acker learns the cause from Ack
+		}
 		if err != nil {
 			return fmt.Errorf("writing to sink: %w", err)
 		}

@@ -153,16 +153,20 @@ func (r *remoteWriter) Submit(ctx context.Context, rec arrow.RecordBatch, cp []b
 	}
 	if err := r.w.WriteWithAppMetadata(rec, cp); err != nil {
 		if errors.Is(err, io.EOF) {
-			// The server ended the stream; its status comes with Recv.
-			_, rerr := r.stream.Recv()
-			if rerr != nil && !errors.Is(rerr, io.EOF) {
-				return flighterr.FromStatus("DoPut", rerr)
-			}
+			// The server ended the stream; its status arrives with the
+			// next Ack. Submit must not Recv itself: Ack may be receiving
+			// on another goroutine.
+			return ErrWriterBroken
 		}
 		return flighterr.FromStatus("DoPut", err)
 	}
 	return nil
 }
+
+// ErrWriterBroken is returned by a PipelinedWriter's Submit when the stream
+// has already ended on the server's side. The cause is reported by Ack, which
+// the caller should call for the batches it has submitted.
+var ErrWriterBroken = errors.New("flightsink: the sink ended the stream; Ack reports why")
 
 // Ack implements PipelinedWriter.
 func (r *remoteWriter) Ack(ctx context.Context) ([]byte, error) {
@@ -190,10 +194,10 @@ func (r *remoteWriter) Ack(ctx context.Context) ([]byte, error) {
 
 // WriteBatch implements Writer: Submit and wait for the ack.
 func (r *remoteWriter) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byte) error {
-	if err := r.Submit(ctx, rec, cp); err != nil {
+	if err := r.Submit(ctx, rec, cp); err != nil && !errors.Is(err, ErrWriterBroken) {
 		return err
 	}
-	got, err := r.Ack(ctx)
+	got, err := r.Ack(ctx) // on ErrWriterBroken: the server's status
 	if err != nil {
 		return err
 	}
