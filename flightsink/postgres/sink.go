@@ -248,6 +248,7 @@ type writer struct {
 	colOIDs  []uint32
 	copySQL  string
 	notNull  []bool
+	created  bool // this transaction created the table
 }
 
 // WriteBatch implements flightsink.Writer. One transaction: lock the
@@ -290,7 +291,7 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 	committed := false
 	defer func() {
 		if !committed { // the layout may have been created by this rolled-back tx
-			w.verified = nil
+			w.verified, w.created = nil, false
 		}
 	}()
 	if err := w.prepare(ctx, tx, rec); err != nil {
@@ -315,6 +316,10 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 		return s.wrap(err, "postgres sink %s: commit batch of %q", s.server, w.p.ID)
 	}
 	committed = true
+	if w.created {
+		w.created = false
+		s.log.Info("postgres sink: created table", "table", w.target.Sanitize(), "pipeline", w.p.ID)
+	}
 	return nil
 }
 
@@ -430,7 +435,7 @@ func (w *writer) create(ctx context.Context, tx pgx.Tx, sc *arrow.Schema) error 
 	if _, err := tx.Exec(ctx, b.String()); err != nil {
 		return w.s.wrap(err, "postgres sink %s: create table %s", w.s.server, w.target.Sanitize())
 	}
-	w.s.log.Info("postgres sink: created table", "table", w.target.Sanitize(), "pipeline", w.p.ID)
+	w.created = true // logged once the transaction commits
 	return nil
 }
 

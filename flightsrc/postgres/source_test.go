@@ -163,4 +163,3 @@ func seq(from, to int64) []int64 {
 	}
 	return out
 }
-

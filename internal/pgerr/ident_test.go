@@ -12,16 +12,16 @@ import (
 
 func TestParseIdent(t *testing.T) {
 	for in, want := range map[string]pgx.Identifier{
-		"orders":                 {"orders"},
-		"Sales.Orders":           {"sales", "orders"},
-		`"My Schema"."Tab.le"`:   {"My Schema", "Tab.le"},
-		`s."a""b"`:               {"s", `a"b`},
-		` public . t `:           {"public", "t"},
-		`x; DROP TABLE y`:        nil,
-		`a.b.c`:                  nil,
-		`"open`:                  nil,
-		``:                       nil,
-		`a..b`:                   nil,
+		"orders":               {"orders"},
+		"Sales.Orders":         {"sales", "orders"},
+		`"My Schema"."Tab.le"`: {"My Schema", "Tab.le"},
+		`s."a""b"`:             {"s", `a"b`},
+		` public . t `:         {"public", "t"},
+		`x; DROP TABLE y`:      nil,
+		`a.b.c`:                nil,
+		`"open`:                nil,
+		``:                     nil,
+		`a..b`:                 nil,
 	} {
 		got, err := ParseIdent(in)
 		if want == nil {
