@@ -1,0 +1,360 @@
+// Command flightline runs Flightline endpoints and pipelines.
+//
+//	flightline serve-source --source SPEC --listen ADDR
+//	flightline serve-sink   --sink SPEC --listen ADDR
+//	flightline run          --source SPEC --sink SPEC --stream S --pipeline P
+//	flightline demo
+//
+// Every command takes --help.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"google.golang.org/grpc"
+
+	"github.com/flightline/flightline/coordinator"
+	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/flightsrc"
+	"github.com/flightline/flightline/internal/endpoint"
+	"github.com/flightline/flightline/internal/metrics"
+)
+
+const usage = `flightline moves Arrow record batches from sources to sinks, exactly once.
+
+Usage:
+  flightline <command> [flags]
+
+Commands:
+  serve-source   serve a source as an Arrow Flight server (DoGet)
+  serve-sink     serve a sink as an Arrow Flight DoPut endpoint
+  run            run the coordinator between a source and a sink
+  demo           run a whole pipeline in this process and print what it wrote
+
+Run 'flightline <command> --help' for a command's flags.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
+	case "serve-source":
+		err = serveSource(ctx, args)
+	case "serve-sink":
+		err = serveSink(ctx, args)
+	case "run":
+		err = runPipeline(ctx, args)
+	case "demo":
+		err = demo(ctx, args, os.Stdout)
+	case "help", "-h", "--help":
+		fmt.Print(usage)
+	default:
+		fmt.Fprintf(os.Stderr, "flightline: unknown command %q\n\n%s", cmd, usage)
+		os.Exit(2)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "flightline: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// common holds the flags every command shares.
+type common struct {
+	logLevel    string
+	logFormat   string
+	metricsAddr string
+}
+
+func (c *common) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9464); empty disables")
+}
+
+func (c *common) logger(w io.Writer) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch c.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format must be text or json, got %q", c.logFormat)
+}
+
+// serveMetrics starts the metrics endpoint if configured; the returned
+// function stops it.
+func (c *common) serveMetrics(m *metrics.Metrics, log *slog.Logger) (func(), error) {
+	if c.metricsAddr == "" {
+		return func() {}, nil
+	}
+	lis, err := net.Listen("tcp", c.metricsAddr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", m.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(lis)
+	log.Info("metrics listening", "addr", lis.Addr().String())
+	return func() { srv.Close() }, nil
+}
+
+// serverFlags are the security flags of serve-* commands.
+type serverFlags struct {
+	listen                     string
+	cert, key, clientCA, token string
+}
+
+func (s *serverFlags) register(fs *flag.FlagSet, defaultListen string) {
+	fs.StringVar(&s.listen, "listen", defaultListen, "address to listen on")
+	fs.StringVar(&s.cert, "tls-cert", "", "TLS certificate file (enables TLS)")
+	fs.StringVar(&s.key, "tls-key", "", "TLS private key file")
+	fs.StringVar(&s.clientCA, "tls-client-ca", "", "CA file clients' certificates must chain to (enables mTLS)")
+	fs.StringVar(&s.token, "token-file", "", "file holding the bearer token clients must send (or set FLIGHTLINE_TOKEN)")
+}
+
+func readToken(file, env string) (string, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("token file: %w", err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	return os.Getenv(env), nil
+}
+
+func (s *serverFlags) config(log *slog.Logger) (endpoint.ServerConfig, error) {
+	tok, err := readToken(s.token, "FLIGHTLINE_TOKEN")
+	if err != nil {
+		return endpoint.ServerConfig{}, err
+	}
+	return endpoint.ServerConfig{CertFile: s.cert, KeyFile: s.key, ClientCAFile: s.clientCA, Token: tok, Logger: log}, nil
+}
+
+// clientFlags are the security flags for one remote endpoint.
+type clientFlags struct {
+	ca, cert, key, serverName, token string
+}
+
+func (c *clientFlags) register(fs *flag.FlagSet, prefix, envToken string) {
+	fs.StringVar(&c.ca, prefix+"tls-ca", "", "CA file to verify the "+strings.TrimSuffix(prefix, "-")+" endpoint (grpc+tls)")
+	fs.StringVar(&c.cert, prefix+"tls-cert", "", "client certificate for mTLS")
+	fs.StringVar(&c.key, prefix+"tls-key", "", "client key for mTLS")
+	fs.StringVar(&c.serverName, prefix+"tls-server-name", "", "override the server name checked in its certificate")
+	fs.StringVar(&c.token, prefix+"token-file", "", "file holding the bearer token to send (or set "+envToken+")")
+}
+
+func (c *clientFlags) config(envToken string) (endpoint.ClientConfig, error) {
+	tok, err := readToken(c.token, envToken)
+	if err != nil {
+		return endpoint.ClientConfig{}, err
+	}
+	return endpoint.ClientConfig{CAFile: c.ca, CertFile: c.cert, KeyFile: c.key, ServerName: c.serverName, Token: tok}, nil
+}
+
+func newFlagSet(name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: flightline %s\n\n", synopsis)
+		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), kindUsage())
+	}
+	return fs
+}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	return nil
+}
+
+// serveFlight runs svc until ctx ends, then stops gracefully.
+func serveFlight(ctx context.Context, svc flight.FlightServer, sf *serverFlags, log *slog.Logger) error {
+	cfg, err := sf.config(log)
+	if err != nil {
+		return err
+	}
+	gs, _, err := endpoint.NewServer(cfg)
+	if err != nil {
+		return err
+	}
+	flight.RegisterFlightServiceServer(gs, svc)
+	lis, err := net.Listen("tcp", sf.listen)
+	if err != nil {
+		return err
+	}
+	log.Info("listening", "addr", lis.Addr().String(), "tls", cfg.CertFile != "", "mtls", cfg.ClientCAFile != "", "auth", cfg.Token != "")
+	return serveUntil(ctx, gs, lis)
+}
+
+func serveUntil(ctx context.Context, gs *grpc.Server, lis net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- gs.Serve(lis) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		done := make(chan struct{})
+		go func() { gs.GracefulStop(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			gs.Stop()
+		}
+		return nil
+	}
+}
+
+func serveSource(ctx context.Context, args []string) error {
+	fs := newFlagSet("serve-source", "serve-source --source SPEC [--listen ADDR] [flags]")
+	var c common
+	var sf serverFlags
+	c.register(fs)
+	sf.register(fs, "127.0.0.1:7401")
+	spec := fs.String("source", "", "the source to serve (required; see below)")
+	heartbeat := fs.Duration("heartbeat", 5*time.Second, "send a heartbeat after this long without data (0 disables)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *spec == "" || isRemote(*spec) {
+		return fmt.Errorf("--source must name an in-process source kind; known: %s", kinds(sourceKinds))
+	}
+	log, err := c.logger(os.Stderr)
+	if err != nil {
+		return err
+	}
+	src, closeSrc, err := openSource(*spec, endpoint.ClientConfig{})
+	if err != nil {
+		return err
+	}
+	defer closeSrc()
+	m := metrics.New()
+	stopMetrics, err := c.serveMetrics(m, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+	return serveFlight(ctx, flightsrc.NewServer(src, flightsrc.WithLogger(log), flightsrc.WithMetrics(m), flightsrc.WithHeartbeat(*heartbeat)), &sf, log)
+}
+
+func serveSink(ctx context.Context, args []string) error {
+	fs := newFlagSet("serve-sink", "serve-sink --sink SPEC [--listen ADDR] [flags]")
+	var c common
+	var sf serverFlags
+	c.register(fs)
+	sf.register(fs, "127.0.0.1:7402")
+	spec := fs.String("sink", "", "the sink to serve (required; see below)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *spec == "" || isRemote(*spec) {
+		return fmt.Errorf("--sink must name an in-process sink kind; known: %s", kinds(sinkKinds))
+	}
+	log, err := c.logger(os.Stderr)
+	if err != nil {
+		return err
+	}
+	sink, closeSink, err := openSink(*spec, endpoint.ClientConfig{})
+	if err != nil {
+		return err
+	}
+	defer closeSink()
+	m := metrics.New()
+	stopMetrics, err := c.serveMetrics(m, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+	return serveFlight(ctx, flightsink.NewServer(sink, flightsink.WithLogger(log), flightsink.WithMetrics(m)), &sf, log)
+}
+
+func runPipeline(ctx context.Context, args []string) error {
+	fs := newFlagSet("run", "run --source SPEC --sink SPEC --stream NAME --pipeline ID [flags]")
+	var c common
+	var scf, kcf clientFlags
+	c.register(fs)
+	scf.register(fs, "source-", "FLIGHTLINE_SOURCE_TOKEN")
+	kcf.register(fs, "sink-", "FLIGHTLINE_SINK_TOKEN")
+	srcSpec := fs.String("source", "", "source: grpc://host:port, grpc+tls://host:port, or an in-process kind (required)")
+	sinkSpec := fs.String("sink", "", "sink: grpc://host:port, grpc+tls://host:port, or an in-process kind (required)")
+	stream := fs.String("stream", "orders", "the source stream to read")
+	pipeline := fs.String("pipeline", "", "pipeline id: the key of the sink's checkpoint (required)")
+	target := fs.String("target", "", "target inside the sink (table, topic, directory); empty: the sink's default")
+	window := fs.Int("window", 4, "batches in flight between source and sink")
+	maxAttempts := fs.Int("max-attempts", 0, "give up after this many failed attempts in a row (0: never)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *srcSpec == "" || *sinkSpec == "" || *pipeline == "" {
+		fs.Usage()
+		return errors.New("--source, --sink and --pipeline are required")
+	}
+	log, err := c.logger(os.Stderr)
+	if err != nil {
+		return err
+	}
+	scc, err := scf.config("FLIGHTLINE_SOURCE_TOKEN")
+	if err != nil {
+		return err
+	}
+	kcc, err := kcf.config("FLIGHTLINE_SINK_TOKEN")
+	if err != nil {
+		return err
+	}
+	src, closeSrc, err := openSource(*srcSpec, scc)
+	if err != nil {
+		return err
+	}
+	defer closeSrc()
+	sink, closeSink, err := openSink(*sinkSpec, kcc)
+	if err != nil {
+		return err
+	}
+	defer closeSink()
+	m := metrics.New()
+	stopMetrics, err := c.serveMetrics(m, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+	co, err := coordinator.New(src, sink, *stream, flightsink.Pipeline{ID: *pipeline, Target: *target},
+		coordinator.Window(*window), coordinator.WithLogger(log), coordinator.WithMetrics(m), coordinator.MaxAttempts(*maxAttempts))
+	if err != nil {
+		return err
+	}
+	err = co.Run(ctx)
+	st := co.Stats()
+	log.Info("run finished", "rows", st.Rows, "batches", st.Batches, "restarts", st.Restarts, "checkpoint", string(st.LastCheckpoint))
+	return err
+}

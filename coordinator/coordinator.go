@@ -1,0 +1,335 @@
+package coordinator
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/util"
+
+	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/flightsrc"
+	"github.com/flightline/flightline/internal/metrics"
+)
+
+// Transform rewrites a batch between source and sink. It must accept
+// zero-row batches (they carry checkpoints) and keep its output schema
+// stable. It receives a batch it does not own and returns a batch the caller will Release (it may return
+// its input after Retaining it). Its error stops the pipeline: wrap
+// flightline.ErrInvalidInput for bad data, so the pipeline does not retry.
+type Transform func(ctx context.Context, rec arrow.RecordBatch) (arrow.RecordBatch, error)
+
+// Coordinator moves one stream of a source into one pipeline of a sink.
+type Coordinator struct {
+	src      flightsrc.Source
+	sink     flightsink.Sink
+	stream   string
+	pipeline flightsink.Pipeline
+
+	window         int
+	transform      Transform
+	minBackoff     time.Duration
+	maxBackoff     time.Duration
+	commitInterval time.Duration
+	maxAttempts    int
+	log            *slog.Logger
+	metrics        *metrics.Metrics
+
+	mu    sync.Mutex
+	stats Stats
+}
+
+// Stats counts what a Coordinator has done since it was created.
+type Stats struct {
+	Rows, Batches, Bytes int64
+	Restarts             int
+	LastCheckpoint       []byte
+}
+
+// Option configures a Coordinator.
+type Option func(*Coordinator) error
+
+// Window bounds the batches in flight between source and sink: read but
+// not yet acknowledged. Default 4.
+func Window(n int) Option {
+	return func(c *Coordinator) error {
+		if n < 1 {
+			return fmt.Errorf("%w: window must be >= 1, got %d", flightline.ErrInvalidInput, n)
+		}
+		c.window = n
+		return nil
+	}
+}
+
+// WithTransform runs f over every batch between source and sink.
+func WithTransform(f Transform) Option {
+	return func(c *Coordinator) error { c.transform = f; return nil }
+}
+
+// Backoff sets the bounds of the jittered exponential backoff between
+// attempts. Defaults 200ms and 30s.
+func Backoff(min, max time.Duration) Option {
+	return func(c *Coordinator) error {
+		if min <= 0 || max < min {
+			return fmt.Errorf("%w: backoff bounds %v..%v", flightline.ErrInvalidInput, min, max)
+		}
+		c.minBackoff, c.maxBackoff = min, max
+		return nil
+	}
+}
+
+// CommitInterval is the least time between two advisory commits to the
+// source. Default 1s. The last acknowledged checkpoint is always committed
+// when a run ends.
+func CommitInterval(d time.Duration) Option {
+	return func(c *Coordinator) error { c.commitInterval = d; return nil }
+}
+
+// MaxAttempts stops Run after n consecutive failed attempts without
+// progress; 0 (the default) retries forever.
+func MaxAttempts(n int) Option {
+	return func(c *Coordinator) error { c.maxAttempts = n; return nil }
+}
+
+// WithLogger sets the logger. Default slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(c *Coordinator) error { c.log = l; return nil } }
+
+// WithMetrics records progress in m.
+func WithMetrics(m *metrics.Metrics) Option {
+	return func(c *Coordinator) error { c.metrics = m; return nil }
+}
+
+// New returns a Coordinator that moves stream from src into pipeline p of
+// sink.
+func New(src flightsrc.Source, sink flightsink.Sink, stream string, p flightsink.Pipeline, opts ...Option) (*Coordinator, error) {
+	c := &Coordinator{
+		src: src, sink: sink, stream: stream, pipeline: p,
+		window: 4, minBackoff: 200 * time.Millisecond, maxBackoff: 30 * time.Second,
+		commitInterval: time.Second, log: slog.Default(),
+	}
+	if src == nil || sink == nil {
+		return nil, fmt.Errorf("%w: coordinator needs a source and a sink", flightline.ErrInvalidInput)
+	}
+	if stream == "" || p.ID == "" {
+		return nil, fmt.Errorf("%w: coordinator needs a stream and a pipeline id", flightline.ErrInvalidInput)
+	}
+	for _, o := range opts {
+		if err := o(c); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Stats returns a snapshot of the counters.
+func (c *Coordinator) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.stats
+	s.LastCheckpoint = bytes.Clone(s.LastCheckpoint)
+	return s
+}
+
+// Run moves batches until the source's stream ends (nil), ctx ends (nil: a
+// clean stop), or an error that retrying cannot fix (returned). Transient
+// failures restart the pipeline from the sink's checkpoint after a jittered
+// backoff.
+func (c *Coordinator) Run(ctx context.Context) error {
+	attempt := 0
+	for {
+		progressed, err := c.runOnce(ctx)
+		if ctx.Err() != nil {
+			c.log.Info("pipeline stopped", "pipeline", c.pipeline.ID)
+			return nil
+		}
+		if err == nil {
+			c.log.Info("stream ended; pipeline complete", "pipeline", c.pipeline.ID)
+			return nil
+		}
+		if !flightline.IsRetryable(err) {
+			c.log.Error("pipeline failed", "pipeline", c.pipeline.ID, "err", err)
+			return err
+		}
+		if progressed {
+			attempt = 0
+		}
+		attempt++
+		if c.maxAttempts > 0 && attempt >= c.maxAttempts {
+			return fmt.Errorf("coordinator: giving up after %d attempts: %w", attempt, err)
+		}
+		d := c.backoff(attempt)
+		c.log.Warn("pipeline interrupted; resuming from the sink's checkpoint", "pipeline", c.pipeline.ID, "err", err, "retry_in", d)
+		c.mu.Lock()
+		c.stats.Restarts++
+		c.mu.Unlock()
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Coordinator) backoff(attempt int) time.Duration {
+	d := c.minBackoff << min(attempt-1, 20)
+	if d > c.maxBackoff || d <= 0 {
+		d = c.maxBackoff
+	}
+	return d/2 + rand.N(d/2+1) // jitter in [d/2, d]
+}
+
+// runOnce is one attempt: claim the sink, read after its checkpoint, pipe
+// batches with at most window in flight, and match acks in order.
+func (c *Coordinator) runOnce(ctx context.Context) (progressed bool, err error) {
+	w, cp, err := c.sink.Open(ctx, c.pipeline)
+	if err != nil {
+		return false, fmt.Errorf("opening sink: %w", err)
+	}
+	pw := flightsink.Pipelined(w, c.window)
+	defer pw.Close(context.WithoutCancel(ctx))
+	c.log.Info("pipeline resuming", "pipeline", c.pipeline.ID, "stream", c.stream, "after", string(cp))
+
+	rd, err := c.src.Read(ctx, flightsrc.ReadRequest{Stream: c.stream, Pipeline: c.pipeline.ID, After: cp})
+	if err != nil {
+		return false, fmt.Errorf("opening source: %w", err)
+	}
+	defer rd.Close()
+
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	// inflight carries the checkpoints submitted but not yet acknowledged,
+	// in order; its capacity is the window, so the producer blocks when the
+	// sink falls behind.
+	inflight := make(chan sent, c.window)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	var prodErr, ackErr error
+	go func() {
+		defer wg.Done()
+		defer close(inflight)
+		prodErr = c.produce(rctx, rd, pw, inflight, cp)
+		if prodErr != nil {
+			cancel(prodErr)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		progressed, ackErr = c.ack(rctx, pw, inflight)
+		if ackErr != nil {
+			cancel(ackErr)
+		}
+	}()
+	wg.Wait()
+	switch {
+	case ackErr != nil && !errors.Is(ackErr, context.Canceled):
+		return progressed, ackErr
+	case prodErr != nil && !errors.Is(prodErr, context.Canceled):
+		return progressed, prodErr
+	case ackErr != nil:
+		return progressed, ackErr
+	case prodErr != nil:
+		return progressed, prodErr
+	}
+	return progressed, nil
+}
+
+type sent struct {
+	cp         []byte
+	rows, size int64
+	at         time.Time
+}
+
+func (c *Coordinator) produce(ctx context.Context, rd flightsrc.Reader, pw flightsink.PipelinedWriter, inflight chan<- sent, last []byte) error {
+	for {
+		rec, cp, err := rd.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading source: %w", err)
+		}
+		if len(cp) == 0 {
+			rec.Release()
+			return fmt.Errorf("%w: source sent a batch without a checkpoint", flightline.ErrInvalidInput)
+		}
+		if rec.NumRows() == 0 && bytes.Equal(cp, last) {
+			rec.Release() // a heartbeat that moves nothing
+			continue
+		}
+		if c.transform != nil {
+			out, err := c.transform(ctx, rec)
+			rec.Release()
+			if err != nil {
+				return fmt.Errorf("transform: %w", err)
+			}
+			rec = out
+		}
+		s := sent{cp: cp, rows: rec.NumRows(), size: int64(util.TotalRecordSize(rec)), at: time.Now()}
+		select {
+		case inflight <- s:
+		case <-ctx.Done():
+			rec.Release()
+			return ctx.Err()
+		}
+		err = pw.Submit(ctx, rec, cp)
+		rec.Release()
+		if err != nil {
+			return fmt.Errorf("writing to sink: %w", err)
+		}
+		last = cp
+	}
+}
+
+func (c *Coordinator) ack(ctx context.Context, pw flightsink.PipelinedWriter, inflight <-chan sent) (progressed bool, err error) {
+	var pending []byte // acknowledged but not yet committed to the source
+	lastCommit := time.Now()
+	defer func() {
+		if pending != nil {
+			c.adviseSource(context.WithoutCancel(ctx), pending)
+		}
+	}()
+	for s := range inflight {
+		got, err := pw.Ack(ctx)
+		if err != nil {
+			return progressed, fmt.Errorf("sink commit: %w", err)
+		}
+		if !bytes.Equal(got, s.cp) {
+			return progressed, fmt.Errorf("sink acknowledged checkpoint %q, expected %q: acks out of order", got, s.cp)
+		}
+		progressed = true
+		c.metrics.Committed("coordinator", c.pipeline.ID, s.rows, s.size, time.Since(s.at))
+		c.mu.Lock()
+		c.stats.Rows += s.rows
+		c.stats.Bytes += s.size
+		c.stats.Batches++
+		c.stats.LastCheckpoint = s.cp
+		c.mu.Unlock()
+		pending = s.cp
+		if time.Since(lastCommit) >= c.commitInterval {
+			c.adviseSource(ctx, pending)
+			pending, lastCommit = nil, time.Now()
+		}
+	}
+	return progressed, nil
+}
+
+// adviseSource sends the advisory commit. Its failure costs nothing but lag
+// accuracy, so it is logged, not returned.
+func (c *Coordinator) adviseSource(ctx context.Context, cp []byte) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := c.src.Commit(ctx, flightsrc.CommitRequest{Stream: c.stream, Pipeline: c.pipeline.ID, Checkpoint: cp}); err != nil {
+		c.log.Warn("advisory commit to source failed", "pipeline", c.pipeline.ID, "err", err)
+	}
+}

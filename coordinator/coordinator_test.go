@@ -1,0 +1,272 @@
+package coordinator_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/checkpoint"
+	"github.com/flightline/flightline/coordinator"
+	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/flightsrc"
+	"github.com/flightline/flightline/internal/endpoint"
+)
+
+var quiet = slog.New(slog.DiscardHandler)
+
+func ids(m *flightsink.Memory, target string) []int64 {
+	var out []int64
+	for _, b := range m.Batches(target) {
+		out = append(out, b.Column(0).(*array.Int64).Int64Values()...)
+		b.Release()
+	}
+	return out
+}
+
+func requireExactlyOnce(t *testing.T, got []int64, n int64) {
+	t.Helper()
+	got = slices.Clone(got)
+	slices.Sort(got)
+	require.Len(t, got, int(n), "row count")
+	for i, v := range got {
+		if v != int64(i) {
+			require.Failf(t, "not exactly once", "position %d holds id %d", i, v)
+		}
+	}
+}
+
+func newGen(t *testing.T, mem memory.Allocator, rows int64, batch int) *flightsrc.Generator {
+	g, err := flightsrc.NewGenerator(flightsrc.GenRows(rows), flightsrc.GenBatchRows(batch), flightsrc.GenAllocator(mem))
+	require.NoError(t, err)
+	return g
+}
+
+func TestInProcessPipeline(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	sink := flightsink.NewMemory()
+	defer sink.Release()
+	p := flightsink.Pipeline{ID: "p1", Target: "orders"}
+	c, err := coordinator.New(newGen(t, mem, 10_000, 700), sink, "orders", p, coordinator.WithLogger(quiet))
+	require.NoError(t, err)
+	require.NoError(t, c.Run(context.Background()))
+	requireExactlyOnce(t, ids(sink, "orders"), 10_000)
+	st := c.Stats()
+	require.EqualValues(t, 10_000, st.Rows)
+	require.Equal(t, string(checkpoint.Positions{"orders/0": 10_000}.Encode()), string(st.LastCheckpoint))
+}
+
+// A sink that fails transiently mid-stream: the coordinator restarts from the
+// sink's checkpoint and the result is still exactly once.
+func TestTransientFailuresResume(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	sink := flightsink.NewMemory()
+	defer sink.Release()
+	sink.FailCommit(func(_ flightsink.Pipeline, n int) error {
+		if n%5 == 3 {
+			return fmt.Errorf("%w: injected outage at commit %d", flightline.ErrUnavailable, n)
+		}
+		return nil
+	})
+	p := flightsink.Pipeline{ID: "p1"}
+	c, err := coordinator.New(newGen(t, mem, 5_000, 300), sink, "orders", p,
+		coordinator.WithLogger(quiet), coordinator.Backoff(time.Millisecond, 5*time.Millisecond), coordinator.Window(3))
+	require.NoError(t, err)
+	require.NoError(t, c.Run(context.Background()))
+	requireExactlyOnce(t, ids(sink, ""), 5_000)
+	require.Positive(t, c.Stats().Restarts)
+}
+
+func TestNonRetryableErrorStops(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	sink := flightsink.NewMemory()
+	defer sink.Release()
+	sink.FailCommit(func(_ flightsink.Pipeline, n int) error {
+		if n == 2 {
+			return fmt.Errorf("%w: injected bad record", flightline.ErrInvalidInput)
+		}
+		return nil
+	})
+	c, err := coordinator.New(newGen(t, mem, 5_000, 300), sink, "orders", flightsink.Pipeline{ID: "p"},
+		coordinator.WithLogger(quiet))
+	require.NoError(t, err)
+	err = c.Run(context.Background())
+	require.ErrorIs(t, err, flightline.ErrInvalidInput)
+	require.Len(t, ids(sink, ""), 600, "the two batches before the failure stay committed")
+	cp, _ := sink.Checkpoint(context.Background(), flightsink.Pipeline{ID: "p"})
+	require.Equal(t, string(checkpoint.Positions{"orders/0": 600}.Encode()), string(cp))
+}
+
+func TestTransform(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	sink := flightsink.NewMemory()
+	defer sink.Release()
+	// Keep only id and amount.
+	proj := func(_ context.Context, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+		sc := arrow.NewSchema([]arrow.Field{rec.Schema().Field(0), rec.Schema().Field(2)}, nil)
+		return array.NewRecordBatch(sc, []arrow.Array{rec.Column(0), rec.Column(2)}, rec.NumRows()), nil
+	}
+	c, err := coordinator.New(newGen(t, mem, 1_000, 128), sink, "orders", flightsink.Pipeline{ID: "p"},
+		coordinator.WithLogger(quiet), coordinator.WithTransform(proj))
+	require.NoError(t, err)
+	require.NoError(t, c.Run(context.Background()))
+	bs := sink.Batches("")
+	require.Equal(t, 2, int(bs[0].NumCols()))
+	for _, b := range bs {
+		b.Release()
+	}
+	requireExactlyOnce(t, ids(sink, ""), 1_000)
+}
+
+func TestStopsCleanlyOnCancel(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	sink := flightsink.NewMemory()
+	defer sink.Release()
+	g, err := flightsrc.NewGenerator(flightsrc.GenBatchRows(100), flightsrc.GenAllocator(mem)) // unbounded
+	require.NoError(t, err)
+	c, err := coordinator.New(g, sink, "orders", flightsink.Pipeline{ID: "p"}, coordinator.WithLogger(quiet))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	require.NoError(t, c.Run(ctx))
+	got := ids(sink, "")
+	require.NotEmpty(t, got)
+	requireExactlyOnce(t, got, int64(len(got)))
+}
+
+// serve starts svc as a Flight server on loopback and returns its URL.
+func serve(t *testing.T, svc flight.FlightServer, cfg endpoint.ServerConfig) string {
+	t.Helper()
+	gs, _, err := endpoint.NewServer(cfg)
+	require.NoError(t, err)
+	flight.RegisterFlightServiceServer(gs, svc)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go gs.Serve(lis)
+	t.Cleanup(gs.Stop)
+	return "grpc://" + lis.Addr().String()
+}
+
+// The same pipeline over two Flight hops, with a sink that fails
+// transiently: the remote path resumes exactly like the local one.
+func TestRemotePipelineOverFlight(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	sink := flightsink.NewMemory()
+	defer sink.Release()
+	sink.FailCommit(func(_ flightsink.Pipeline, n int) error {
+		if n == 4 || n == 9 {
+			return fmt.Errorf("%w: injected outage", flightline.ErrUnavailable)
+		}
+		return nil
+	})
+	srcURL := serve(t, flightsrc.NewServer(newGen(t, mem, 20_000, 1000), flightsrc.WithLogger(quiet), flightsrc.WithAllocator(mem)), endpoint.ServerConfig{})
+	sinkURL := serve(t, flightsink.NewServer(sink, flightsink.WithLogger(quiet), flightsink.WithAllocator(mem)), endpoint.ServerConfig{Token: "s3cret"})
+
+	src, err := flightsrc.DialWithAllocator(srcURL, flightsrc.ClientConfig{}, mem)
+	require.NoError(t, err)
+	defer src.Close()
+	rs, err := flightsink.Dial(sinkURL, flightsink.ClientConfig{Token: "s3cret"})
+	require.NoError(t, err)
+	defer rs.Close()
+
+	c, err := coordinator.New(src, rs, "orders", flightsink.Pipeline{ID: "remote", Target: "t"},
+		coordinator.WithLogger(quiet), coordinator.Backoff(time.Millisecond, 5*time.Millisecond))
+	require.NoError(t, err)
+	require.NoError(t, c.Run(context.Background()))
+	requireExactlyOnce(t, ids(sink, "t"), 20_000)
+	require.Equal(t, 2, c.Stats().Restarts)
+
+	g, err := rs.Guarantee(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, flightsink.ExactlyOnce, g)
+}
+
+func TestRemoteErrorsKeepTheirKind(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	sink := flightsink.NewMemory()
+	defer sink.Release()
+	sinkURL := serve(t, flightsink.NewServer(sink, flightsink.WithLogger(quiet), flightsink.WithAllocator(mem)), endpoint.ServerConfig{Token: "s3cret"})
+	ctx := context.Background()
+
+	// Wrong token: Unauthenticated, not retryable.
+	bad, err := flightsink.Dial(sinkURL, flightsink.ClientConfig{Token: "nope"})
+	require.NoError(t, err)
+	defer bad.Close()
+	_, err = bad.Checkpoint(ctx, flightsink.Pipeline{ID: "p"})
+	require.ErrorIs(t, err, flightline.ErrUnauthenticated)
+	require.NotContains(t, err.Error(), "s3cret")
+	require.False(t, flightline.IsRetryable(err))
+
+	rs, err := flightsink.Dial(sinkURL, flightsink.ClientConfig{Token: "s3cret"})
+	require.NoError(t, err)
+	defer rs.Close()
+	p := flightsink.Pipeline{ID: "p", Target: "t"}
+	w, _, err := rs.Open(ctx, p)
+	require.NoError(t, err)
+	rec := flightsrc.GenerateOrders(mem, 0, 10)
+	require.NoError(t, w.WriteBatch(ctx, rec, []byte("cp-1")))
+	rec.Release()
+
+	// A second writer fences the first; the zombie's next commit fails
+	// with ErrFenced across the wire.
+	w2, cp, err := rs.Open(ctx, p)
+	require.NoError(t, err)
+	require.Equal(t, "cp-1", string(cp))
+	rec = flightsrc.GenerateOrders(mem, 10, 20)
+	require.NoError(t, w2.WriteBatch(ctx, rec, []byte("cp-2")))
+	err = w.WriteBatch(ctx, rec, []byte("cp-zombie"))
+	require.ErrorIs(t, err, flightline.ErrFenced)
+	rec.Release()
+	require.NoError(t, w2.Close(ctx))
+	_ = w.Close(ctx)
+
+	// A schema mismatch is InvalidArgument with its own reason.
+	w3, _, err := rs.Open(ctx, p)
+	require.NoError(t, err)
+	b := array.NewRecordBuilder(mem, arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int8}}, nil))
+	b.Field(0).(*array.Int8Builder).Append(1)
+	other := b.NewRecordBatch()
+	b.Release()
+	err = w3.WriteBatch(ctx, other, []byte("cp-3"))
+	other.Release()
+	require.ErrorIs(t, err, flightline.ErrSchemaMismatch)
+	_ = w3.Close(ctx)
+	cp, err = rs.Checkpoint(ctx, p)
+	require.NoError(t, err)
+	require.Equal(t, "cp-2", string(cp))
+	require.Len(t, ids(sink, "t"), 20)
+}
+
+func TestUnreachableSinkIsUnavailable(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := lis.Addr().String()
+	lis.Close()
+	rs, err := flightsink.Dial("grpc://"+addr, flightsink.ClientConfig{})
+	require.NoError(t, err)
+	defer rs.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = rs.Checkpoint(ctx, flightsink.Pipeline{ID: "p"})
+	require.True(t, errors.Is(err, flightline.ErrUnavailable), "%v", err)
+	require.True(t, flightline.IsRetryable(err))
+}
+

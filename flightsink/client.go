@@ -1,0 +1,238 @@
+package flightsink
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
+
+	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/internal/endpoint"
+	"github.com/flightline/flightline/internal/flighterr"
+)
+
+// Client is a Sink backed by a remote Flightline sink endpoint. It is safe
+// for concurrent use; Close it when done.
+type Client struct {
+	conn *grpc.ClientConn
+	fc   flight.Client
+	mem  memory.Allocator
+}
+
+// ClientConfig configures a Client connection; see endpoint.ClientConfig.
+type ClientConfig = endpoint.ClientConfig
+
+// Dial connects to the sink endpoint at url (grpc://host:port or
+// grpc+tls://host:port). The connection is lazy: an unreachable endpoint
+// surfaces as flightline.ErrUnavailable on the first call.
+func Dial(url string, cfg ClientConfig) (*Client, error) {
+	conn, err := endpoint.Dial(url, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{conn: conn, fc: flight.NewClientFromConn(conn, nil), mem: memory.DefaultAllocator}, nil
+}
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// Checkpoint implements Sink with the "checkpoint" action.
+func (c *Client) Checkpoint(ctx context.Context, p Pipeline) ([]byte, error) {
+	body, _ := json.Marshal(PipelineRequest{PipelineID: p.ID, Target: p.Target})
+	stream, err := c.fc.DoAction(ctx, &flight.Action{Type: ActionCheckpoint, Body: body})
+	if err != nil {
+		return nil, flighterr.FromStatus("checkpoint action", err)
+	}
+	var cp []byte
+	for {
+		r, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return cp, nil
+		}
+		if err != nil {
+			return nil, flighterr.FromStatus("checkpoint action", err)
+		}
+		cp = bytes.Clone(r.Body)
+	}
+}
+
+// Guarantee asks the endpoint with the "describe" action; AtLeastOnce when it
+// cannot tell.
+func (c *Client) Guarantee(ctx context.Context) (Guarantee, error) {
+	stream, err := c.fc.DoAction(ctx, &flight.Action{Type: ActionDescribe})
+	if err != nil {
+		return AtLeastOnce, flighterr.FromStatus("describe action", err)
+	}
+	r, err := stream.Recv()
+	if err != nil {
+		return AtLeastOnce, flighterr.FromStatus("describe action", err)
+	}
+	var d Describe
+	if err := json.Unmarshal(r.Body, &d); err != nil {
+		return AtLeastOnce, fmt.Errorf("describe action: %w", err)
+	}
+	if d.Guarantee == ExactlyOnce.String() {
+		return ExactlyOnce, nil
+	}
+	return AtLeastOnce, nil
+}
+
+// Open implements Sink. It reads the checkpoint, then returns a Writer whose
+// DoPut stream starts with the first batch and carries that checkpoint as
+// its expectation: if another writer moved the pipeline in between, the
+// first commit fails with flightline.ErrConflict.
+func (c *Client) Open(ctx context.Context, p Pipeline) (Writer, []byte, error) {
+	cp, err := c.Checkpoint(ctx, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	exp := base64.StdEncoding.EncodeToString(cp)
+	cmd, _ := json.Marshal(PutCommand{PipelineID: p.ID, Target: p.Target, ResumeAfter: &exp})
+	sctx, cancel := context.WithCancel(context.Background())
+	return &remoteWriter{c: c, desc: &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: cmd}, ctx: sctx, cancel: cancel}, cp, nil
+}
+
+// remoteWriter streams batches over one DoPut call. Submit runs on one
+// goroutine and Ack on another, which gRPC allows for a client stream.
+type remoteWriter struct {
+	c      *Client
+	desc   *flight.FlightDescriptor
+	ctx    context.Context // the stream's lifetime, ended by Close
+	cancel context.CancelFunc
+
+	mu     sync.Mutex // guards stream start
+	stream flight.FlightService_DoPutClient
+	w      *flight.Writer
+	schema *arrow.Schema
+	ready  chan struct{} // closed once stream is set
+	once   sync.Once
+}
+
+func (r *remoteWriter) readyCh() chan struct{} {
+	r.once.Do(func() { r.ready = make(chan struct{}) })
+	return r.ready
+}
+
+func (r *remoteWriter) start(schema *arrow.Schema) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stream != nil {
+		return nil
+	}
+	stream, err := r.c.fc.DoPut(r.ctx)
+	if err != nil {
+		return flighterr.FromStatus("DoPut", err)
+	}
+	r.stream, r.schema = stream, schema
+	r.w = flight.NewRecordWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(r.c.mem))
+	r.w.SetFlightDescriptor(r.desc)
+	close(r.readyCh())
+	return nil
+}
+
+// Submit implements PipelinedWriter.
+func (r *remoteWriter) Submit(ctx context.Context, rec arrow.RecordBatch, cp []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := r.start(rec.Schema()); err != nil {
+		return err
+	}
+	if !r.schema.Equal(rec.Schema()) {
+		return fmt.Errorf("%w: batch schema %s differs from the stream's %s", flightline.ErrSchemaMismatch, rec.Schema(), r.schema)
+	}
+	if err := r.w.WriteWithAppMetadata(rec, cp); err != nil {
+		if errors.Is(err, io.EOF) {
+			// The server ended the stream; its status comes with Recv.
+			_, rerr := r.stream.Recv()
+			if rerr != nil && !errors.Is(rerr, io.EOF) {
+				return flighterr.FromStatus("DoPut", rerr)
+			}
+		}
+		return flighterr.FromStatus("DoPut", err)
+	}
+	return nil
+}
+
+// Ack implements PipelinedWriter.
+func (r *remoteWriter) Ack(ctx context.Context) ([]byte, error) {
+	select {
+	case <-r.readyCh():
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-r.ctx.Done():
+		return nil, errors.New("flightsink: writer closed")
+	}
+	stop := context.AfterFunc(ctx, r.cancel) // a cancelled Ack aborts the stream
+	defer stop()
+	res, err := r.stream.Recv()
+	if errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: sink ended the DoPut stream without acknowledging", flightline.ErrUnavailable)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, flighterr.FromStatus("DoPut", err)
+	}
+	return res.AppMetadata, nil
+}
+
+// WriteBatch implements Writer: Submit and wait for the ack.
+func (r *remoteWriter) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byte) error {
+	if err := r.Submit(ctx, rec, cp); err != nil {
+		return err
+	}
+	got, err := r.Ack(ctx)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(got, cp) {
+		return fmt.Errorf("flightsink: sink acknowledged checkpoint %q, want %q", got, cp)
+	}
+	return nil
+}
+
+// Close implements Writer and PipelinedWriter: it half-closes the stream,
+// waits for the server to finish, and tears the stream down.
+func (r *remoteWriter) Close(ctx context.Context) error {
+	defer r.cancel()
+	r.mu.Lock()
+	stream := r.stream
+	r.mu.Unlock()
+	if stream == nil {
+		return nil
+	}
+	_ = r.w.Close()
+	if err := stream.CloseSend(); err != nil {
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := stream.Recv(); err != nil {
+				if errors.Is(err, io.EOF) {
+					err = nil
+				}
+				done <- err
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-done:
+		return flighterr.FromStatus("DoPut close", err)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,371 @@
+package flightsink
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightline/flightline"
+)
+
+// Dir is an exactly-once sink that writes each committed batch as one Arrow
+// IPC file in a local directory, readable with any Arrow library (e.g.
+// pyarrow.dataset.dataset(dir, format="arrow")). It backs the demo.
+//
+// Layout: <root>/<target>/<seq>.arrow, target "default" when empty, seq a
+// 20-digit commit sequence number shared by all pipelines of the target.
+// Each file's schema metadata holds the pipeline id, the writer's epoch and
+// the checkpoint, so data and checkpoint are one file.
+//
+// Commit protocol: the file is written under a temporary name, fsynced, and
+// hard-linked to the next free sequence name; link fails if the name
+// exists, which makes the link the atomic, put-if-absent commit point. Open
+// commits a 0-row marker with a higher epoch (on a target without data yet,
+// the first commit carries it); a writer that finds a commit of its pipeline
+// with its own or a newer epoch that it did not write is fenced. A crash leaves at
+// most a temporary file, which Open removes once it is a minute old.
+type Dir struct {
+	root string
+	mem  memory.Allocator
+	mu   sync.Mutex // serialises commits within this process
+}
+
+// Metadata keys of Dir files.
+const (
+	DirMetaPipeline   = "flightline.pipeline"
+	DirMetaEpoch      = "flightline.epoch"
+	DirMetaCheckpoint = "flightline.checkpoint" // standard base64
+)
+
+// NewDir returns a Dir sink rooted at root, creating it if needed.
+func NewDir(root string, mem memory.Allocator) (*Dir, error) {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, fmt.Errorf("%w: dir sink: %v", flightline.ErrUnavailable, err)
+	}
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	return &Dir{root: root, mem: mem}, nil
+}
+
+// Guarantee implements Guaranteer.
+func (d *Dir) Guarantee() Guarantee { return ExactlyOnce }
+
+func (d *Dir) dir(p Pipeline) (string, error) {
+	t := p.Target
+	if t == "" {
+		t = "default"
+	}
+	if strings.ContainsAny(t, `/\`) || t == "." || t == ".." || strings.HasPrefix(t, ".") {
+		return "", fmt.Errorf("%w: dir sink target %q must be a plain directory name", flightline.ErrInvalidInput, t)
+	}
+	return filepath.Join(d.root, t), nil
+}
+
+// entry is what a commit file says about itself.
+type entry struct {
+	seq      uint64
+	pipeline string
+	epoch    uint64
+	cp       []byte
+	schema   *arrow.Schema
+	rows     int64
+}
+
+func seqName(seq uint64) string { return fmt.Sprintf("%020d.arrow", seq) }
+
+// scan reads the entries of dir with seq > after, in order.
+func (d *Dir) scan(dir string, after uint64) ([]entry, error) {
+	des, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: dir sink: %v", flightline.ErrUnavailable, err)
+	}
+	var out []entry
+	for _, de := range des {
+		name := de.Name()
+		if len(name) != 26 || !strings.HasSuffix(name, ".arrow") {
+			continue
+		}
+		seq, err := strconv.ParseUint(name[:20], 10, 64)
+		if err != nil || seq <= after {
+			continue
+		}
+		e, err := d.readEntry(filepath.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		e.seq = seq
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b entry) int { return int(a.seq - b.seq) })
+	return out, nil
+}
+
+func (d *Dir) readEntry(path string) (entry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return entry{}, fmt.Errorf("%w: dir sink: %v", flightline.ErrUnavailable, err)
+	}
+	defer f.Close()
+	r, err := ipc.NewFileReader(f, ipc.WithAllocator(d.mem))
+	if err != nil {
+		return entry{}, fmt.Errorf("dir sink: corrupt commit file %s: %w", path, err)
+	}
+	defer r.Close()
+	md := r.Schema().Metadata()
+	e := entry{pipeline: metaGet(md, DirMetaPipeline), schema: r.Schema()}
+	e.epoch, _ = strconv.ParseUint(metaGet(md, DirMetaEpoch), 10, 64)
+	if s := metaGet(md, DirMetaCheckpoint); s != "" {
+		if e.cp, err = base64.StdEncoding.DecodeString(s); err != nil {
+			return entry{}, fmt.Errorf("dir sink: bad checkpoint in %s: %w", path, err)
+		}
+	}
+	for i := range r.NumRecords() {
+		rec, err := r.RecordBatch(i)
+		if err != nil {
+			return entry{}, fmt.Errorf("dir sink: corrupt commit file %s: %w", path, err)
+		}
+		e.rows += rec.NumRows()
+		rec.Release()
+	}
+	return e, nil
+}
+
+func metaGet(md arrow.Metadata, k string) string {
+	if i := md.FindKey(k); i >= 0 {
+		return md.Values()[i]
+	}
+	return ""
+}
+
+// state is what a scan of a whole target says about one pipeline.
+type dirState struct {
+	lastSeq uint64
+	epoch   uint64
+	cp      []byte
+	schema  *arrow.Schema // of the first data file of the target, if any
+}
+
+func (d *Dir) state(dir, pipeline string) (dirState, error) {
+	es, err := d.scan(dir, 0)
+	if err != nil {
+		return dirState{}, err
+	}
+	var st dirState
+	for _, e := range es {
+		st.lastSeq = e.seq
+		if st.schema == nil && e.rows > 0 {
+			st.schema = stripMeta(e.schema)
+		}
+		if e.pipeline != pipeline {
+			continue
+		}
+		st.epoch = max(st.epoch, e.epoch)
+		if e.cp != nil {
+			st.cp = e.cp
+		}
+	}
+	return st, nil
+}
+
+func stripMeta(s *arrow.Schema) *arrow.Schema { return arrow.NewSchema(s.Fields(), nil) }
+
+// Checkpoint implements Sink.
+func (d *Dir) Checkpoint(_ context.Context, p Pipeline) ([]byte, error) {
+	dir, err := d.dir(p)
+	if err != nil {
+		return nil, err
+	}
+	st, err := d.state(dir, p.ID)
+	return st.cp, err
+}
+
+// Open implements Sink: it commits an epoch marker that fences older
+// writers of p.
+func (d *Dir) Open(_ context.Context, p Pipeline) (Writer, []byte, error) {
+	if p.ID == "" {
+		return nil, nil, fmt.Errorf("%w: empty pipeline id", flightline.ErrInvalidInput)
+	}
+	dir, err := d.dir(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("%w: dir sink: %v", flightline.ErrUnavailable, err)
+	}
+	d.removeStaleTemps(dir)
+	for {
+		st, err := d.state(dir, p.ID)
+		if err != nil {
+			return nil, nil, err
+		}
+		w := &dirWriter{d: d, dir: dir, p: p, epoch: st.epoch + 1, seen: st.lastSeq, cp: st.cp, schema: st.schema}
+		if st.schema == nil {
+			// No data yet, so no schema for a marker that readers would
+			// accept: the first commit carries the epoch instead, and of
+			// writers racing on an empty target the first to commit wins.
+			return w, st.cp, nil
+		}
+		ok, err := w.link(nil, nil) // the epoch marker
+		if err != nil {
+			return nil, nil, err
+		}
+		if ok {
+			return w, st.cp, nil
+		}
+		// Someone committed meanwhile: re-scan and try again.
+	}
+}
+
+func (d *Dir) removeStaleTemps(dir string) {
+	des, _ := os.ReadDir(dir)
+	for _, de := range des {
+		if strings.HasPrefix(de.Name(), ".tmp-") {
+			if fi, err := de.Info(); err == nil && time.Since(fi.ModTime()) > time.Minute {
+				_ = os.Remove(filepath.Join(dir, de.Name()))
+			}
+		}
+	}
+}
+
+type dirWriter struct {
+	d      *Dir
+	dir    string
+	p      Pipeline
+	epoch  uint64
+	seen   uint64 // highest seq this writer has examined
+	cp     []byte // last checkpoint committed for p, as this writer knows it
+	schema *arrow.Schema
+}
+
+func (w *dirWriter) WriteBatch(_ context.Context, rec arrow.RecordBatch, cp []byte) error {
+	if len(cp) == 0 {
+		return fmt.Errorf("%w: batch without checkpoint", flightline.ErrInvalidInput)
+	}
+	if Replayed(w.cp, cp) {
+		return nil
+	}
+	if w.schema != nil && rec.NumRows() > 0 && !SameSchema(w.schema, rec.Schema()) {
+		return fmt.Errorf("%w: target %q has schema %s, batch has %s", flightline.ErrSchemaMismatch, w.p.Target, w.schema, rec.Schema())
+	}
+	for {
+		ok, err := w.link(rec, cp)
+		if err != nil {
+			return err
+		}
+		if ok {
+			w.cp = bytes.Clone(cp)
+			if w.schema == nil && rec.NumRows() > 0 {
+				w.schema = stripMeta(rec.Schema())
+			}
+			return nil
+		}
+	}
+}
+
+// link commits one file at the next sequence number. It returns false when
+// another writer took that number first (the caller retries), and ErrFenced
+// when a newer epoch of the pipeline has appeared.
+func (w *dirWriter) link(rec arrow.RecordBatch, cp []byte) (bool, error) {
+	w.d.mu.Lock()
+	defer w.d.mu.Unlock()
+	newer, err := w.d.scan(w.dir, w.seen)
+	if err != nil {
+		return false, err
+	}
+	for _, e := range newer {
+		w.seen = e.seq
+		if e.pipeline == w.p.ID && e.epoch >= w.epoch && rec != nil {
+			return false, fmt.Errorf("%w: pipeline %q reopened with epoch %d (this writer has %d)", flightline.ErrFenced, w.p.ID, e.epoch, w.epoch)
+		}
+		if e.pipeline == w.p.ID && e.epoch >= w.epoch && rec == nil {
+			w.epoch = e.epoch + 1 // racing Opens: outbid
+		}
+		if w.schema == nil && e.rows > 0 {
+			w.schema = stripMeta(e.schema)
+		}
+	}
+	if rec != nil && w.schema != nil && rec.NumRows() > 0 && !SameSchema(w.schema, rec.Schema()) {
+		return false, fmt.Errorf("%w: target %q has schema %s, batch has %s", flightline.ErrSchemaMismatch, w.p.Target, w.schema, rec.Schema())
+	}
+	tmp, err := w.writeTemp(rec, cp)
+	if err != nil {
+		return false, err
+	}
+	defer os.Remove(tmp)
+	err = os.Link(tmp, filepath.Join(w.dir, seqName(w.seen+1)))
+	if errors.Is(err, fs.ErrExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("%w: dir sink commit: %v", flightline.ErrUnavailable, err)
+	}
+	w.seen++
+	if df, err := os.Open(w.dir); err == nil {
+		_ = df.Sync()
+		df.Close()
+	}
+	return true, nil
+}
+
+func (w *dirWriter) writeTemp(rec arrow.RecordBatch, cp []byte) (string, error) {
+	f, err := os.CreateTemp(w.dir, ".tmp-")
+	if err != nil {
+		return "", fmt.Errorf("%w: dir sink: %v", flightline.ErrUnavailable, err)
+	}
+	keys := []string{DirMetaPipeline, DirMetaEpoch}
+	vals := []string{w.p.ID, strconv.FormatUint(w.epoch, 10)}
+	if cp != nil {
+		keys = append(keys, DirMetaCheckpoint)
+		vals = append(vals, base64.StdEncoding.EncodeToString(cp))
+	}
+	var fields []arrow.Field
+	if rec != nil {
+		fields = rec.Schema().Fields()
+	} else if w.schema != nil {
+		fields = w.schema.Fields()
+	}
+	schema := arrow.NewSchema(fields, ptr(arrow.NewMetadata(keys, vals)))
+	iw, err := ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(w.d.mem))
+	if err == nil && rec != nil {
+		r2 := array.NewRecordBatch(schema, rec.Columns(), rec.NumRows())
+		err = iw.Write(r2)
+		r2.Release()
+	}
+	if err == nil {
+		err = iw.Close()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("%w: dir sink write: %v", flightline.ErrUnavailable, err)
+	}
+	return f.Name(), nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func (w *dirWriter) Close(context.Context) error { return nil }

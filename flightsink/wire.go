@@ -1,0 +1,85 @@
+package flightsink
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+
+	"github.com/flightline/flightline"
+)
+
+// Action types a sink server answers. See docs/protocol.md.
+const (
+	// ActionCheckpoint returns the last committed checkpoint of a pipeline:
+	// one Result whose body is the checkpoint, or no Result when none.
+	ActionCheckpoint = "checkpoint"
+	// ActionDescribe returns one Result with a JSON object describing the
+	// sink, e.g. {"guarantee":"exactly-once"}.
+	ActionDescribe = "describe"
+)
+
+// PipelineRequest is the JSON body of the "checkpoint" action.
+type PipelineRequest struct {
+	PipelineID string `json:"pipeline_id"`
+	Target     string `json:"target,omitempty"`
+}
+
+// PutCommand is the JSON a DoPut FlightDescriptor of type CMD carries.
+// ResumeAfter, when present (even empty), is the checkpoint the writer
+// believes is the pipeline's last: the server refuses the stream with
+// Aborted if the pipeline's checkpoint differs once it has claimed it, so a
+// writer can never append after a checkpoint it did not see. Absent, no
+// check is made.
+type PutCommand struct {
+	PipelineID  string  `json:"pipeline_id"`
+	Target      string  `json:"target,omitempty"`
+	ResumeAfter *string `json:"resume_after,omitempty"` // base64 (standard, padded)
+}
+
+// Describe is the JSON body of the "describe" action's Result.
+type Describe struct {
+	Guarantee string `json:"guarantee"`
+}
+
+// parseDescriptor reads the pipeline and optional expectation from a DoPut
+// descriptor: PATH [pipeline_id] or [pipeline_id, target], or CMD with a
+// PutCommand.
+func parseDescriptor(d *flight.FlightDescriptor) (p Pipeline, expect []byte, check bool, err error) {
+	if d == nil {
+		return p, nil, false, fmt.Errorf("%w: DoPut without a FlightDescriptor", flightline.ErrInvalidInput)
+	}
+	switch d.Type {
+	case flight.DescriptorPATH:
+		if len(d.Path) < 1 || len(d.Path) > 2 || d.Path[0] == "" {
+			return p, nil, false, fmt.Errorf("%w: DoPut descriptor path must be [pipeline_id] or [pipeline_id, target], got %q", flightline.ErrInvalidInput, d.Path)
+		}
+		p.ID = d.Path[0]
+		if len(d.Path) == 2 {
+			p.Target = d.Path[1]
+		}
+		return p, nil, false, nil
+	case flight.DescriptorCMD:
+		var c PutCommand
+		if err := json.Unmarshal(d.Cmd, &c); err != nil {
+			return p, nil, false, fmt.Errorf("%w: DoPut command is not JSON: %v", flightline.ErrInvalidInput, err)
+		}
+		if c.PipelineID == "" {
+			return p, nil, false, fmt.Errorf("%w: DoPut command without pipeline_id", flightline.ErrInvalidInput)
+		}
+		p = Pipeline{ID: c.PipelineID, Target: c.Target}
+		if c.ResumeAfter == nil {
+			return p, nil, false, nil
+		}
+		expect, err := base64.StdEncoding.DecodeString(*c.ResumeAfter)
+		if err != nil {
+			return p, nil, false, fmt.Errorf("%w: resume_after is not base64: %v", flightline.ErrInvalidInput, err)
+		}
+		if len(expect) == 0 {
+			expect = nil
+		}
+		return p, expect, true, nil
+	}
+	return p, nil, false, fmt.Errorf("%w: unsupported descriptor type %v", flightline.ErrInvalidInput, d.Type)
+}

@@ -1,0 +1,188 @@
+package flightsrc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
+
+	"github.com/flightline/flightline/internal/endpoint"
+	"github.com/flightline/flightline/internal/flighterr"
+)
+
+// Client is a Source backed by a remote Flight source endpoint. Safe for
+// concurrent use; Close it when done.
+type Client struct {
+	conn *grpc.ClientConn
+	fc   flight.Client
+	mem  memory.Allocator
+}
+
+// ClientConfig configures a Client connection; see endpoint.ClientConfig.
+type ClientConfig = endpoint.ClientConfig
+
+// Dial connects to the source endpoint at url (grpc://host:port or
+// grpc+tls://host:port). The connection is lazy.
+func Dial(url string, cfg ClientConfig) (*Client, error) {
+	return DialWithAllocator(url, cfg, nil)
+}
+
+// DialWithAllocator is Dial with the allocator received batches are decoded
+// into; nil means memory.DefaultAllocator.
+func DialWithAllocator(url string, cfg ClientConfig, mem memory.Allocator) (*Client, error) {
+	conn, err := endpoint.Dial(url, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	return &Client{conn: conn, fc: flight.NewClientFromConn(conn, nil), mem: mem}, nil
+}
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// Streams implements Source with ListFlights.
+func (c *Client) Streams(ctx context.Context) ([]Stream, error) {
+	lf, err := c.fc.ListFlights(ctx, &flight.Criteria{})
+	if err != nil {
+		return nil, flighterr.FromStatus("ListFlights", err)
+	}
+	var out []Stream
+	for {
+		fi, err := lf.Recv()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, flighterr.FromStatus("ListFlights", err)
+		}
+		sc, err := flight.DeserializeSchema(fi.Schema, c.mem)
+		if err != nil {
+			return nil, fmt.Errorf("ListFlights: bad schema: %w", err)
+		}
+		name := ""
+		if d := fi.FlightDescriptor; d != nil && len(d.Path) > 0 {
+			name = d.Path[0]
+		}
+		out = append(out, Stream{Name: name, Schema: sc, Description: string(fi.AppMetadata)})
+	}
+}
+
+// Commit implements Source with the "commit" action.
+func (c *Client) Commit(ctx context.Context, req CommitRequest) error {
+	body, _ := json.Marshal(CommitBody{Stream: req.Stream, PipelineID: req.Pipeline, Checkpoint: req.Checkpoint})
+	stream, err := c.fc.DoAction(ctx, &flight.Action{Type: ActionCommit, Body: body})
+	if err != nil {
+		return flighterr.FromStatus("commit action", err)
+	}
+	for {
+		if _, err := stream.Recv(); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return flighterr.FromStatus("commit action", err)
+		}
+	}
+}
+
+// Read implements Source with DoGet. It waits for the stream's schema, so
+// an unknown stream or a bad checkpoint fails here.
+func (c *Client) Read(ctx context.Context, req ReadRequest) (Reader, error) {
+	ticket, _ := json.Marshal(Ticket{Stream: req.Stream, PipelineID: req.Pipeline, Checkpoint: req.After})
+	sctx, cancel := context.WithCancel(context.Background())
+	stop := context.AfterFunc(ctx, cancel) // ctx bounds Read only
+	defer stop()
+	stream, err := c.fc.DoGet(sctx, &flight.Ticket{Ticket: ticket})
+	if err != nil {
+		cancel()
+		return nil, flighterr.FromStatus("DoGet", err)
+	}
+	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(c.mem))
+	if err != nil {
+		cancel()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, flighterr.FromStatus("DoGet", err)
+	}
+	r := &remoteReader{rdr: rdr, cancel: cancel, ch: make(chan item, 1), done: make(chan struct{})}
+	go r.pump(sctx)
+	return r, nil
+}
+
+// remoteReader pumps the DoGet stream on its own goroutine so Next can
+// honour its context.
+type remoteReader struct {
+	rdr    *flight.Reader
+	cancel context.CancelFunc
+	ch     chan item
+	done   chan struct{}
+	once   sync.Once
+}
+
+func (r *remoteReader) pump(ctx context.Context) {
+	defer close(r.done)
+	defer close(r.ch)
+	for r.rdr.Next() {
+		rec := r.rdr.RecordBatch()
+		rec.Retain()
+		it := item{rec: rec, cp: bytes.Clone(r.rdr.LatestAppMetadata())}
+		select {
+		case r.ch <- it:
+		case <-ctx.Done():
+			rec.Release()
+			return
+		}
+	}
+	err := r.rdr.Err()
+	if err == nil {
+		err = io.EOF
+	} else if ctx.Err() != nil {
+		err = ctx.Err()
+	} else {
+		err = flighterr.FromStatus("DoGet", err)
+	}
+	select {
+	case r.ch <- item{err: err}:
+	case <-ctx.Done():
+	}
+}
+
+func (r *remoteReader) Schema() *arrow.Schema { return r.rdr.Schema() }
+
+func (r *remoteReader) Next(ctx context.Context) (arrow.RecordBatch, []byte, error) {
+	select {
+	case it, ok := <-r.ch:
+		if !ok {
+			return nil, nil, errors.New("flightsrc: reader closed")
+		}
+		return it.rec, it.cp, it.err
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+}
+
+func (r *remoteReader) Close() error {
+	r.once.Do(func() {
+		r.cancel()
+		for it := range r.ch {
+			if it.rec != nil {
+				it.rec.Release()
+			}
+		}
+		<-r.done
+		r.rdr.Release()
+	})
+	return nil
+}

@@ -1,0 +1,189 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// flightlineBin builds cmd/flightline once per test binary.
+func flightlineBin(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "flightline-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "flightline")
+		out, err := exec.Command("go", "build", "-race", "-o", binPath, "../cmd/flightline").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	require.NoError(t, buildErr)
+	return binPath
+}
+
+// proc is a child process the test may kill -9.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan error
+	log  *strings.Builder
+}
+
+func start(t *testing.T, bin string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var log strings.Builder
+	cmd.Stdout = &log
+	cmd.Stderr = &log
+	require.NoError(t, cmd.Start())
+	p := &proc{cmd: cmd, done: make(chan error, 1), log: &log}
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() { p.kill() })
+	return p
+}
+
+func (p *proc) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.doneOnce()
+}
+
+func (p *proc) doneOnce() <-chan error {
+	ch := make(chan error, 1)
+	go func() {
+		err, ok := <-p.done
+		if ok {
+			p.done <- err // keep it for later waiters
+		}
+		ch <- err
+	}()
+	return ch
+}
+
+// exited reports whether p has exited, and how.
+func (p *proc) exited() (bool, error) {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return true, err
+	default:
+		return false, nil
+	}
+}
+
+func verifyWithPyarrow(t *testing.T, dir string, n int64) {
+	t.Helper()
+	py := Need(t, "FLIGHTLINE_PYTHON", "python with pyarrow")
+	out, err := exec.Command(py, "python/verify_ids.py", dir, fmt.Sprint(n)).CombinedOutput()
+	require.NoErrorf(t, err, "independent check failed: %s", out)
+	t.Logf("pyarrow: %s", strings.TrimSpace(string(out)))
+}
+
+// TestCrashDemoKill9 kills the one-process demo pipeline with SIGKILL at
+// random points, at least 20 times, restarting it each time, then lets it
+// finish: pyarrow must find every generated row exactly once.
+func TestCrashDemoKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test: skipped in -short mode")
+	}
+	bin := flightlineBin(t)
+	dir := t.TempDir()
+	const rows, kills = 400_000, 24
+	args := []string{"demo", "--out", dir, "--rows", fmt.Sprint(rows), "--batch-rows", "1000", "--interval", "3ms"}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	killed := 0
+	for killed < kills {
+		p := start(t, bin, args...)
+		time.Sleep(time.Duration(50+rng.IntN(450)) * time.Millisecond)
+		if done, err := p.exited(); done {
+			require.NoErrorf(t, err, "demo failed before its kill:\n%s", p.log.String())
+			t.Logf("demo finished before kill %d; all rows written", killed+1)
+			break
+		}
+		p.kill()
+		killed++
+	}
+	t.Logf("killed the demo %d times", killed)
+	require.GreaterOrEqual(t, killed, 20, "the demo must have been killed at least 20 times; slow it down")
+	final := start(t, bin, args...)
+	require.NoError(t, <-final.doneOnce(), final.log.String())
+	require.Contains(t, final.log.String(), fmt.Sprintf(`"orders/0":%d`, rows))
+	verifyWithPyarrow(t, filepath.Join(dir, "orders"), rows)
+}
+
+func freePort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestCrashSplitProcessesKill9 runs source, sink and coordinator as three
+// processes talking Flight over loopback, and kill -9s a random one of them
+// at random points, restarting it: the output holds every row exactly once.
+func TestCrashSplitProcessesKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test: skipped in -short mode")
+	}
+	bin := flightlineBin(t)
+	dir := t.TempDir()
+	const rows, kills = 300_000, 20
+	srcAddr, sinkAddr := freePort(t), freePort(t)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(tokenFile, []byte("crash-token\n"), 0o600))
+
+	argv := map[string][]string{
+		"source": {"serve-source", "--listen", srcAddr, "--source", fmt.Sprintf("generator:?rows=%d&batch_rows=1000&interval=3ms", rows)},
+		"sink":   {"serve-sink", "--listen", sinkAddr, "--sink", "dir:" + dir, "--token-file", tokenFile},
+		"run": {"run", "--source", "grpc://" + srcAddr, "--sink", "grpc://" + sinkAddr, "--sink-token-file", tokenFile,
+			"--stream", "orders", "--pipeline", "split", "--target", "orders"},
+	}
+	procs := map[string]*proc{}
+	for _, name := range []string{"source", "sink", "run"} {
+		procs[name] = start(t, bin, argv[name]...)
+	}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
+	names := []string{"source", "sink", "run"}
+	killed := 0
+	for killed < kills {
+		time.Sleep(time.Duration(100+rng.IntN(400)) * time.Millisecond)
+		if done, err := procs["run"].exited(); done {
+			require.NoErrorf(t, err, "coordinator failed:\n%s", procs["run"].log.String())
+			break
+		}
+		victim := names[rng.IntN(len(names))]
+		procs[victim].kill()
+		killed++
+		procs[victim] = start(t, bin, argv[victim]...)
+	}
+	t.Logf("killed a process %d times", killed)
+	require.GreaterOrEqual(t, killed, 15)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	select {
+	case err := <-procs["run"].doneOnce():
+		require.NoError(t, err, procs["run"].log.String())
+	case <-ctx.Done():
+		t.Fatalf("pipeline did not finish:\n%s", procs["run"].log.String())
+	}
+	verifyWithPyarrow(t, filepath.Join(dir, "orders"), rows)
+}

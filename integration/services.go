@@ -1,0 +1,31 @@
+// Package integration holds Flightline's end-to-end tests: interop with
+// independent clients (pyarrow.flight), kill -9 crash tests of the flightline
+// binary, and tests against the real services that
+// integration/services/services.sh starts.
+//
+// Tests that need a service read its address from the environment that
+// `make test` exports. Without it they skip with a message, unless
+// FLIGHTLINE_REQUIRE_SERVICES=1 (set by `make test`), where a missing
+// service fails the test instead of quietly skipping it.
+package integration
+
+import (
+	"os"
+	"testing"
+)
+
+// Need returns the value of the environment variable naming a service, or
+// skips (fails under FLIGHTLINE_REQUIRE_SERVICES=1) when it is unset.
+func Need(t testing.TB, env, what string) string {
+	t.Helper()
+	v := os.Getenv(env)
+	if v != "" {
+		return v
+	}
+	msg := what + " not available: " + env + " is unset (run `make test`, which starts the services)"
+	if os.Getenv("FLIGHTLINE_REQUIRE_SERVICES") == "1" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}

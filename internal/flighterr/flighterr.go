@@ -1,0 +1,143 @@
+// Package flighterr maps Flightline's typed errors to gRPC status codes at the
+// Flight boundary and back, so a remote endpoint fails exactly like a local
+// one: errors.Is(err, flightline.ErrFenced) holds on both sides.
+package flighterr
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/flightline/flightline"
+)
+
+// ToStatus converts err to a gRPC status error carrying its message. Errors
+// that already are status errors keep their code.
+func ToStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	st := status.New(Code(err), err.Error())
+	if r := reason(err); r != "" {
+		if d, derr := st.WithDetails(&errdetails.ErrorInfo{Domain: Domain, Reason: r}); derr == nil {
+			st = d
+		}
+	}
+	return st.Err()
+}
+
+// Domain is the ErrorInfo domain of the reasons Flightline attaches.
+const Domain = "flightline"
+
+// Reasons attached as google.rpc.ErrorInfo where a gRPC code alone is
+// ambiguous. They are part of the wire contract (docs/protocol.md).
+const (
+	ReasonSchemaMismatch = "SCHEMA_MISMATCH"
+	ReasonFenced         = "FENCED"
+	ReasonConflict       = "CHECKPOINT_CONFLICT"
+)
+
+func reason(err error) string {
+	switch {
+	case errors.Is(err, flightline.ErrSchemaMismatch):
+		return ReasonSchemaMismatch
+	case errors.Is(err, flightline.ErrFenced):
+		return ReasonFenced
+	case errors.Is(err, flightline.ErrConflict):
+		return ReasonConflict
+	}
+	return ""
+}
+
+// Code returns the gRPC code for err.
+func Code(err error) codes.Code {
+	switch {
+	case errors.Is(err, flightline.ErrInvalidInput), errors.Is(err, flightline.ErrSchemaMismatch):
+		return codes.InvalidArgument
+	case errors.Is(err, flightline.ErrFenced):
+		return codes.FailedPrecondition
+	case errors.Is(err, flightline.ErrConflict):
+		return codes.Aborted
+	case errors.Is(err, flightline.ErrUnavailable):
+		return codes.Unavailable
+	case errors.Is(err, flightline.ErrUnauthenticated):
+		return codes.Unauthenticated
+	case errors.Is(err, flightline.ErrPermissionDenied):
+		return codes.PermissionDenied
+	case errors.Is(err, flightline.ErrNotFound):
+		return codes.NotFound
+	case errors.Is(err, context.Canceled):
+		return codes.Canceled
+	case errors.Is(err, context.DeadlineExceeded):
+		return codes.DeadlineExceeded
+	}
+	return codes.Internal
+}
+
+// remote is an error received from a Flight peer: it keeps the peer's message
+// and unwraps to the matching sentinel.
+type remote struct {
+	code     codes.Code
+	msg      string
+	sentinel error
+}
+
+func (e *remote) Error() string { return e.msg }
+func (e *remote) Unwrap() error { return e.sentinel }
+
+// GRPCStatus lets status.FromError see through the wrapper.
+func (e *remote) GRPCStatus() *status.Status { return status.New(e.code, e.msg) }
+
+// FromStatus converts an error received from a Flight peer into one that
+// wraps the sentinel its code stands for. prefix says which call failed.
+func FromStatus(prefix string, err error) error {
+	if err == nil {
+		return nil
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	var sentinel error
+	switch st.Code() {
+	case codes.InvalidArgument:
+		sentinel = flightline.ErrInvalidInput
+		if hasReason(st, ReasonSchemaMismatch) {
+			sentinel = flightline.ErrSchemaMismatch
+		}
+	case codes.FailedPrecondition:
+		sentinel = flightline.ErrFenced
+	case codes.Aborted:
+		sentinel = flightline.ErrConflict
+	case codes.Unavailable, codes.ResourceExhausted:
+		sentinel = flightline.ErrUnavailable
+	case codes.Unauthenticated:
+		sentinel = flightline.ErrUnauthenticated
+	case codes.PermissionDenied:
+		sentinel = flightline.ErrPermissionDenied
+	case codes.NotFound:
+		sentinel = flightline.ErrNotFound
+	case codes.Canceled:
+		sentinel = context.Canceled
+	case codes.DeadlineExceeded:
+		sentinel = context.DeadlineExceeded
+	default:
+		return &remote{code: st.Code(), msg: prefix + ": " + st.Message()}
+	}
+	return &remote{code: st.Code(), msg: prefix + ": " + st.Message(), sentinel: sentinel}
+}
+
+func hasReason(st *status.Status, r string) bool {
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == Domain && info.GetReason() == r {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,46 @@
+package flighterr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/flightline/flightline"
+)
+
+func TestRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code codes.Code
+	}{
+		{flightline.ErrInvalidInput, codes.InvalidArgument},
+		{flightline.ErrSchemaMismatch, codes.InvalidArgument},
+		{flightline.ErrFenced, codes.FailedPrecondition},
+		{flightline.ErrConflict, codes.Aborted},
+		{flightline.ErrUnavailable, codes.Unavailable},
+		{flightline.ErrUnauthenticated, codes.Unauthenticated},
+		{flightline.ErrPermissionDenied, codes.PermissionDenied},
+		{flightline.ErrNotFound, codes.NotFound},
+		{context.Canceled, codes.Canceled},
+	} {
+		wrapped := fmt.Errorf("writing batch 3: %w", tc.err)
+		st := ToStatus(wrapped)
+		require.Equal(t, tc.code, status.Code(st), tc.err)
+		back := FromStatus("DoPut", st)
+		require.Truef(t, errors.Is(back, tc.err), "%v -> %v", tc.err, back)
+		require.Contains(t, back.Error(), "writing batch 3")
+		require.Equal(t, tc.code, status.Code(back), "the code survives a second hop")
+	}
+}
+
+func TestUnknownIsInternal(t *testing.T) {
+	st := ToStatus(errors.New("disk on fire"))
+	require.Equal(t, codes.Internal, status.Code(st))
+	back := FromStatus("x", st)
+	require.True(t, flightline.IsRetryable(back))
+}
