@@ -15,11 +15,14 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsink/postgres"
 	"github.com/flightline/flightline/flightsink/sinktest"
+	"github.com/flightline/flightline/internal/flighterr"
 	"github.com/flightline/flightline/internal/pgtest"
 )
 
@@ -76,6 +79,7 @@ func TestIntegrationZombieWritesNothing(t *testing.T) {
 	defer rec.Release()
 	err = old.WriteBatch(ctx, rec, sinktest.CP(5))
 	require.ErrorIs(t, err, flightline.ErrFenced)
+	require.Equal(t, codes.FailedPrecondition, status.Code(flighterr.ToStatus(err)), "at the Flight boundary")
 	require.Empty(t, ids(t, c, table), "the zombie wrote rows")
 	var n int
 	require.NoError(t, c.QueryRow(ctx, `SELECT count(*) FROM __flightline_checkpoints WHERE pipeline_id = $1 AND checkpoint IS NOT NULL`, p.ID).Scan(&n))
@@ -145,6 +149,7 @@ func TestIntegrationUnsupportedTypeWritesNothing(t *testing.T) {
 	defer rec.Release()
 	err = w.WriteBatch(ctx, rec, sinktest.CP(1))
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
+	require.Equal(t, codes.InvalidArgument, status.Code(flighterr.ToStatus(err)), "at the Flight boundary")
 	require.Contains(t, err.Error(), `"d"`)
 	require.Empty(t, ids(t, c, table))
 	var exists bool
@@ -238,6 +243,8 @@ func TestIntegrationBadCredentials(t *testing.T) {
 		s := newSink(t, withUser(role, wrong), postgres.Logger(log))
 		_, _, err := s.Open(ctx, p)
 		require.ErrorIs(t, err, flightline.ErrUnauthenticated)
+		require.Equal(t, codes.Unauthenticated, status.Code(flighterr.ToStatus(err)))
+		require.NotContains(t, status.Convert(flighterr.ToStatus(err)).Message(), wrong)
 		require.NotContains(t, err.Error(), wrong)
 		require.Contains(t, err.Error(), role)
 		_, err = s.Checkpoint(ctx, p)
