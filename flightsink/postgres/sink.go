@@ -99,7 +99,7 @@ func New(dsn string, opts ...Option) (*Sink, error) {
 	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, pgerr.ParseError(err)
+		return nil, pgerr.ParseError(err, dsn)
 	}
 	if o.maxConns > 0 {
 		cfg.MaxConns = o.maxConns

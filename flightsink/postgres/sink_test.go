@@ -264,9 +264,16 @@ func TestIntegrationBadCredentials(t *testing.T) {
 		require.True(t, flightline.IsRetryable(err))
 	})
 	t.Run("MalformedDSN", func(t *testing.T) {
-		_, err := postgres.New("postgres://u:" + password + "@host:notaport/db")
-		require.ErrorIs(t, err, flightline.ErrInvalidInput)
-		require.NotContains(t, err.Error(), password)
+		for _, dsn := range []string{
+			"postgres://u:" + password + "@host:notaport/db",
+			"host=h port=notaport password=" + password,
+			"postgres://u:" + password + "@host/db?sslmode=bogus",
+		} {
+			_, err := postgres.New(dsn)
+			require.ErrorIs(t, err, flightline.ErrInvalidInput)
+			require.NotContains(t, err.Error(), password)
+			require.Contains(t, err.Error(), "invalid DSN")
+		}
 	})
 	t.Run("MissingPermission", func(t *testing.T) {
 		// The role may log in but not create the checkpoint table.

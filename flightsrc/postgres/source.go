@@ -154,7 +154,7 @@ func New(dsn string, opts ...Option) (*Source, error) {
 	}
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, pgerr.ParseError(err)
+		return nil, pgerr.ParseError(err, dsn)
 	}
 	// Fixed session settings make the text form of watermarks stable.
 	for k, v := range map[string]string{"DateStyle": "ISO", "TimeZone": "UTC", "extra_float_digits": "3", "IntervalStyle": "postgres"} {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -121,10 +122,20 @@ func Describe(c *pgconn.Config) string {
 	return fmt.Sprintf("%s@%s:%d/%s", c.User, c.Host, c.Port, c.Database)
 }
 
-// ParseError turns a DSN parse error into ErrInvalidInput without echoing
-// the DSN (pgx redacts passwords too, but a malformed DSN may not be
-// recognisable as one).
-func ParseError(err error) error {
-	return &Error{Kind: flightline.ErrInvalidInput, Err: errors.New("invalid DSN"),
-		text: "postgres: invalid DSN (not shown, it may hold a password)"}
+// ParseError turns a DSN parse error into ErrInvalidInput. pgx redacts
+// the password in its message; the password is also removed here, as far as
+// the malformed DSN still shows one.
+func ParseError(err error, dsn string) error {
+	msg := err.Error()
+	if u, perr := url.Parse(dsn); perr == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok {
+			msg = Redact(msg, pw)
+		}
+	}
+	for _, kv := range strings.Fields(dsn) { // key=value form
+		if pw, ok := strings.CutPrefix(kv, "password="); ok {
+			msg = Redact(msg, strings.Trim(pw, "'"))
+		}
+	}
+	return &Error{Kind: flightline.ErrInvalidInput, Err: err, text: "postgres: invalid DSN: " + msg}
 }
