@@ -33,7 +33,8 @@ postgres_up() {
 	else
 		if [ ! -f "$dir/data/PG_VERSION" ]; then
 			rm -rf "$dir/data"
-			as_postgres "$bin/initdb" -D "$dir/data" -A trust -U postgres --no-sync >&2
+			as_postgres "$bin/initdb" -D "$dir/data" -A trust -U postgres --no-sync >"$dir/initdb.log" 2>&1 ||
+				{ cat "$dir/initdb.log" >&2; return 1; }
 			# Trust for the superuser over the socket and loopback keeps the
 			# cluster throwaway; other roles (the tests create some) need a
 			# password, so authentication failures can be tested.
@@ -48,7 +49,8 @@ HBA
 		port="$(free_port)"
 		printf '%s' "$port" > "$dir/port"
 		as_postgres "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 60 \
-			-o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" start >&2
+			-o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" start >/dev/null ||
+			{ tail -n 20 "$dir/log" >&2; return 1; }
 		wait_port 127.0.0.1 "$port" 30
 	fi
 	setenv FLIGHTLINE_PG_DSN "postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
@@ -58,5 +60,5 @@ postgres_down() {
 	local bin dir="$RUN/pg"
 	[ -f "$dir/data/postmaster.pid" ] || return 0
 	bin="$(pg_bin)" || return 0
-	as_postgres "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >&2 || true
+	as_postgres "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null || true
 }
