@@ -43,6 +43,10 @@ type Dir struct {
 	root string
 	mem  memory.Allocator
 	mu   sync.Mutex // serialises commits within this process
+
+	// testHookOpenScanned, when set, runs in Open between the scan of the
+	// target and the link of the epoch marker.
+	testHookOpenScanned func()
 }
 
 // Metadata keys of Dir files.
@@ -222,16 +226,19 @@ func (d *Dir) Open(_ context.Context, p Pipeline) (Writer, []byte, error) {
 			// No data yet, so no schema for a marker that readers would
 			// accept: the first commit carries the epoch instead, and of
 			// writers racing on an empty target the first to commit wins.
-			return w, st.cp, nil
+			return w, w.cp, nil
+		}
+		if d.testHookOpenScanned != nil {
+			d.testHookOpenScanned()
 		}
 		ok, err := w.link(nil, nil) // the epoch marker
 		if err != nil {
 			return nil, nil, err
 		}
 		if ok {
-			return w, st.cp, nil
+			return w, w.cp, nil
 		}
-		// Someone committed meanwhile: re-scan and try again.
+		// Someone took the sequence number: re-scan and try again.
 	}
 }
 
@@ -296,8 +303,13 @@ func (w *dirWriter) link(rec arrow.RecordBatch, cp []byte) (bool, error) {
 		if e.pipeline == w.p.ID && e.epoch >= w.epoch && rec != nil {
 			return false, fmt.Errorf("%w: pipeline %q reopened with epoch %d (this writer has %d)", flightline.ErrFenced, w.p.ID, e.epoch, w.epoch)
 		}
-		if e.pipeline == w.p.ID && e.epoch >= w.epoch && rec == nil {
-			w.epoch = e.epoch + 1 // racing Opens: outbid
+		if e.pipeline == w.p.ID && rec == nil {
+			// Opening: a commit that landed since Open's scan moves the
+			// checkpoint Open must return, and a racing Open is outbid.
+			if e.cp != nil {
+				w.cp = e.cp
+			}
+			w.epoch = max(w.epoch, e.epoch+1)
 		}
 		if w.schema == nil && e.rows > 0 {
 			w.schema = stripMeta(e.schema)

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flightline/flightline/internal/endpoint"
+)
+
+func TestEveryCommandHasHelp(t *testing.T) {
+	ctx := context.Background()
+	var out bytes.Buffer
+	for name, f := range map[string]func() error{
+		"serve-source": func() error { return serveSource(ctx, []string{"--help"}) },
+		"serve-sink":   func() error { return serveSink(ctx, []string{"--help"}) },
+		"run":          func() error { return runPipeline(ctx, []string{"--help"}) },
+		"demo":         func() error { return demo(ctx, []string{"--help"}, &out) },
+	} {
+		require.Truef(t, errors.Is(f(), flag.ErrHelp), "%s --help", name)
+	}
+}
+
+func TestSpecsRejectUnknownThings(t *testing.T) {
+	_, _, err := openSink("dir:"+t.TempDir()+"?bogus=1", endpoint.ClientConfig{})
+	require.ErrorContains(t, err, "unknown option(s) bogus")
+	_, _, err = openSink("delta-lake:/x", endpoint.ClientConfig{})
+	require.ErrorContains(t, err, `unknown sink kind "delta-lake"`)
+	_, _, err = openSource("generator:?rows=many", endpoint.ClientConfig{})
+	require.ErrorContains(t, err, "rows")
+	_, _, err = openSource("generator:?rows=5&colour=blue", endpoint.ClientConfig{})
+	require.ErrorContains(t, err, "unknown option(s) colour")
+	_, _, err = openSource("no-scheme", endpoint.ClientConfig{})
+	require.Error(t, err)
+	require.Error(t, runPipeline(context.Background(), []string{"--source", "generator:", "--sink", "null:"}), "--pipeline is required")
+	require.ErrorContains(t, runPipeline(context.Background(), []string{"--pipeline", "p", "--source", "generator:", "--sink", "null:", "extra"}), "unexpected arguments")
+}
+
+func TestDemoWritesAndResumes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "demo")
+	var out bytes.Buffer
+	require.NoError(t, demo(context.Background(), []string{"--out", dir, "--rows", "25000", "--batch-rows", "1000"}, &out))
+	require.Contains(t, out.String(), "wrote 25000 rows in 25 batches")
+	require.Contains(t, out.String(), `{"positions":{"orders/0":25000}}`)
+
+	out.Reset()
+	require.NoError(t, demo(context.Background(), []string{"--out", dir, "--rows", "30000", "--batch-rows", "1000"}, &out))
+	require.Contains(t, out.String(), `resuming pipeline "demo" after checkpoint {"positions":{"orders/0":25000}}`)
+	require.Contains(t, out.String(), "wrote 5000 rows in 5 batches")
+	files, _ := filepath.Glob(filepath.Join(dir, "orders", "*.arrow"))
+	require.Len(t, files, 31, "30 data commits and one epoch marker")
+	_, err := os.Stat(filepath.Join(dir, "orders"))
+	require.NoError(t, err)
+}

@@ -1,0 +1,172 @@
+package endpoint
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+)
+
+type pki struct {
+	dir                   string
+	caCert, caKey         string
+	serverCert, serverKey string
+	clientCert, clientKey string
+	rogueCert, rogueKey   string
+}
+
+// newPKI writes a CA, a server certificate for 127.0.0.1, a client
+// certificate signed by the CA, and a self-signed rogue client certificate.
+func newPKI(t *testing.T) pki {
+	dir := t.TempDir()
+	p := pki{dir: dir}
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "flightline test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	require.NoError(t, err)
+	ca, _ := x509.ParseCertificate(caDER)
+	p.caCert, p.caKey = write(t, dir, "ca", caDER, caKey)
+
+	leaf := func(name string, serial int64, usage x509.ExtKeyUsage, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (string, string) {
+		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+			ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
+		if parent == nil {
+			parent, parentKey = tmpl, k
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &k.PublicKey, parentKey)
+		require.NoError(t, err)
+		return write(t, dir, name, der, k)
+	}
+	p.serverCert, p.serverKey = leaf("server", 2, x509.ExtKeyUsageServerAuth, ca, caKey)
+	p.clientCert, p.clientKey = leaf("client", 3, x509.ExtKeyUsageClientAuth, ca, caKey)
+	p.rogueCert, p.rogueKey = leaf("rogue", 4, x509.ExtKeyUsageClientAuth, nil, nil)
+	return p
+}
+
+func write(t *testing.T, dir, name string, der []byte, k *ecdsa.PrivateKey) (string, string) {
+	kb, err := x509.MarshalECPrivateKey(k)
+	require.NoError(t, err)
+	c, kf := filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	require.NoError(t, os.WriteFile(c, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	require.NoError(t, os.WriteFile(kf, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600))
+	return c, kf
+}
+
+// start serves cfg with the health service and a Flight service whose
+// methods are unimplemented: the token interceptor guards them all.
+func start(t *testing.T, cfg ServerConfig) string {
+	gs, _, err := NewServer(cfg)
+	require.NoError(t, err)
+	flight.RegisterFlightServiceServer(gs, &flight.BaseFlightServer{})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go gs.Serve(lis)
+	t.Cleanup(gs.Stop)
+	return lis.Addr().String()
+}
+
+func healthy(ctx context.Context, conn *grpc.ClientConn) error {
+	_, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+	return err
+}
+
+// streamCall makes a streaming call that the token interceptor guards; the
+// server does not implement the method, so an authenticated call gets
+// Unimplemented and an unauthenticated one Unauthenticated.
+func streamCall(ctx context.Context, conn *grpc.ClientConn) error {
+	s, err := flight.NewClientFromConn(conn, nil).ListFlights(ctx, &flight.Criteria{})
+	if err != nil {
+		return err
+	}
+	_, err = s.Recv()
+	return err
+}
+
+func TestBearerToken(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	addr := start(t, ServerConfig{Token: "tok-123"})
+
+	noTok, err := Dial("grpc://"+addr, ClientConfig{})
+	require.NoError(t, err)
+	defer noTok.Close()
+	require.NoError(t, healthy(ctx, noTok), "health needs no token")
+	err = streamCall(ctx, noTok)
+	require.Equal(t, codes.Unauthenticated, status.Code(err))
+	require.NotContains(t, err.Error(), "tok-123")
+
+	wrong, _ := Dial("grpc://"+addr, ClientConfig{Token: "tok-124"})
+	defer wrong.Close()
+	require.Equal(t, codes.Unauthenticated, status.Code(streamCall(ctx, wrong)))
+
+	good, _ := Dial("grpc://"+addr, ClientConfig{Token: "tok-123"})
+	defer good.Close()
+	require.Equal(t, codes.Unimplemented, status.Code(streamCall(ctx, good)), "authenticated: reaches the service")
+}
+
+func TestTLSAndMTLS(t *testing.T) {
+	p := newPKI(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	tlsAddr := start(t, ServerConfig{CertFile: p.serverCert, KeyFile: p.serverKey})
+	c, err := Dial("grpc+tls://"+tlsAddr, ClientConfig{CAFile: p.caCert})
+	require.NoError(t, err)
+	require.NoError(t, healthy(ctx, c))
+	c.Close()
+
+	plain, _ := Dial("grpc://"+tlsAddr, ClientConfig{})
+	require.Error(t, healthy(ctx, plain), "plaintext to a TLS server fails")
+	plain.Close()
+
+	mtlsAddr := start(t, ServerConfig{CertFile: p.serverCert, KeyFile: p.serverKey, ClientCAFile: p.caCert})
+	good, _ := Dial("grpc+tls://"+mtlsAddr, ClientConfig{CAFile: p.caCert, CertFile: p.clientCert, KeyFile: p.clientKey})
+	require.NoError(t, healthy(ctx, good))
+	good.Close()
+	for name, cfg := range map[string]ClientConfig{
+		"no client cert": {CAFile: p.caCert},
+		"rogue cert":     {CAFile: p.caCert, CertFile: p.rogueCert, KeyFile: p.rogueKey},
+	} {
+		c, err := Dial("grpc+tls://"+mtlsAddr, cfg)
+		require.NoError(t, err)
+		require.Error(t, healthy(ctx, c), name)
+		c.Close()
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	_, _, err := NewServer(ServerConfig{ClientCAFile: "ca.pem"})
+	require.ErrorContains(t, err, "needs a server certificate")
+	_, _, err = NewServer(ServerConfig{CertFile: "missing.crt", KeyFile: "missing.key"})
+	require.Error(t, err)
+	for _, u := range []string{"http://x:1", "127.0.0.1:80", "grpc://"} {
+		_, _, err := ParseURL(u)
+		require.Error(t, err, u)
+	}
+	_, err = Dial("grpc://127.0.0.1:1", ClientConfig{CAFile: "ca.pem"})
+	require.ErrorContains(t, err, "grpc+tls://")
+	addr, tls, err := ParseURL("grpc+tls://example.org:443")
+	require.NoError(t, err)
+	require.True(t, tls)
+	require.Equal(t, "example.org:443", addr)
+}

@@ -1,0 +1,42 @@
+package metrics
+
+import (
+	"io"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestExposition(t *testing.T) {
+	m := New()
+	now := time.Unix(1000, 0)
+	m.now = func() time.Time { return now }
+	m.Committed("sink", "p1", 100, 4096, 3*time.Millisecond)
+	m.Moved("source", "orders", 50, 2048)
+	m.Error("sink", "p1", "InvalidArgument")
+	now = now.Add(42 * time.Second)
+
+	rr := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rr, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rr.Body)
+	for _, want := range []string{
+		`flightline_rows_total{pipeline="p1",role="sink"} 100`,
+		`flightline_bytes_total{pipeline="p1",role="sink"} 4096`,
+		`flightline_batches_total{pipeline="orders",role="source"} 1`,
+		`flightline_errors_total{code="InvalidArgument",pipeline="p1",role="sink"} 1`,
+		`flightline_commit_latency_seconds_count{pipeline="p1",role="sink"} 1`,
+		`flightline_checkpoint_age_seconds{pipeline="p1",role="sink"} 42`,
+		`go_goroutines`,
+	} {
+		require.Contains(t, string(body), want)
+	}
+}
+
+func TestNilMetricsAreNoops(t *testing.T) {
+	var m *Metrics
+	m.Committed("sink", "p", 1, 1, time.Second)
+	m.Moved("source", "s", 1, 1)
+	m.Error("sink", "p", "Internal")
+}
