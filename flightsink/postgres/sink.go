@@ -433,6 +433,11 @@ func (w *writer) create(ctx context.Context, tx pgx.Tx, sc *arrow.Schema) error 
 	}
 	b.WriteString(")")
 	if _, err := tx.Exec(ctx, b.String()); err != nil {
+		if isDuplicate(err) {
+			// Another transaction created the table concurrently (IF NOT
+			// EXISTS does not serialise that): retrying finds the table.
+			return fmt.Errorf("%w: table %s was created concurrently; retry", flightline.ErrConflict, w.target.Sanitize())
+		}
 		return w.s.wrap(err, "postgres sink %s: create table %s", w.s.server, w.target.Sanitize())
 	}
 	w.created = true // logged once the transaction commits
