@@ -303,3 +303,40 @@ func TestIntegrationBadCredentials(t *testing.T) {
 	})
 	require.NotContains(t, logs.String(), password)
 }
+
+// Several pipelines writing one new table at once: table creation races,
+// losers get a retryable error, and every row lands exactly once.
+func TestIntegrationConcurrentPipelinesOneTable(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	c := pgtest.Conn(t)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	table := pgtest.Name("shared")
+	s := newSink(t, dsn)
+	const pipes = 4
+	errs := make(chan error, pipes)
+	for i := range pipes {
+		go func() {
+			w, _, err := s.Open(ctx, flightsink.Pipeline{ID: fmt.Sprintf("%s_%d", table, i), Target: table})
+			if err != nil {
+				errs <- err
+				return
+			}
+			rec := sinktest.Batch(mem, int64(i*100), int64(i*100+100))
+			defer rec.Release()
+			for {
+				err = w.WriteBatch(ctx, rec, sinktest.CP(1))
+				if err == nil || !flightline.IsRetryable(err) {
+					break
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range pipes {
+		require.NoError(t, <-errs)
+	}
+	got := ids(t, c, table)
+	require.Len(t, got, pipes*100)
+}
