@@ -1,0 +1,35 @@
+// Package postgres is Flightline's exactly-once PostgreSQL sink.
+//
+// Each WriteBatch is one transaction:
+//
+//  1. SELECT epoch, checkpoint FROM __flightline_checkpoints WHERE
+//     pipeline_id = $1 FOR UPDATE — locks the pipeline's row; a different
+//     epoch than the writer's means a newer Open happened: ErrFenced.
+//  2. A checkpoint already committed (flightsink.Replayed) ends the
+//     transaction with nothing written.
+//  3. The target table is created from the Arrow schema if missing, or its
+//     columns are checked against the schema (ErrSchemaMismatch naming the
+//     column and both types) — before any row is sent.
+//  4. COPY target (cols) FROM STDIN (FORMAT binary), the stream encoded
+//     directly from the Arrow columns (internal/pgarrow).
+//  5. UPDATE the checkpoint row; COMMIT.
+//
+// Open bumps the epoch of the pipeline's row in its own (autocommitted)
+// statement. Because WriteBatch holds the row lock until it commits, a
+// writer's batch either commits before the new Open reads the checkpoint
+// (and is covered by it) or fails with ErrFenced.
+//
+// Errors are classified into flightline's sentinels (internal/pgerr):
+// unreachable server → ErrUnavailable, SQLSTATE 28P01/28000 →
+// ErrUnauthenticated, 42501 → ErrPermissionDenied, data errors (22xxx,
+// 23xxx) → ErrInvalidInput. Passwords never appear in errors or logs.
+//
+// Pitfalls:
+//   - If COMMIT itself fails with a lost connection, the outcome is unknown;
+//     the error is ErrUnavailable and the next Open's checkpoint tells the
+//     truth (a replay of the batch is then a no-op).
+//   - Identifiers from users (tables, columns) only reach SQL through
+//     pgx.Identifier.Sanitize; values only as parameters.
+//
+// The type map is documented in internal/pgarrow and docs/sinks/postgres.md.
+package postgres

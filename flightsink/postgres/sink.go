@@ -1,0 +1,499 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/internal/pgarrow"
+	"github.com/flightline/flightline/internal/pgerr"
+)
+
+// DefaultCheckpointTable is where checkpoints and fencing epochs live.
+const DefaultCheckpointTable = "__flightline_checkpoints"
+
+// Option configures a Sink.
+type Option func(*options) error
+
+type options struct {
+	table    string
+	cpTable  string
+	logger   *slog.Logger
+	maxConns int32
+}
+
+// Table sets the default target table ("table" or "schema.table", quoted
+// parts allowed). Pipeline.Target overrides it when non-empty.
+func Table(name string) Option {
+	return func(o *options) error { o.table = name; return nil }
+}
+
+// CheckpointTable sets the checkpoint table (default
+// DefaultCheckpointTable, in the first schema of the search_path).
+func CheckpointTable(name string) Option {
+	return func(o *options) error { o.cpTable = name; return nil }
+}
+
+// Logger sets the logger (default slog.Default()). Nothing logged contains
+// the password.
+func Logger(l *slog.Logger) Option {
+	return func(o *options) error {
+		if l == nil {
+			return fmt.Errorf("%w: nil logger", flightline.ErrInvalidInput)
+		}
+		o.logger = l
+		return nil
+	}
+}
+
+// MaxConns bounds the connection pool (default pgxpool's: max(4, CPUs)).
+func MaxConns(n int) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("%w: MaxConns %d < 1", flightline.ErrInvalidInput, n)
+		}
+		o.maxConns = int32(n)
+		return nil
+	}
+}
+
+// Sink is an exactly-once PostgreSQL sink. It is safe for concurrent use by
+// several pipelines; see the package documentation for how it commits and
+// fences.
+type Sink struct {
+	pool     *pgxpool.Pool
+	log      *slog.Logger
+	password string
+	server   string // user@host:port/db, for errors and logs
+	table    pgx.Identifier
+	cp       pgx.Identifier
+	q        queries
+
+	initMu   sync.Mutex
+	initDone bool
+}
+
+type queries struct {
+	create, open, read, lock, update string
+}
+
+// New returns a Sink writing to the database at dsn (a postgres:// URL or a
+// key=value string, as pgx accepts). It does not connect: connection and
+// authentication errors surface on the first Open or Checkpoint (or Ping).
+// Close releases the connection pool.
+func New(dsn string, opts ...Option) (*Sink, error) {
+	o := options{cpTable: DefaultCheckpointTable, logger: slog.Default()}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, pgerr.ParseError(err, dsn)
+	}
+	if o.maxConns > 0 {
+		cfg.MaxConns = o.maxConns
+	}
+	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "flightline-sink"
+	}
+	s := &Sink{log: o.logger, password: cfg.ConnConfig.Password, server: pgerr.Describe(&cfg.ConnConfig.Config)}
+	if o.table != "" {
+		if s.table, err = pgerr.ParseIdent(o.table); err != nil {
+			return nil, err
+		}
+	}
+	if s.cp, err = pgerr.ParseIdent(o.cpTable); err != nil {
+		return nil, err
+	}
+	cp := s.cp.Sanitize()
+	s.q = queries{
+		create: `CREATE TABLE IF NOT EXISTS ` + cp + ` (
+			pipeline_id text PRIMARY KEY,
+			checkpoint  bytea,
+			epoch       bigint NOT NULL DEFAULT 0,
+			updated_at  timestamptz NOT NULL DEFAULT now())`,
+		open: `INSERT INTO ` + cp + ` AS c (pipeline_id, epoch) VALUES ($1, 1)
+			ON CONFLICT (pipeline_id) DO UPDATE SET epoch = c.epoch + 1
+			RETURNING epoch, checkpoint`,
+		read:   `SELECT checkpoint FROM ` + cp + ` WHERE pipeline_id = $1`,
+		lock:   `SELECT epoch, checkpoint FROM ` + cp + ` WHERE pipeline_id = $1 FOR UPDATE`,
+		update: `UPDATE ` + cp + ` SET checkpoint = $2, updated_at = now() WHERE pipeline_id = $1`,
+	}
+	if s.pool, err = pgxpool.NewWithConfig(context.Background(), cfg); err != nil {
+		return nil, s.wrap(err, "postgres sink: pool for %s", s.server)
+	}
+	return s, nil
+}
+
+// Guarantee implements flightsink.Guaranteer: data and checkpoint commit in
+// one PostgreSQL transaction.
+func (s *Sink) Guarantee() flightsink.Guarantee { return flightsink.ExactlyOnce }
+
+// Close closes the connection pool. Writers of the sink fail afterwards.
+func (s *Sink) Close() { s.pool.Close() }
+
+// Ping checks that the database is reachable with the configured
+// credentials.
+func (s *Sink) Ping(ctx context.Context) error {
+	return s.wrap(s.pool.Ping(ctx), "postgres sink: connect to %s", s.server)
+}
+
+func (s *Sink) wrap(err error, format string, args ...any) error {
+	return pgerr.Wrap(err, s.password, format, args...)
+}
+
+// ensureCheckpointTable creates the checkpoint table once per Sink.
+func (s *Sink) ensureCheckpointTable(ctx context.Context) error {
+	s.initMu.Lock()
+	defer s.initMu.Unlock()
+	if s.initDone {
+		return nil
+	}
+	// Look first: CREATE … IF NOT EXISTS needs the CREATE right on the
+	// schema even when the table exists, and a least-privileged role has
+	// only SELECT, INSERT, UPDATE on an existing checkpoint table.
+	var exists bool
+	err := s.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, s.cp.Sanitize()).Scan(&exists)
+	if err == nil && exists {
+		s.initDone = true
+		return nil
+	}
+	for range 3 { // concurrent CREATE … IF NOT EXISTS can still collide
+		if _, err = s.pool.Exec(ctx, s.q.create); err == nil || !isDuplicate(err) {
+			break
+		}
+	}
+	if err != nil {
+		return s.wrap(err, "postgres sink %s: create checkpoint table %s", s.server, s.cp.Sanitize())
+	}
+	s.initDone = true
+	return nil
+}
+
+func isDuplicate(err error) bool {
+	c := sqlState(err)
+	return c == "23505" || c == "42P07"
+}
+
+// Checkpoint implements flightsink.Sink. It reads without locking or
+// fencing; a missing checkpoint table means no checkpoint.
+func (s *Sink) Checkpoint(ctx context.Context, p flightsink.Pipeline) ([]byte, error) {
+	if p.ID == "" {
+		return nil, fmt.Errorf("%w: empty pipeline id", flightline.ErrInvalidInput)
+	}
+	var cp []byte
+	err := s.pool.QueryRow(ctx, s.q.read, p.ID).Scan(&cp)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows), sqlState(err) == "42P01":
+		return nil, nil
+	case err != nil:
+		return nil, s.wrap(err, "postgres sink %s: read checkpoint of %q", s.server, p.ID)
+	}
+	return cp, nil
+}
+
+// Open implements flightsink.Sink. In its own transaction it bumps the
+// pipeline's epoch in the checkpoint row, which fences every earlier Writer
+// of the pipeline, and returns the checkpoint read in that transaction.
+func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writer, []byte, error) {
+	if p.ID == "" {
+		return nil, nil, fmt.Errorf("%w: empty pipeline id", flightline.ErrInvalidInput)
+	}
+	target := s.table
+	if p.Target != "" {
+		t, err := pgerr.ParseIdent(p.Target)
+		if err != nil {
+			return nil, nil, err
+		}
+		target = t
+	}
+	if len(target) == 0 {
+		return nil, nil, fmt.Errorf("%w: pipeline %q has no target table and the sink no default Table", flightline.ErrInvalidInput, p.ID)
+	}
+	if err := s.ensureCheckpointTable(ctx); err != nil {
+		return nil, nil, err
+	}
+	var epoch int64
+	var cp []byte
+	if err := s.pool.QueryRow(ctx, s.q.open, p.ID).Scan(&epoch, &cp); err != nil {
+		return nil, nil, s.wrap(err, "postgres sink %s: open pipeline %q", s.server, p.ID)
+	}
+	s.log.Debug("postgres sink: pipeline opened", "pipeline", p.ID, "target", target.Sanitize(), "epoch", epoch, "server", s.server)
+	return &writer{s: s, p: p, target: target, epoch: epoch}, cp, nil
+}
+
+// writer is the Writer of one pipeline at one epoch.
+type writer struct {
+	s      *Sink
+	p      flightsink.Pipeline
+	target pgx.Identifier
+	epoch  int64
+	closed bool
+
+	// The table layout last verified against a batch schema; reused while
+	// batches keep that schema. A concurrent ALTER TABLE then makes COPY
+	// fail, which rolls the batch back.
+	verified *arrow.Schema
+	colOIDs  []uint32
+	copySQL  string
+	notNull  []bool
+	created  bool // this transaction created the table
+}
+
+// WriteBatch implements flightsink.Writer. One transaction: lock the
+// checkpoint row (SELECT … FOR UPDATE) and compare epochs, skip replays,
+// create or check the table, COPY the rows in binary, update the
+// checkpoint, commit.
+func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byte) error {
+	s := w.s
+	if w.closed {
+		return fmt.Errorf("%w: writer of %q is closed", flightline.ErrInvalidInput, w.p.ID)
+	}
+	if len(cp) == 0 {
+		return fmt.Errorf("%w: batch without checkpoint", flightline.ErrInvalidInput)
+	}
+	if err := checkFields(rec.Schema()); err != nil {
+		return err
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return s.wrap(err, "postgres sink %s: begin", s.server)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
+
+	var epoch int64
+	var last []byte
+	err = tx.QueryRow(ctx, s.q.lock, w.p.ID).Scan(&epoch, &last)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%w: checkpoint row of pipeline %q is gone", flightline.ErrFenced, w.p.ID)
+	}
+	if err != nil {
+		return s.wrap(err, "postgres sink %s: lock checkpoint of %q", s.server, w.p.ID)
+	}
+	if epoch != w.epoch {
+		s.log.Warn("postgres sink: fenced writer refused", "pipeline", w.p.ID, "epoch", w.epoch, "current", epoch)
+		return fmt.Errorf("%w: pipeline %q was reopened (epoch %d > %d)", flightline.ErrFenced, w.p.ID, epoch, w.epoch)
+	}
+	if flightsink.Replayed(last, cp) {
+		return nil
+	}
+	committed := false
+	defer func() {
+		if !committed { // the layout may have been created by this rolled-back tx
+			w.verified, w.created = nil, false
+		}
+	}()
+	if err := w.prepare(ctx, tx, rec); err != nil {
+		return err
+	}
+	if rec.NumRows() > 0 {
+		enc, err := pgarrow.NewRowEncoder(rec, w.colOIDs)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Conn().PgConn().CopyFrom(ctx, pgarrow.NewCopyReader(enc), w.copySQL); err != nil {
+			if e := enc.Err(); e != nil {
+				return e
+			}
+			return s.wrap(err, "postgres sink %s: COPY into %s", s.server, w.target.Sanitize())
+		}
+	}
+	if _, err := tx.Exec(ctx, s.q.update, w.p.ID, cp); err != nil {
+		return s.wrap(err, "postgres sink %s: update checkpoint of %q", s.server, w.p.ID)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return s.wrap(err, "postgres sink %s: commit batch of %q", s.server, w.p.ID)
+	}
+	committed = true
+	if w.created {
+		w.created = false
+		s.log.Info("postgres sink: created table", "table", w.target.Sanitize(), "pipeline", w.p.ID)
+	}
+	return nil
+}
+
+// checkFields refuses, before any I/O, schemas the type map cannot store.
+func checkFields(sc *arrow.Schema) error {
+	seen := make(map[string]bool, sc.NumFields())
+	for _, f := range sc.Fields() {
+		if f.Name == "" {
+			return fmt.Errorf("%w: a column has an empty name", flightline.ErrInvalidInput)
+		}
+		if seen[f.Name] {
+			return fmt.Errorf("%w: duplicate column %q", flightline.ErrInvalidInput, f.Name)
+		}
+		seen[f.Name] = true
+		if _, err := pgarrow.ForArrow(f.Type); err != nil {
+			return fmt.Errorf("column %q: %w", f.Name, err)
+		}
+	}
+	return nil
+}
+
+type column struct {
+	name       string
+	oid        uint32
+	typ        string // format_type, e.g. "character varying(20)"
+	notNull    bool
+	hasDefault bool
+}
+
+const columnsSQL = `SELECT a.attname, a.atttypid, format_type(a.atttypid, a.atttypmod), a.attnotnull, a.atthasdef
+	FROM pg_attribute a
+	WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped
+	ORDER BY a.attnum`
+
+// prepare makes sure the target exists with columns fitting rec's schema,
+// creating it from the schema when missing, inside tx.
+func (w *writer) prepare(ctx context.Context, tx pgx.Tx, rec arrow.RecordBatch) error {
+	sc := rec.Schema()
+	if w.verified == nil || !flightsink.SameSchema(w.verified, sc) {
+		cols, err := w.columns(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if cols == nil {
+			if err := w.create(ctx, tx, sc); err != nil {
+				return err
+			}
+			if cols, err = w.columns(ctx, tx); err != nil {
+				return err
+			}
+		}
+		if err := w.check(sc, cols); err != nil {
+			return err
+		}
+	}
+	// Nullability is a property of this batch's data.
+	for i, f := range sc.Fields() {
+		if rec.Column(i).NullN() > 0 && w.notNull[i] {
+			return fmt.Errorf("%w: table %s: column %q is NOT NULL, the batch has %d nulls in it",
+				flightline.ErrSchemaMismatch, w.target.Sanitize(), f.Name, rec.Column(i).NullN())
+		}
+	}
+	return nil
+}
+
+func (w *writer) columns(ctx context.Context, tx pgx.Tx) ([]column, error) {
+	var oid *uint32
+	if err := tx.QueryRow(ctx, `SELECT to_regclass($1)::oid`, w.target.Sanitize()).Scan(&oid); err != nil {
+		return nil, w.s.wrap(err, "postgres sink %s: look up table %s", w.s.server, w.target.Sanitize())
+	}
+	if oid == nil {
+		return nil, nil
+	}
+	rows, err := tx.Query(ctx, columnsSQL, *oid)
+	if err != nil {
+		return nil, w.s.wrap(err, "postgres sink %s: read columns of %s", w.s.server, w.target.Sanitize())
+	}
+	cols, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (column, error) {
+		var c column
+		err := r.Scan(&c.name, &c.oid, &c.typ, &c.notNull, &c.hasDefault)
+		return c, err
+	})
+	if err != nil {
+		return nil, w.s.wrap(err, "postgres sink %s: read columns of %s", w.s.server, w.target.Sanitize())
+	}
+	if cols == nil {
+		cols = []column{}
+	}
+	return cols, nil
+}
+
+func (w *writer) create(ctx context.Context, tx pgx.Tx, sc *arrow.Schema) error {
+	var b strings.Builder
+	b.WriteString("CREATE TABLE IF NOT EXISTS ")
+	b.WriteString(w.target.Sanitize())
+	b.WriteString(" (")
+	for i, f := range sc.Fields() {
+		t, err := pgarrow.ForArrow(f.Type)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(pgx.Identifier{f.Name}.Sanitize())
+		b.WriteByte(' ')
+		b.WriteString(t.SQL)
+		if !f.Nullable {
+			b.WriteString(" NOT NULL")
+		}
+	}
+	b.WriteString(")")
+	if _, err := tx.Exec(ctx, b.String()); err != nil {
+		if isDuplicate(err) {
+			// Another transaction created the table concurrently (IF NOT
+			// EXISTS does not serialise that): retrying finds the table.
+			return fmt.Errorf("%w: table %s was created concurrently; retry", flightline.ErrConflict, w.target.Sanitize())
+		}
+		return w.s.wrap(err, "postgres sink %s: create table %s", w.s.server, w.target.Sanitize())
+	}
+	w.created = true // logged once the transaction commits
+	return nil
+}
+
+// check compares the table's columns with the batch schema: every field
+// needs a column of a type it can be written into; columns the batch lacks
+// must be nullable or have a default.
+func (w *writer) check(sc *arrow.Schema, cols []column) error {
+	byName := make(map[string]column, len(cols))
+	for _, c := range cols {
+		byName[c.name] = c
+	}
+	tbl := w.target.Sanitize()
+	oids := make([]uint32, sc.NumFields())
+	notNull := make([]bool, sc.NumFields())
+	names := make([]string, sc.NumFields())
+	for i, f := range sc.Fields() {
+		c, ok := byName[f.Name]
+		if !ok {
+			return fmt.Errorf("%w: table %s has no column %q (batch type %s)", flightline.ErrSchemaMismatch, tbl, f.Name, f.Type)
+		}
+		if !pgarrow.Accepts(f.Type, c.oid) {
+			want, _ := pgarrow.ForArrow(f.Type)
+			return fmt.Errorf("%w: table %s: column %q has type %s, the batch has %s (which maps to %s)",
+				flightline.ErrSchemaMismatch, tbl, f.Name, c.typ, f.Type, want.SQL)
+		}
+		oids[i], notNull[i] = c.oid, c.notNull
+		names[i] = pgx.Identifier{f.Name}.Sanitize()
+		delete(byName, f.Name)
+	}
+	for _, c := range cols {
+		if _, left := byName[c.name]; left && c.notNull && !c.hasDefault {
+			return fmt.Errorf("%w: table %s: column %q (%s) is NOT NULL without default and missing from the batch",
+				flightline.ErrSchemaMismatch, tbl, c.name, c.typ)
+		}
+	}
+	w.verified, w.colOIDs, w.notNull = sc, oids, notNull
+	w.copySQL = "COPY " + tbl + " (" + strings.Join(names, ", ") + ") FROM STDIN (FORMAT binary)"
+	return nil
+}
+
+// Close implements flightsink.Writer. It commits nothing.
+func (w *writer) Close(context.Context) error {
+	w.closed = true
+	return nil
+}
+
+var _ flightsink.Sink = (*Sink)(nil)
+var _ flightsink.Guaranteer = (*Sink)(nil)
+
+func sqlState(err error) string {
+	var pe interface{ SQLState() string }
+	if errors.As(err, &pe) {
+		return pe.SQLState()
+	}
+	return ""
+}

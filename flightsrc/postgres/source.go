@@ -1,0 +1,463 @@
+// Package postgres is Flightline's incremental PostgreSQL source.
+//
+// Each stream is one table read in (watermark, key) order: a watermark
+// column that only grows for new or changed rows (updated_at, a serial id)
+// and a tie-breaker key that makes (watermark, key) unique. Reading starts
+// with a snapshot of every row after the checkpoint, in pages of BatchSize
+// rows (keyset pagination: WHERE (wm, key) > (…) ORDER BY wm, key LIMIT n),
+// then polls at PollInterval; an idle poll yields a heartbeat, a zero-row
+// batch carrying the unchanged checkpoint.
+//
+// The checkpoint is the last (watermark, key) returned, as JSON with both
+// values in PostgreSQL's text form:
+//
+//	{"watermark":"2026-01-02 03:04:05.123456+00","key":"42"}
+//
+// and {"watermark":null,"key":null} before the first row. Resuming after a
+// checkpoint reads exactly the rows with (wm, key) > (watermark, key), so ties
+// on the watermark are neither lost nor repeated.
+//
+// Pitfalls (inherent to watermark reading, documented in
+// docs/sinks/postgres.md): rows whose watermark is NULL are never read;
+// deletes are not seen; a transaction that commits a row with a watermark
+// below one already read (a sequence value taken before a concurrent,
+// earlier-committed transaction's) is missed. Use a watermark assigned at
+// commit order, or poll with a safety lag, where that matters.
+//
+// Column types map to Arrow with the shared type map (internal/pgarrow).
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/flightsrc"
+	"github.com/flightline/flightline/internal/pgarrow"
+	"github.com/flightline/flightline/internal/pgerr"
+)
+
+// Option configures a Source.
+type Option func(*options) error
+
+type options struct {
+	tables   []tableCfg
+	interval time.Duration
+	batch    int
+	mem      memory.Allocator
+	log      *slog.Logger
+}
+
+type tableCfg struct {
+	name           string // the stream name, as given
+	ident          pgx.Identifier
+	watermark, key string
+}
+
+// Table adds a stream: table ("t" or "schema.t", quoted parts allowed), read
+// by the watermark column and the tie-breaker key column (exact column
+// names). The stream's name is table as given. At least one is required.
+func Table(table, watermark, key string) Option {
+	return func(o *options) error {
+		id, err := pgerr.ParseIdent(table)
+		if err != nil {
+			return err
+		}
+		if watermark == "" || key == "" {
+			return fmt.Errorf("%w: table %q needs a watermark and a key column", flightline.ErrInvalidInput, table)
+		}
+		for _, t := range o.tables {
+			if t.name == table {
+				return fmt.Errorf("%w: table %q given twice", flightline.ErrInvalidInput, table)
+			}
+		}
+		o.tables = append(o.tables, tableCfg{table, id, watermark, key})
+		return nil
+	}
+}
+
+// PollInterval sets how long an idle reader waits between polls (and so the
+// heartbeat period). Default 1s.
+func PollInterval(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: poll interval %v", flightline.ErrInvalidInput, d)
+		}
+		o.interval = d
+		return nil
+	}
+}
+
+// BatchSize sets the maximum rows per batch. Default 10000.
+func BatchSize(n int) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("%w: batch size %d", flightline.ErrInvalidInput, n)
+		}
+		o.batch = n
+		return nil
+	}
+}
+
+// Allocator sets the allocator of the batches (default memory.DefaultAllocator).
+func Allocator(mem memory.Allocator) Option {
+	return func(o *options) error {
+		if mem == nil {
+			return fmt.Errorf("%w: nil allocator", flightline.ErrInvalidInput)
+		}
+		o.mem = mem
+		return nil
+	}
+}
+
+// Logger sets the logger (default slog.Default()).
+func Logger(l *slog.Logger) Option {
+	return func(o *options) error {
+		if l == nil {
+			return fmt.Errorf("%w: nil logger", flightline.ErrInvalidInput)
+		}
+		o.log = l
+		return nil
+	}
+}
+
+// Source reads tables incrementally. Safe for concurrent use; each Read
+// opens its own connection.
+type Source struct {
+	o        options
+	cfg      *pgx.ConnConfig
+	password string
+	server   string
+}
+
+// New returns a Source for the database at dsn. It does not connect.
+func New(dsn string, opts ...Option) (*Source, error) {
+	o := options{interval: time.Second, batch: 10000, mem: memory.DefaultAllocator, log: slog.Default()}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	if len(o.tables) == 0 {
+		return nil, fmt.Errorf("%w: postgres source needs at least one Table", flightline.ErrInvalidInput)
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, pgerr.ParseError(err, dsn)
+	}
+	// Fixed session settings make the text form of watermarks stable.
+	for k, v := range map[string]string{"DateStyle": "ISO", "TimeZone": "UTC", "extra_float_digits": "3", "IntervalStyle": "postgres"} {
+		cfg.RuntimeParams[k] = v
+	}
+	if cfg.RuntimeParams["application_name"] == "" {
+		cfg.RuntimeParams["application_name"] = "flightline-source"
+	}
+	return &Source{o: o, cfg: cfg, password: cfg.Password, server: pgerr.Describe(&cfg.Config)}, nil
+}
+
+func (s *Source) wrap(err error, format string, args ...any) error {
+	return pgerr.Wrap(err, s.password, format, args...)
+}
+
+func (s *Source) connect(ctx context.Context) (*pgx.Conn, error) {
+	c, err := pgx.ConnectConfig(ctx, s.cfg)
+	if err != nil {
+		return nil, s.wrap(err, "postgres source: connect to %s", s.server)
+	}
+	return c, nil
+}
+
+func (s *Source) table(name string) (tableCfg, error) {
+	for _, t := range s.o.tables {
+		if t.name == name {
+			return t, nil
+		}
+	}
+	return tableCfg{}, fmt.Errorf("%w: stream %q", flightline.ErrNotFound, name)
+}
+
+// Streams implements flightsrc.Source: one stream per Table, with the
+// schema read from the catalog.
+func (s *Source) Streams(ctx context.Context) ([]flightsrc.Stream, error) {
+	c, err := s.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close(context.WithoutCancel(ctx))
+	var out []flightsrc.Stream
+	for _, t := range s.o.tables {
+		l, err := s.describe(ctx, c, t)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, flightsrc.Stream{
+			Name:        t.name,
+			Description: fmt.Sprintf("table %s by (%s, %s)", t.ident.Sanitize(), t.watermark, t.key),
+			Schema:      l.schema,
+		})
+	}
+	return out, nil
+}
+
+// Commit implements flightsrc.Source; PostgreSQL has no consumer position
+// to report to.
+func (s *Source) Commit(context.Context, flightsrc.CommitRequest) error { return nil }
+
+// layout is how one table is read.
+type layout struct {
+	schema   *arrow.Schema
+	decoders []pgarrow.Decoder
+	first    string // query without a position
+	next     string // query after ($1, $2)
+}
+
+func (s *Source) describe(ctx context.Context, c *pgx.Conn, t tableCfg) (*layout, error) {
+	var oid *uint32
+	if err := c.QueryRow(ctx, `SELECT to_regclass($1)::oid`, t.ident.Sanitize()).Scan(&oid); err != nil {
+		return nil, s.wrap(err, "postgres source %s: look up %s", s.server, t.ident.Sanitize())
+	}
+	if oid == nil {
+		return nil, fmt.Errorf("%w: postgres source %s: table %s does not exist", flightline.ErrNotFound, s.server, t.ident.Sanitize())
+	}
+	rows, err := c.Query(ctx, `SELECT attname, atttypid, atttypmod, attnotnull FROM pg_attribute
+		WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped ORDER BY attnum`, *oid)
+	if err != nil {
+		return nil, s.wrap(err, "postgres source %s: columns of %s", s.server, t.ident.Sanitize())
+	}
+	type col struct {
+		name    string
+		oid     uint32
+		typmod  int32
+		notNull bool
+	}
+	cols, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (col, error) {
+		var c col
+		return c, r.Scan(&c.name, &c.oid, &c.typmod, &c.notNull)
+	})
+	if err != nil {
+		return nil, s.wrap(err, "postgres source %s: columns of %s", s.server, t.ident.Sanitize())
+	}
+	l := &layout{}
+	var fields []arrow.Field
+	var sel []string
+	haveWM, haveKey := false, false
+	for _, c := range cols {
+		dt, binary := pgarrow.ForPostgres(c.oid, c.typmod)
+		q := "src." + pgx.Identifier{c.name}.Sanitize()
+		decOID := c.oid
+		if !binary {
+			q += "::text"
+			decOID = pgarrow.OIDText
+		}
+		dec, err := pgarrow.NewDecoder(decOID, dt)
+		if err != nil {
+			return nil, fmt.Errorf("%w: column %q: %v", flightline.ErrInvalidInput, c.name, err)
+		}
+		fields = append(fields, arrow.Field{Name: c.name, Type: dt, Nullable: !c.notNull})
+		sel = append(sel, q)
+		l.decoders = append(l.decoders, dec)
+		haveWM = haveWM || c.name == t.watermark
+		haveKey = haveKey || c.name == t.key
+	}
+	if !haveWM || !haveKey {
+		return nil, fmt.Errorf("%w: table %s has no column %q or %q (watermark, key)", flightline.ErrInvalidInput, t.ident.Sanitize(), t.watermark, t.key)
+	}
+	l.schema = arrow.NewSchema(fields, nil)
+	// Qualified names refer to the table's columns, never to the output
+	// columns (which may be ::text casts of them).
+	wm, key := "src."+pgx.Identifier{t.watermark}.Sanitize(), "src."+pgx.Identifier{t.key}.Sanitize()
+	base := "SELECT " + strings.Join(sel, ", ") + ", " + wm + "::text, " + key + "::text FROM " + t.ident.Sanitize() + " AS src"
+	order := fmt.Sprintf(" ORDER BY %s, %s LIMIT %d", wm, key, s.o.batch)
+	l.first = base + " WHERE " + wm + " IS NOT NULL" + order
+	// Parameters are sent as text and take the columns' types by inference
+	// from the row comparison.
+	l.next = base + " WHERE (" + wm + ", " + key + ") > ($1, $2)" + order
+	return l, nil
+}
+
+// Checkpoint is the source's checkpoint: the last (watermark, key) read,
+// in PostgreSQL's text form; nil fields before the first row.
+type Checkpoint struct {
+	Watermark *string `json:"watermark"`
+	Key       *string `json:"key"`
+}
+
+// Encode returns the checkpoint's JSON, fields in the documented order.
+func (c Checkpoint) Encode() []byte {
+	b, _ := json.Marshal(c) // cannot fail: two *string fields
+	return b
+}
+
+// ParseCheckpoint decodes a checkpoint made by Encode. nil or empty means
+// "from the start".
+func ParseCheckpoint(b []byte) (Checkpoint, error) {
+	var c Checkpoint
+	if len(b) == 0 {
+		return c, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil || (c.Watermark == nil) != (c.Key == nil) {
+		return Checkpoint{}, fmt.Errorf("%w: not a postgres source checkpoint: %q", flightline.ErrInvalidInput, b)
+	}
+	return c, nil
+}
+
+// Read implements flightsrc.Source. The Reader owns a connection of its own
+// until Close; ctx bounds only the connect and catalog reads.
+func (s *Source) Read(ctx context.Context, req flightsrc.ReadRequest) (flightsrc.Reader, error) {
+	t, err := s.table(req.Stream)
+	if err != nil {
+		return nil, err
+	}
+	cp, err := ParseCheckpoint(req.After)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l, err := s.describe(ctx, c, t)
+	if err != nil {
+		c.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	rctx, cancel := context.WithCancel(context.Background())
+	return &reader{s: s, t: t, l: l, conn: c, cp: cp, ctx: rctx, cancel: cancel}, nil
+}
+
+type reader struct {
+	s      *Source
+	t      tableCfg
+	l      *layout
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+
+	mu     sync.Mutex // held by Next; Close waits for it
+	conn   *pgx.Conn  // nil after a connection failure: reconnect on Next
+	cp     Checkpoint
+	idle   bool // the last page was short: wait before polling again
+	closed bool
+}
+
+func (r *reader) Schema() *arrow.Schema { return r.l.schema }
+
+// Next implements flightsrc.Reader. The caller owns (and Releases) the
+// returned batch.
+func (r *reader) Next(ctx context.Context) (arrow.RecordBatch, []byte, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, nil, fmt.Errorf("%w: reader is closed", flightline.ErrInvalidInput)
+	}
+	ctx, stop := mergeCancel(ctx, r.ctx)
+	defer stop()
+	if r.idle {
+		t := time.NewTimer(r.s.o.interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+	rec, n, err := r.fetch(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.idle = n < r.s.o.batch
+	return rec, r.cp.Encode(), nil
+}
+
+// fetch reads one page after r.cp and advances r.cp to its last row.
+func (r *reader) fetch(ctx context.Context) (arrow.RecordBatch, int, error) {
+	if r.conn == nil {
+		c, err := r.s.connect(ctx)
+		if err != nil {
+			return nil, 0, err
+		}
+		r.conn = c
+	}
+	sql, args := r.l.first, []any{}
+	if r.cp.Watermark != nil {
+		sql, args = r.l.next, []any{*r.cp.Watermark, *r.cp.Key}
+	}
+	formats := make(pgx.QueryResultFormats, len(r.l.decoders)+2)
+	for i := range formats {
+		formats[i] = pgx.BinaryFormatCode
+	}
+	rows, err := r.conn.Query(ctx, sql, append([]any{formats}, args...)...)
+	if err != nil {
+		return nil, 0, r.fail(err)
+	}
+	defer rows.Close()
+	b := array.NewRecordBuilder(r.s.o.mem, r.l.schema)
+	defer b.Release()
+	n := 0
+	var wm, key string
+	for rows.Next() {
+		vals := rows.RawValues()
+		for i, dec := range r.l.decoders {
+			if err := dec(b.Field(i), vals[i]); err != nil {
+				return nil, 0, fmt.Errorf("%w: %s column %q: %v", flightline.ErrInvalidInput, r.t.ident.Sanitize(), r.l.schema.Field(i).Name, err)
+			}
+		}
+		k := len(r.l.decoders)
+		wm, key = string(vals[k]), string(vals[k+1])
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, r.fail(err)
+	}
+	if n > 0 {
+		r.cp = Checkpoint{Watermark: &wm, Key: &key}
+	}
+	return b.NewRecordBatch(), n, nil
+}
+
+func (r *reader) fail(err error) error {
+	if r.conn != nil && (r.conn.IsClosed() || pgconn.SafeToRetry(err) || pgerr.Kind(err) == flightline.ErrUnavailable) {
+		r.conn.Close(context.Background())
+		r.conn = nil
+	}
+	return r.s.wrap(err, "postgres source %s: read %s", r.s.server, r.t.ident.Sanitize())
+}
+
+// Close implements flightsrc.Reader. It interrupts a running Next.
+func (r *reader) Close() error {
+	r.cancel()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	if r.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		r.conn.Close(ctx)
+		r.conn = nil
+	}
+	return nil
+}
+
+// mergeCancel returns a context done when either a or b is.
+func mergeCancel(a, b context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(a)
+	stop := context.AfterFunc(b, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+var _ flightsrc.Source = (*Source)(nil)

@@ -1,0 +1,55 @@
+// Package pgtest gates and supports the PostgreSQL integration tests.
+package pgtest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// DSN returns the DSN of the test cluster from FLIGHTLINE_PG_DSN. Without
+// it the test is skipped, or fails when FLIGHTLINE_REQUIRE_SERVICES=1 (as in
+// `make test`), so integration tests never quietly stop running.
+func DSN(tb testing.TB) string {
+	tb.Helper()
+	dsn := os.Getenv("FLIGHTLINE_PG_DSN")
+	if dsn == "" {
+		if os.Getenv("FLIGHTLINE_REQUIRE_SERVICES") == "1" {
+			tb.Fatal("FLIGHTLINE_PG_DSN is not set but FLIGHTLINE_REQUIRE_SERVICES=1: run `integration/services/services.sh up postgres` and export integration/services/run/env")
+		}
+		tb.Skip("PostgreSQL not available: set FLIGHTLINE_PG_DSN (see integration/services/services.sh up postgres) to run this test")
+	}
+	return dsn
+}
+
+// Conn opens a plain pgx connection to the test cluster, closed at cleanup.
+// Tests use it to read back what a sink wrote, independently of the sink.
+func Conn(tb testing.TB) *pgx.Conn {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, DSN(tb))
+	if err != nil {
+		tb.Fatalf("connect to test PostgreSQL: %v", err)
+	}
+	tb.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+// Name returns a fresh lower-case identifier with the given prefix.
+func Name(prefix string) string {
+	return fmt.Sprintf("%s_%d_%06d", prefix, time.Now().UnixNano()%1e9, rand.IntN(1e6))
+}
+
+// Exec runs sql on c and fails the test on error.
+func Exec(tb testing.TB, c *pgx.Conn, sql string, args ...any) {
+	tb.Helper()
+	if _, err := c.Exec(context.Background(), sql, args...); err != nil {
+		tb.Fatalf("%s: %v", sql, err)
+	}
+}
