@@ -269,4 +269,3 @@ func TestUnreachableSinkIsUnavailable(t *testing.T) {
 	require.True(t, errors.Is(err, flightline.ErrUnavailable), "%v", err)
 	require.True(t, flightline.IsRetryable(err))
 }
-
