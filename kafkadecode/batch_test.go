@@ -246,7 +246,7 @@ func TestCorruptBatches(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	cases := map[string][]byte{
-		"too few records": tbatch{base: 5, recs: sampleRecs(3), numRecords: 4}.build(),
+		"too few records":  tbatch{base: 5, recs: sampleRecs(3), numRecords: 4}.build(),
 		"too many records": tbatch{base: 5, recs: sampleRecs(3), numRecords: 2}.build(),
 		"unknown codec":    tbatch{base: 5, attrs: 6, recs: sampleRecs(3)}.build(),
 		"bad gzip":         tbatch{base: 5, attrs: codecGzip, recs: sampleRecs(3)}.build(),
@@ -280,12 +280,12 @@ func TestControlAndAbortedBatches(t *testing.T) {
 	abortKey := []byte{0, 0, 0, 0}
 	commitKey := []byte{0, 0, 0, 1}
 	raw := bytes.Join([][]byte{
-		tbatch{base: 0, recs: sampleRecs(2)}.build(),                            // 0-1 plain
-		tbatch{base: 2, attrs: txn, pid: 7, recs: sampleRecs(2)}.build(),        // 2-3 aborted
-		tbatch{base: 4, attrs: txn, pid: 8, recs: sampleRecs(2)}.build(),        // 4-5 committed
+		tbatch{base: 0, recs: sampleRecs(2)}.build(),                                // 0-1 plain
+		tbatch{base: 2, attrs: txn, pid: 7, recs: sampleRecs(2)}.build(),            // 2-3 aborted
+		tbatch{base: 4, attrs: txn, pid: 8, recs: sampleRecs(2)}.build(),            // 4-5 committed
 		tbatch{base: 6, attrs: ctl, pid: 7, recs: []trec{{key: abortKey}}}.build(),  // abort marker
 		tbatch{base: 7, attrs: ctl, pid: 8, recs: []trec{{key: commitKey}}}.build(), // commit marker
-		tbatch{base: 8, attrs: txn, pid: 7, recs: sampleRecs(1)}.build(),        // 8 committed later
+		tbatch{base: 8, attrs: txn, pid: 7, recs: sampleRecs(1)}.build(),            // 8 committed later
 		tbatch{base: 9, attrs: ctl, pid: 7, recs: []trec{{key: commitKey}}}.build(),
 	}, nil)
 	aborted := []AbortedTransaction{{ProducerID: 7, FirstOffset: 2}}

@@ -55,9 +55,9 @@ func (a *arena) free() {
 }
 
 var (
-	errMaxDecompress  = errors.New("decompressed size exceeds the configured maximum")
+	errMaxDecompress   = errors.New("decompressed size exceeds the configured maximum")
 	errMalformedXerial = errors.New("malformed xerial snappy framing")
-	errUnknownCodec   = errors.New("unknown compression codec")
+	errUnknownCodec    = errors.New("unknown compression codec")
 )
 
 // xerialPrefix starts Kafka's Java-style (xerial) framed snappy payloads.
