@@ -107,7 +107,14 @@ func (d *Decoder) headersArray(n int) arrow.Array {
 
 // valueArray finishes the value struct column, dropping the rows of records
 // that failed to decode.
-func (d *Decoder) valueArray() (arrow.Array, error) {
+func (d *Decoder) valueArray() (_ arrow.Array, err error) {
+	defer func() {
+		// arrow-go builders panic on some invalid states (a null item in a
+		// non-nullable map); a ValueDecoder bug must not crash the pipeline.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: building the value column: %v", ErrValueDecoderContract, r)
+		}
+	}()
 	arr := d.vb.NewArray()
 	if len(d.badRows) == 0 {
 		return arr, nil
