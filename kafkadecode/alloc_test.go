@@ -1,6 +1,8 @@
 package kafkadecode
 
 import (
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/hamba/avro/v2"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -55,4 +57,45 @@ func TestAllocsPerRecord(t *testing.T) {
 			t.Logf("%v allocations per Append+Flush, independent of record count", large)
 		})
 	}
+}
+
+// Value decoders allocate nothing per record once builders are sized.
+func TestValueDecoderAllocs(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	jd := orderDecoder(t)
+	jb := array.NewStructBuilder(mem, jd.Type())
+	defer jb.Release()
+	js := []byte(`{"id": 7, "customer": "bob \u00e9", "total": 12.5, "price": "3.10", "created": "2026-12-02T13:25:06.5Z", "items": [{"sku": "a", "qty": 1}], "addr": {"city": "x"}, "skip": [1, 2]}`)
+	ad, err := NewAvroDecoder(avroOrderSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ab := array.NewStructBuilder(mem, ad.Type())
+	defer ab.Release()
+	av, err := avro.Marshal(avro.MustParse(avroOrderSchema), sampleAvroOrder(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, run := range map[string]func(){
+		"json": func() {
+			if err := jd.AppendValue(jb, js); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"avro": func() {
+			if err := ad.AppendValue(ab, av); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		for range 5000 { // grow the builders first
+			run()
+		}
+		if a := testing.AllocsPerRun(1000, run); a > 0.01 {
+			t.Fatalf("%s: %.2f allocations per value", name, a)
+		}
+	}
+	jb.NewArray().Release()
+	ab.NewArray().Release()
 }

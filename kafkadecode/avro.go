@@ -140,6 +140,9 @@ func (d *AvroDecoder) AppendValue(b *array.StructBuilder, value []byte) error {
 			}
 		}
 	}
+	if b.Len() == 0 {
+		prog.reserve()
+	}
 	d.r = areader{b: value}
 	if err := d.r.decode(prog); err != nil {
 		return err
@@ -222,6 +225,35 @@ type anode struct {
 	key      *array.StringBuilder
 	branches []*anode // union
 	minSize  int      // minimum encoded size, guards zero-size item loops
+
+	// Entries and bytes appended since the builder was emptied, and the
+	// previous round's totals, to reserve builder capacity once.
+	count, lastCount int
+	bytes, lastBytes int
+}
+
+// reserve sizes the builders of n's subtree for what the previous round
+// held; called when the value builder has just been emptied.
+func (n *anode) reserve() {
+	if n.count > 0 {
+		n.lastCount, n.lastBytes = n.count, n.bytes
+	}
+	n.count, n.bytes = 0, 0
+	if n.b != nil && n.lastCount > 0 && n.op != aUnion {
+		n.b.Reserve(n.lastCount)
+		if rd, ok := n.b.(interface{ ReserveData(int) }); ok && n.lastBytes > 0 {
+			rd.ReserveData(n.lastBytes)
+		}
+	}
+	for _, c := range n.fields {
+		c.reserve()
+	}
+	for _, c := range n.branches {
+		c.reserve()
+	}
+	if n.elem != nil {
+		n.elem.reserve()
+	}
 }
 
 // compileAvro compiles writer schema w to decode into builder b, whose type
@@ -472,6 +504,9 @@ func (r *areader) decodeDepth(n *anode, depth int) error {
 		}
 		return r.fail(n, errAvroMaxDepth)
 	}
+	if n.op != aUnion {
+		n.count++
+	}
 	var err error
 	switch n.op {
 	case aRecord:
@@ -663,6 +698,7 @@ func (r *areader) scalar(n *anode) error {
 		} else if v, err = r.bytes(); err != nil {
 			return err
 		}
+		n.bytes += len(v)
 		switch b := n.b.(type) {
 		case nil:
 		case *array.StringBuilder:

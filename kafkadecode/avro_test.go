@@ -250,8 +250,8 @@ func TestAvroRegistry(t *testing.T) {
 		confluent(1, enc(v1, map[string]any{"id": int64(1), "score": 7})),
 		confluent(2, enc(v2, map[string]any{"extra": []string{"x", "y"}, "id": int64(2), "name": "bo", "score": 2.5})),
 		confluent(9, enc(v1, map[string]any{"id": int64(3), "score": 1})), // unknown id
-		confluent(3, enc(v3, map[string]any{"id": "4"})),                   // incompatible
-		{1, 2, 3},                                                     // not wire format
+		confluent(3, enc(v3, map[string]any{"id": "4"})),                  // incompatible
+		{1, 2, 3}, // not wire format
 		confluent(1, enc(v1, map[string]any{"id": int64(5), "score": 9})),
 	}
 	recs := make([]trec, len(vals))

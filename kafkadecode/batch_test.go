@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -399,10 +400,24 @@ func TestLifetimes(t *testing.T) {
 	}
 	recs[0].Release()
 	keep := array.NewSlice(recs[1].Column(4), 3, 10)
-	dec.Release()
+	// Batches are released on other goroutines while the decoder goes on.
+	var wg sync.WaitGroup
 	for _, r := range recs[1:] {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.Release() }()
+	}
+	for range 3 {
+		if _, err := dec.Append(Fetch{RecordBatches: raw}); err != nil {
+			t.Fatal(err)
+		}
+		r, err := dec.Flush()
+		if err != nil {
+			t.Fatal(err)
+		}
 		r.Release()
 	}
+	wg.Wait()
+	dec.Release()
 	want := bytes.Repeat([]byte{'3'}, 13)
 	if got := keep.(*array.BinaryView).Value(0); !bytes.Equal(got, want) {
 		t.Fatalf("slice outliving its batch and decoder: %q", got)

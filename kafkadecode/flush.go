@@ -37,6 +37,7 @@ func (d *Decoder) Flush() (arrow.RecordBatch, error) {
 	} else {
 		v, err := d.valueArray()
 		if err != nil {
+			d.headersArray(n).Release()
 			d.resetAfterFlush()
 			return nil, err
 		}

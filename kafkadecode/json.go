@@ -122,6 +122,33 @@ type jnode struct {
 	index    map[string]int
 	seen     []bool
 	elem     *jnode
+
+	// Entries and data bytes appended since the builder was last emptied,
+	// and the totals of the previous round: used to reserve capacity once
+	// instead of growing (and copying) builders step by step.
+	count, lastCount int
+	bytes, lastBytes int
+}
+
+// reserve sizes n's builders (and its children's) for as much as the
+// previous round held, right after the builders were emptied.
+func (n *jnode) reserve() {
+	if n.count > 0 {
+		n.lastCount, n.lastBytes = n.count, n.bytes
+	}
+	n.count, n.bytes = 0, 0
+	if n.lastCount > 0 {
+		n.b.Reserve(n.lastCount)
+		if rd, ok := n.b.(interface{ ReserveData(int) }); ok && n.lastBytes > 0 {
+			rd.ReserveData(n.lastBytes)
+		}
+	}
+	for _, c := range n.fields {
+		c.reserve()
+	}
+	if n.elem != nil {
+		n.elem.reserve()
+	}
 }
 
 // NewJSONDecoder returns a decoder for objects with schema's fields.
@@ -253,6 +280,10 @@ func (d *JSONDecoder) AppendValue(b *array.StructBuilder, value []byte) error {
 		d.root.bind(b)
 		d.bound = b
 	}
+	if b.Len() == 0 {
+		d.root.reserve()
+	}
+	d.root.count++
 	d.lex.reset(value)
 	if d.lex.peek() != '{' {
 		b.AppendNull()
@@ -330,6 +361,7 @@ func (d *JSONDecoder) object(n *jnode) error {
 	}
 	for i, f := range n.fields {
 		if !n.seen[i] {
+			f.count++
 			if err == nil && !f.nullable {
 				err = d.fail(f, ErrMissingField, errors.New("absent"))
 			}
@@ -342,6 +374,7 @@ func (d *JSONDecoder) object(n *jnode) error {
 // value decodes one value into node n, appending exactly one entry to n.b.
 func (d *JSONDecoder) value(n *jnode) error {
 	l := &d.lex
+	n.count++
 	c := l.peek()
 	if c == 'n' {
 		n.b.AppendNull()
@@ -435,6 +468,7 @@ func (d *JSONDecoder) bytesValue(n *jnode, c byte) error {
 	if err != nil {
 		return d.fail(n, ErrJSONSyntax, err)
 	}
+	n.bytes += len(s)
 	switch n.kind {
 	case jString, jLargeString, jStringView:
 		if !utf8.Valid(s) {

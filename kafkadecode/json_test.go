@@ -275,3 +275,28 @@ func TestJSONEpochUnit(t *testing.T) {
 		t.Fatalf("map: %v", err)
 	}
 }
+
+// A batch that turns out corrupt after its values were decoded is rolled
+// back in every column, the value column included.
+func TestValueRowsRolledBackWithCorruptBatch(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	recs := []trec{{val: []byte(`{"id": 1}`)}, {val: []byte(`{"id": 2}`)}}
+	good := tbatch{base: 0, recs: recs}.build()
+	bad := tbatch{base: 2, recs: recs, numRecords: 3}.build()
+	later := tbatch{base: 4, recs: recs}.build()
+	rec, ps, err := decodeAll(t, mem, []Option{WithValueDecoder(orderDecoder(t))},
+		Fetch{RecordBatches: append(append([]byte{}, good...), bad...)},
+		Fetch{FetchOffset: 4, RecordBatches: later})
+	defer rec.Release()
+	if !errors.Is(err, ErrCorruptBatch) || ps[0].NextOffset != 2 || ps[0].Records != 2 {
+		t.Fatalf("err %v progress %+v", err, ps[0])
+	}
+	if got := offsets(rec); !slicesEqual(got, []int64{0, 1, 4, 5}) {
+		t.Fatalf("offsets %v", got)
+	}
+	ids := rec.Column(4).(*array.Struct).Field(0).(*array.Int64)
+	if ids.Len() != 4 || ids.Value(1) != 2 || ids.Value(2) != 1 || ids.Value(3) != 2 {
+		t.Fatalf("value ids %v", ids)
+	}
+}
