@@ -313,4 +313,3 @@ func BenchmarkKafkadecodeAvro(b *testing.B) {
 		reportRecords(b, len(values))
 	})
 }
-

@@ -123,6 +123,9 @@ func NewDecoder(mem memory.Allocator, opts ...Option) (*Decoder, error) {
 	}
 	d.schema = Schema(cfg.topic, valueType)
 	h := cfg.capacityHint
+	// Column buffers come from the recycler as well: they pass to the
+	// record batch at Flush and return for reuse when it is released.
+	mem = d.rec
 	d.partition = fixedCol[int32]{mem: mem, hint: h}
 	d.offset = fixedCol[int64]{mem: mem, hint: h}
 	d.ts = fixedCol[int64]{mem: mem, hint: h}

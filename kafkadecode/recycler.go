@@ -23,7 +23,9 @@ type recycler struct {
 	closed bool
 }
 
-const maxParked = 4
+// maxParked bounds the buffers kept: about 16 column buffers and two data
+// buffers per flush, with room for growth leftovers.
+const maxParked = 32
 
 func newRecycler(parent memory.Allocator) *recycler {
 	return &recycler{parent: parent, out: make(map[*byte][]byte)}
@@ -81,11 +83,26 @@ func (r *recycler) Free(b []byte) {
 		return
 	}
 	delete(r.out, key)
-	if r.closed || len(r.parked) >= maxParked {
+	if r.closed {
 		r.parent.Free(full)
 		return
 	}
-	r.parked = append(r.parked, full)
+	if len(r.parked) < maxParked {
+		r.parked = append(r.parked, full)
+		return
+	}
+	// Full: keep the largest buffers, which are the ones the next arena
+	// (sized from the last) can use; small ones are growth leftovers.
+	smallest := 0
+	for i, p := range r.parked {
+		if len(p) < len(r.parked[smallest]) {
+			smallest = i
+		}
+	}
+	if len(r.parked[smallest]) < len(full) {
+		full, r.parked[smallest] = r.parked[smallest], full
+	}
+	r.parent.Free(full)
 }
 
 // close returns parked buffers to the parent; buffers still held by record
