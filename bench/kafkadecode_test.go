@@ -32,7 +32,7 @@ func BenchmarkKafkadecodeRaw(b *testing.B) {
 		codec int16
 	}{{"none", benchCodecNone}, {"lz4", benchCodecLz4}, {"zstd", benchCodecZstd}} {
 		raw := kafkaBatches(values, c.codec)
-		b.Run(c.name+"/impl=flightline", func(b *testing.B) {
+		b.Run("codec="+c.name+"/impl=flightline", func(b *testing.B) {
 			mem := memory.NewGoAllocator()
 			dec, err := kafkadecode.NewDecoder(mem, kafkadecode.WithTopic("orders"))
 			if err != nil {
@@ -55,7 +55,7 @@ func BenchmarkKafkadecodeRaw(b *testing.B) {
 			}
 			reportRecords(b, benchRecords)
 		})
-		b.Run(c.name+"/impl=franzgo", func(b *testing.B) {
+		b.Run("codec="+c.name+"/impl=franzgo", func(b *testing.B) {
 			mem := memory.NewGoAllocator()
 			rb := newKgoArrowBuilder(mem)
 			defer rb.release()
@@ -311,5 +311,70 @@ func BenchmarkKafkadecodeAvro(b *testing.B) {
 			sb.NewArray().Release()
 		}
 		reportRecords(b, len(values))
+	})
+}
+
+// BenchmarkKafkadecodeJSONPipeline: lz4 record batches with orders JSON
+// values → one Arrow batch with Kafka columns and typed value columns.
+// Peer: franz-go's record path, values fed to arrow-go's JSON reader.
+func BenchmarkKafkadecodeJSONPipeline(b *testing.B) {
+	values := benchValues()
+	raw := kafkaBatches(values, benchCodecLz4)
+	b.Run("impl=flightline", func(b *testing.B) {
+		jd, err := kafkadecode.NewJSONDecoder(ordersSchema)
+		if err != nil {
+			b.Fatal(err)
+		}
+		dec, err := kafkadecode.NewDecoder(memory.NewGoAllocator(), kafkadecode.WithTopic("orders"), kafkadecode.WithValueDecoder(jd))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer dec.Release()
+		b.SetBytes(int64(len(raw)))
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			p, err := dec.UnsafeAppend(kafkadecode.Fetch{Partition: 3, RecordBatches: raw})
+			if err != nil || p.Records != benchRecords {
+				b.Fatalf("%v %+v", err, p)
+			}
+			rec, err := dec.Flush()
+			if err != nil {
+				b.Fatal(err)
+			}
+			rec.Release()
+		}
+		reportRecords(b, benchRecords)
+	})
+	b.Run("impl=franzgo+arrowjson", func(b *testing.B) {
+		mem := memory.NewGoAllocator()
+		rb := newKgoArrowBuilder(mem)
+		defer rb.release()
+		decomp := kgo.DefaultDecompressor()
+		var ndjson bytes.Buffer
+		b.SetBytes(int64(len(raw)))
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			rp := kmsg.FetchResponseTopicPartition{Partition: 3, RecordBatches: raw}
+			fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Topic: "orders", Partition: 3}, &rp, decomp, nil)
+			if fp.Err != nil || len(fp.Records) != benchRecords {
+				b.Fatalf("%v %d", fp.Err, len(fp.Records))
+			}
+			ndjson.Reset()
+			for _, r := range fp.Records {
+				rb.append(r)
+				ndjson.Write(r.Value)
+				ndjson.WriteByte('\n')
+			}
+			meta := rb.flush()
+			jr := array.NewJSONReader(bytes.NewReader(ndjson.Bytes()), ordersSchema, array.WithAllocator(mem), array.WithChunk(benchRecords))
+			if !jr.Next() || jr.RecordBatch().NumRows() != benchRecords {
+				b.Fatalf("json reader: %v", jr.Err())
+			}
+			jr.Release()
+			meta.Release()
+		}
+		reportRecords(b, benchRecords)
 	})
 }

@@ -22,9 +22,12 @@
 //     bytes per Append;
 //   - for compressed batches, the buffer the batch was decompressed into.
 //
-// Private copies and decompression buffers are reference counted by the
-// arrays that use them and come back to the Decoder for reuse when the last
-// of them is released (or to the allocator, once the Decoder is released).
+// Private copies, decompression buffers and the Kafka columns' buffers are
+// reference counted by the arrays that use them and come back to the
+// Decoder for reuse when the last of them is released (or to the
+// allocator, once the Decoder is released). A Decoder therefore keeps up
+// to a few dozen buffers of its last flushes parked until Release; all are
+// accounted to the allocator passed to NewDecoder.
 // Holding one small slice of a record batch therefore keeps a whole fetch
 // (or decompressed payload) alive; copy values out (for example with
 // array.Concatenate into a fresh array) before retaining them for long.

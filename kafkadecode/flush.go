@@ -10,11 +10,12 @@ import (
 
 // Flush returns the rows appended since the last Flush as one record batch
 // with Schema(), and starts a new one. The caller owns the batch and must
-// Release it. The batch keeps the data it points into alive (recycled
-// decompression buffers and Append's input copies return to the Decoder
-// when it is released); after UnsafeAppend it also points into the
-// caller's fetch bytes, which must outlive it. Flush with no rows returns
-// an empty batch.
+// Release it. The batch keeps the data it points into alive: its column
+// buffers, decompression buffers and Append's input copies come from the
+// Decoder's recycler and return there for reuse when the batch is released
+// (or to the allocator, if the Decoder was released first). After
+// UnsafeAppend it also points into the caller's fetch bytes, which must
+// outlive it. Flush with no rows returns an empty batch.
 func (d *Decoder) Flush() (arrow.RecordBatch, error) {
 	if d.released {
 		return nil, fmt.Errorf("%w: decoder released", ErrInvalidOption)
