@@ -54,9 +54,10 @@ func AvroConfluent() AvroOption { return func(c *avroConfig) { c.confluent = tru
 
 // AvroRegistry looks writer schemas up by id in r (implies AvroConfluent)
 // and reads them into the reader schema, matching record fields by name:
-// writer fields the reader lacks are skipped, reader fields the writer
-// lacks become null, and int→long, int/long→double and float→double are
-// promoted. A lookup blocks the Append that meets a new id for at most
+// writer fields the reader lacks are skipped; reader fields the writer
+// lacks become null when nullable, else take their default (primitive
+// defaults only), and without either the writer schema is incompatible;
+// int→long, int/long→double and float→double are promoted. A lookup blocks the Append that meets a new id for at most
 // timeout (0 means 10s); a failed lookup stops Append with an error for
 // which IsRetryable is true, while an unknown id dead-letters the record.
 func AvroRegistry(r *Registry, timeout time.Duration) AvroOption {

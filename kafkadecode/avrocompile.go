@@ -3,6 +3,7 @@ package kafkadecode
 import (
 	"fmt"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/hamba/avro/v2"
 )
@@ -39,6 +40,7 @@ type anode struct {
 
 	fields []*anode // record: writer fields in order
 	fill   []array.Builder
+	defs   []any // record: value for reader fields the writer lacks (nil: null)
 	seen   []bool
 	slot   []int // record: reader field index of each writer field, or -1
 
@@ -159,6 +161,11 @@ func compileAvro(w, r avro.Schema, b array.Builder, name string) (*anode, error)
 			n.slot = append(n.slot, slot)
 			n.minSize += c.minSize
 		}
+		if rr != nil {
+			if err := n.compileDefaults(rr, sb); err != nil {
+				return nil, err
+			}
+		}
 	case *avro.ArraySchema:
 		n.op = aArray
 		var ri avro.Schema
@@ -257,4 +264,106 @@ func promotable(w, r avro.Type) bool {
 		return r == avro.Double
 	}
 	return false
+}
+
+// compileDefaults decides what reader fields missing from the writer get:
+// null for nullable fields, else the field's default, as Avro schema
+// resolution requires; a missing field with neither is incompatible.
+func (n *anode) compileDefaults(rr *avro.RecordSchema, sb *array.StructBuilder) error {
+	matched := make([]bool, len(rr.Fields()))
+	for _, s := range n.slot {
+		if s >= 0 {
+			matched[s] = true
+		}
+	}
+	n.defs = make([]any, len(rr.Fields()))
+	for i, f := range rr.Fields() {
+		if matched[i] {
+			continue
+		}
+		if u, ok := f.Type().(*avro.UnionSchema); ok {
+			if _, nullable := nullableBranch(u); nullable {
+				continue
+			}
+		}
+		if !f.HasDefault() {
+			return fmt.Errorf("%w: reader field %q is missing from the writer and has no default", ErrAvroIncompatible, f.Name())
+		}
+		v, ok := defaultFor(sb.FieldBuilder(i), f.Default())
+		if !ok {
+			return fmt.Errorf("%w: default %v of reader field %q", ErrUnsupportedType, f.Default(), f.Name())
+		}
+		n.defs[i] = v
+	}
+	return nil
+}
+
+// defaultFor converts a default as hamba/avro parses it to what
+// appendDefault appends to b, reporting unsupported combinations.
+func defaultFor(b array.Builder, d any) (any, bool) {
+	var i int64
+	isInt := true
+	switch v := d.(type) {
+	case int:
+		i = int64(v)
+	case int64:
+		i = v
+	default:
+		isInt = false
+	}
+	switch b.(type) {
+	case *array.BooleanBuilder:
+		_, ok := d.(bool)
+		return d, ok
+	case *array.Int32Builder, *array.Date32Builder, *array.Time32Builder:
+		return i, isInt && i >= -1<<31 && i < 1<<31
+	case *array.Int64Builder, *array.TimestampBuilder, *array.Time64Builder:
+		return i, isInt
+	case *array.Float32Builder:
+		f, ok := d.(float32)
+		return f, ok
+	case *array.Float64Builder:
+		switch v := d.(type) {
+		case float64:
+			return v, true
+		case float32:
+			return float64(v), true
+		}
+		return float64(i), isInt
+	case *array.StringBuilder:
+		_, ok := d.(string)
+		return d, ok
+	case *array.BinaryBuilder:
+		_, ok := d.([]byte)
+		return d, ok
+	}
+	return nil, false
+}
+
+// appendDefault appends a value prepared by defaultFor.
+func appendDefault(b array.Builder, v any) {
+	switch b := b.(type) {
+	case *array.BooleanBuilder:
+		b.Append(v.(bool))
+	case *array.Int32Builder:
+		b.Append(int32(v.(int64)))
+	case *array.Date32Builder:
+		b.Append(arrow.Date32(v.(int64)))
+	case *array.Time32Builder:
+		b.Append(arrow.Time32(v.(int64)))
+	case *array.Int64Builder:
+		b.Append(v.(int64))
+	case *array.TimestampBuilder:
+		b.Append(arrow.Timestamp(v.(int64)))
+	case *array.Time64Builder:
+		b.Append(arrow.Time64(v.(int64)))
+	case *array.Float32Builder:
+		b.Append(v.(float32))
+	case *array.Float64Builder:
+		b.Append(v.(float64))
+	case *array.StringBuilder:
+		b.Append(v.(string))
+	case *array.BinaryBuilder:
+		b.Append(v.([]byte))
+	}
 }

@@ -138,7 +138,11 @@ func (r *areader) record(n *anode, depth int) error {
 	}
 	for i, fb := range n.fill {
 		if !n.seen[i] {
-			fb.AppendNull()
+			if d := n.defs[i]; d != nil && err == nil {
+				appendDefault(fb, d)
+			} else {
+				fb.AppendNull()
+			}
 		}
 	}
 	return err
