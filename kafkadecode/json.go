@@ -53,7 +53,7 @@ func JSONEpochUnit(unit arrow.TimeUnit) JSONOption {
 // JSONDecoder decodes one JSON object per record into a struct column whose
 // fields are the schema's fields. It tokenizes the value in place and
 // appends straight into the column builders: no map or interface value is
-// built per record.
+// built per record. A value that is JSON null becomes a null row.
 //
 // Mapping: object keys select fields by exact name; unknown keys are
 // skipped; absent keys and null become null (an error for a non-nullable
@@ -282,6 +282,11 @@ func (d *JSONDecoder) AppendValue(b *array.StructBuilder, value []byte) error {
 	}
 	d.root.count++
 	d.lex.reset(value)
+	if d.lex.peek() == 'n' && d.lex.literal("null") == nil && d.lex.peek() == 0 {
+		b.AppendNull() // a JSON null value is a null row, like a tombstone
+		return nil
+	}
+	d.lex.i = 0
 	if d.lex.peek() != '{' {
 		b.AppendNull()
 		return &JSONError{Offset: d.lex.i, Kind: ErrJSONSyntax, Err: errors.New("value is not a JSON object")}
