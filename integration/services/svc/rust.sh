@@ -1,3 +1,4 @@
+SERVICES+=(rust)
 # The Rust arrow-flight interop client (integration/rust), built once and
 # cached: rebuilt only when its sources or lock file change. Needs cargo
 # (rustup's, on the machine) and crates from the registry.
