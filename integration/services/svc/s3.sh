@@ -1,3 +1,4 @@
+SERVICES+=(s3)
 # S3: versitygw (Apache-2.0, Go) serving a posix directory under $RUN/s3 on
 # 127.0.0.1 at a free port, with fixed test credentials. The binary is
 # built once with `go install` (≈4 min) and cached under $CACHE/bin. `up` is
