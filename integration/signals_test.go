@@ -21,7 +21,13 @@ func TestStopsCleanlyOnSignals(t *testing.T) {
 		"--sink", "grpc://" + sinkAddr, "--pipeline", "sig", "--target", "orders"}
 	for i, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		run := start(t, bin, args...)
-		time.Sleep(700 * time.Millisecond)
+		// Signal once the pipeline is committing, however slow the start.
+		before := countFiles(filepath.Join(dir, "orders"))
+		deadline := time.Now().Add(60 * time.Second)
+		for countFiles(filepath.Join(dir, "orders")) < before+3 {
+			require.True(t, time.Now().Before(deadline), "pipeline never committed:\n%s", run.log.String())
+			time.Sleep(20 * time.Millisecond)
+		}
 		require.NoError(t, run.cmd.Process.Signal(sig))
 		select {
 		case err := <-run.doneOnce():
@@ -43,4 +49,9 @@ func TestStopsCleanlyOnSignals(t *testing.T) {
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "orders", "*.arrow"))
 	require.NotEmpty(t, files)
+}
+
+func countFiles(dir string) int {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.arrow"))
+	return len(files)
 }
