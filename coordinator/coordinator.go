@@ -297,12 +297,40 @@ func (c *Coordinator) produce(ctx context.Context, rd flightsrc.Reader, pw fligh
 func (c *Coordinator) ack(ctx context.Context, pw flightsink.PipelinedWriter, inflight <-chan sent) (progressed bool, err error) {
 	var pending []byte // acknowledged but not yet committed to the source
 	lastCommit := time.Now()
+	// flush fires when pending has waited CommitInterval with no newer
+	// ack, so an idle stream still advises the source promptly.
+	var flush <-chan time.Time
+	var timer *time.Timer
 	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
 		if pending != nil {
 			c.adviseSource(context.WithoutCancel(ctx), pending)
 		}
 	}()
-	for s := range inflight {
+	advise := func() {
+		c.adviseSource(ctx, pending)
+		pending, lastCommit = nil, time.Now()
+		if timer != nil {
+			timer.Stop()
+		}
+		timer, flush = nil, nil
+	}
+	for {
+		var s sent
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return progressed, ctx.Err()
+		case <-flush:
+			advise()
+			continue
+		case s, ok = <-inflight:
+			if !ok {
+				return progressed, nil
+			}
+		}
 		got, err := pw.Ack(ctx)
 		if err != nil {
 			return progressed, fmt.Errorf("sink commit: %w", err)
@@ -319,12 +347,13 @@ func (c *Coordinator) ack(ctx context.Context, pw flightsink.PipelinedWriter, in
 		c.stats.LastCheckpoint = s.cp
 		c.mu.Unlock()
 		pending = s.cp
-		if time.Since(lastCommit) >= c.commitInterval {
-			c.adviseSource(ctx, pending)
-			pending, lastCommit = nil, time.Now()
+		if wait := c.commitInterval - time.Since(lastCommit); wait <= 0 {
+			advise()
+		} else if timer == nil {
+			timer = time.NewTimer(wait)
+			flush = timer.C
 		}
 	}
-	return progressed, nil
 }
 
 // adviseSource sends the advisory commit. Its failure costs nothing but lag

@@ -256,3 +256,64 @@ func TestUnreachableSinkIsUnavailable(t *testing.T) {
 	require.True(t, errors.Is(err, flightline.ErrUnavailable), "%v", err)
 	require.True(t, flightline.IsRetryable(err))
 }
+
+// commitRecorder is a source that sends n batches, then idles (blocking
+// until its context ends), and records advisory commits.
+type commitRecorder struct {
+	mem     memory.Allocator
+	n       int
+	commits chan []byte
+}
+
+func (s *commitRecorder) Streams(context.Context) ([]flightsrc.Stream, error) { return nil, nil }
+func (s *commitRecorder) Read(_ context.Context, req flightsrc.ReadRequest) (flightsrc.Reader, error) {
+	return &idleAfter{s: s}, nil
+}
+func (s *commitRecorder) Commit(_ context.Context, req flightsrc.CommitRequest) error {
+	s.commits <- req.Checkpoint
+	return nil
+}
+
+type idleAfter struct {
+	s *commitRecorder
+	i int
+}
+
+func (r *idleAfter) Schema() *arrow.Schema { return flightsrc.GeneratorSchema }
+func (r *idleAfter) Next(ctx context.Context) (arrow.RecordBatch, []byte, error) {
+	if r.i < r.s.n {
+		r.i++
+		return flightsrc.GenerateOrders(r.s.mem, int64(r.i-1)*10, int64(r.i)*10), checkpoint.Positions{"o/0": int64(r.i) * 10}.Encode(), nil
+	}
+	<-ctx.Done()
+	return nil, nil, ctx.Err()
+}
+func (r *idleAfter) Close() error { return nil }
+
+// The last acknowledged checkpoint reaches the source within about one
+// CommitInterval even when no further batch arrives.
+func TestAdvisoryCommitWhenIdle(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	sink := flightsink.NewMemory()
+	t.Cleanup(sink.Release)
+	src := &commitRecorder{mem: mem, n: 5, commits: make(chan []byte, 100)}
+	c, err := coordinator.New(src, sink, "orders", flightsink.Pipeline{ID: "p"},
+		coordinator.WithLogger(quiet), coordinator.CommitInterval(100*time.Millisecond))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	want := string(checkpoint.Positions{"o/0": 50}.Encode())
+	deadline := time.After(10 * time.Second)
+	for got := ""; got != want; {
+		select {
+		case cp := <-src.commits:
+			got = string(cp)
+		case <-deadline:
+			t.Fatal("the last checkpoint was not advised while the stream idled")
+		}
+	}
+	cancel()
+	require.NoError(t, <-done)
+}
