@@ -16,7 +16,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 RUN="$HERE/run"
 CACHE="${FLIGHTLINE_CACHE:-$HOME/.cache/flightline}"
-SERVICES=(python postgres)   # order matters: later services may use earlier ones
+SERVICES=(python postgres kafka)   # order matters: later services may use earlier ones
 export HERE ROOT RUN CACHE
 mkdir -p "$RUN" "$CACHE"
 
