@@ -1,0 +1,118 @@
+package kafkadecode
+
+import (
+	"sync"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// recycler is a memory.Allocator that keeps a few freed buffers for reuse.
+// Decompression arenas are allocated from it: a record batch's views point
+// into an arena, so the arena must live until the batch is released, and
+// when the batch is released the arena returns here instead of to the
+// parent allocator. Release of a record batch may happen on any goroutine,
+// hence the mutex. Everything is accounted to the parent allocator; free
+// returns all parked buffers to it.
+type recycler struct {
+	parent memory.Allocator
+
+	mu     sync.Mutex
+	parked [][]byte         // full-length slices as the parent returned them
+	out    map[*byte][]byte // outstanding: first byte -> parent's slice
+	closed bool
+}
+
+// maxParked bounds the buffers kept: about 16 column buffers and two data
+// buffers per flush, with room for growth leftovers.
+const maxParked = 32
+
+func newRecycler(parent memory.Allocator) *recycler {
+	return &recycler{parent: parent, out: make(map[*byte][]byte)}
+}
+
+func (r *recycler) Allocate(size int) []byte {
+	if size == 0 {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	best := -1
+	for i, p := range r.parked {
+		if len(p) >= size && (best < 0 || len(p) < len(r.parked[best])) {
+			best = i
+		}
+	}
+	var full []byte
+	if best >= 0 {
+		full = r.parked[best]
+		r.parked[best] = r.parked[len(r.parked)-1]
+		r.parked = r.parked[:len(r.parked)-1]
+	} else {
+		full = r.parent.Allocate(size)
+	}
+	r.out[unsafe.SliceData(full)] = full
+	return full[:size:size]
+}
+
+func (r *recycler) Reallocate(size int, b []byte) []byte {
+	if len(b) == 0 {
+		return r.Allocate(size)
+	}
+	r.mu.Lock()
+	full, ok := r.out[unsafe.SliceData(b)]
+	r.mu.Unlock()
+	if ok && len(full) >= size {
+		return full[:size:size]
+	}
+	nb := r.Allocate(size)
+	copy(nb, b)
+	r.Free(b)
+	return nb
+}
+
+func (r *recycler) Free(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := unsafe.SliceData(b)
+	full, ok := r.out[key]
+	if !ok {
+		return
+	}
+	delete(r.out, key)
+	if r.closed {
+		r.parent.Free(full)
+		return
+	}
+	if len(r.parked) < maxParked {
+		r.parked = append(r.parked, full)
+		return
+	}
+	// Full: keep the largest buffers, which are the ones the next arena
+	// (sized from the last) can use; small ones are growth leftovers.
+	smallest := 0
+	for i, p := range r.parked {
+		if len(p) < len(r.parked[smallest]) {
+			smallest = i
+		}
+	}
+	if len(r.parked[smallest]) < len(full) {
+		full, r.parked[smallest] = r.parked[smallest], full
+	}
+	r.parent.Free(full)
+}
+
+// close returns parked buffers to the parent; buffers still held by record
+// batches go to the parent when those are released.
+func (r *recycler) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	for _, p := range r.parked {
+		r.parent.Free(p)
+	}
+	r.parked = nil
+}
