@@ -176,14 +176,18 @@ func ValueDecoder(newDecoder func() (kafkadecode.ValueDecoder, error)) Option {
 // DeadLetters routes undecodable records and corrupt batches to h. Without
 // it they stop the Reader with an error that names the partition and
 // offset (fail fast); they are never dropped silently.
-func DeadLetters(h DeadLetterHandler) Option { return func(c *config) error { c.deadLetters = h; return nil } }
+func DeadLetters(h DeadLetterHandler) Option {
+	return func(c *config) error { c.deadLetters = h; return nil }
+}
 
 // WithoutGroupMembership makes every Reader serve all partitions of its
 // topic instead of the partitions the consumer group assigns. The group is
 // still used for committed offsets (as a start position) and advisory
 // commits. Use it for a single instance that must not wait for a
 // rebalance, e.g. after a crash while the dead member's session lasts.
-func WithoutGroupMembership() Option { return func(c *config) error { c.membership = false; return nil } }
+func WithoutGroupMembership() Option {
+	return func(c *config) error { c.membership = false; return nil }
+}
 
 // BatchRows flushes a batch at n rows. Default 10000.
 func BatchRows(n int) Option {
@@ -236,7 +240,9 @@ func FetchMaxBytes(total, perPartition int32) Option {
 
 // FetchMaxWait is how long the broker may hold a fetch when it has no new
 // data. Default 250ms.
-func FetchMaxWait(d time.Duration) Option { return func(c *config) error { c.fetchMaxWait = d; return nil } }
+func FetchMaxWait(d time.Duration) Option {
+	return func(c *config) error { c.fetchMaxWait = d; return nil }
+}
 
 // MaxBufferedBytes bounds the fetched bytes a Reader holds that Next has
 // not decoded yet; the fetcher waits while it is reached (back-pressure).
@@ -271,7 +277,9 @@ func InstanceID(id string) Option { return func(c *config) error { c.instanceID 
 
 // RevokeTimeout bounds how long a revocation waits for the pipeline that
 // served the revoked partitions to stop and reopen its sink. Default 20s.
-func RevokeTimeout(d time.Duration) Option { return func(c *config) error { c.revokeTimeout = d; return nil } }
+func RevokeTimeout(d time.Duration) Option {
+	return func(c *config) error { c.revokeTimeout = d; return nil }
+}
 
 // Allocator sets the allocator batches are built with. Default
 // memory.DefaultAllocator.
@@ -281,7 +289,9 @@ func Allocator(mem memory.Allocator) Option { return func(c *config) error { c.m
 func Logger(l *slog.Logger) Option { return func(c *config) error { c.log = l; return nil } }
 
 // Registerer registers the per-partition lag gauges with r.
-func Registerer(r prometheus.Registerer) Option { return func(c *config) error { c.registry = r; return nil } }
+func Registerer(r prometheus.Registerer) Option {
+	return func(c *config) error { c.registry = r; return nil }
+}
 
 func (c *config) validate() error {
 	if len(c.brokers) == 0 {

@@ -569,4 +569,3 @@ func (r *reader) Close() error {
 	}
 	return nil
 }
-
