@@ -234,7 +234,8 @@ func (s *S3) wrap(err error, op, key string) error {
 			return fmt.Errorf("%s: %w", where, ErrExists)
 		case "NoSuchBucket":
 			return fmt.Errorf("objstore: %s %s: bucket %q does not exist: %w", op, where, s.bucket, flightline.ErrNotFound)
-		case "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken", "InvalidClientTokenId":
+		case "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken", "InvalidClientTokenId",
+			"XAdminUserNotFound": // versitygw's unknown access key, sent as 404
 			return fmt.Errorf("objstore: %s %s: credentials refused (%s): %w", op, where, ae.ErrorCode(), flightline.ErrUnauthenticated)
 		case "AccessDenied", "Forbidden":
 			return fmt.Errorf("objstore: %s %s: %s: %w", op, where, ae.ErrorMessage(), flightline.ErrPermissionDenied)
