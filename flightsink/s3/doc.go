@@ -82,8 +82,12 @@
 // 0-row snappy Parquet file of the first batch's schema (the convention
 // Spark and pyarrow use for a dataset's schema), created with put-if-absent
 // before the first data object, so concurrent writers agree on one. Open
-// reads it; a batch whose schema differs (names, types, nullability, in
-// order; metadata ignored) fails with flightline.ErrSchemaMismatch before
+// reads it. Schemas are compared as readers see them: the Arrow schema
+// derived from the Parquet schema (names, types, nullability, in order;
+// metadata ignored), so two batch schemas that store alike are alike
+// (timestamp[ms] and timestamp[us] both store as microseconds;
+// binary_view and string_view store as binary and string). A batch that
+// would store differently fails with flightline.ErrSchemaMismatch before
 // anything is written. Delete the object to change a pipeline's schema on
 // purpose.
 //

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
 
@@ -109,4 +110,29 @@ func TestSchemaObjectRoundTrip(t *testing.T) {
 	_, err = decodeSchema([]byte("not parquet"))
 	require.Error(t, err)
 	require.False(t, errors.Is(err, flightline.ErrNotFound))
+}
+
+func TestStoredSchemasCompareAsReadersSeeThem(t *testing.T) {
+	s := &Sink{o: options{mem: memory.NewGoAllocator()}}
+	stored := func(sc *arrow.Schema) *arrow.Schema {
+		data, err := encodeSchema(s, storedSchema(sc))
+		require.NoError(t, err)
+		out, err := decodeSchema(data)
+		require.NoError(t, err)
+		return out
+	}
+	ts := func(u arrow.TimeUnit, view bool) *arrow.Schema {
+		k := arrow.DataType(arrow.BinaryTypes.Binary)
+		if view {
+			k = arrow.BinaryTypes.BinaryView
+		}
+		return arrow.NewSchema([]arrow.Field{
+			{Name: "at", Type: &arrow.TimestampType{Unit: u, TimeZone: "UTC"}},
+			{Name: "key", Type: k, Nullable: true},
+			{Name: "tags", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
+		}, nil)
+	}
+	require.True(t, flightsink.SameSchema(stored(ts(arrow.Millisecond, true)), stored(ts(arrow.Microsecond, false))))
+	other := arrow.NewSchema([]arrow.Field{{Name: "at", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	require.False(t, flightsink.SameSchema(stored(ts(arrow.Millisecond, true)), stored(other)))
 }

@@ -3,15 +3,14 @@ package s3sink
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
@@ -25,13 +24,14 @@ import (
 // writer writes one pipeline's batches. It keeps the last checkpoint it
 // saw, which names the partitions the next batch advances.
 type writer struct {
-	s      *Sink
-	p      flightsink.Pipeline
-	dir    string
-	schema *arrow.Schema // the pipeline's schema, once known
-	last   []byte        // last checkpoint seen (written or zero-row), nil at first
-	pos    checkpoint.Positions
-	closed bool
+	s       *Sink
+	p       flightsink.Pipeline
+	dir     string
+	schema  *arrow.Schema // the pipeline's stored schema, once known
+	checked *arrow.Schema // the last batch schema found to match it
+	last    []byte        // last checkpoint seen (written or zero-row), nil at first
+	pos     checkpoint.Positions
+	closed  bool
 }
 
 // WriteBatch implements flightsink.Writer. A batch with rows becomes one
@@ -113,19 +113,27 @@ func (w *writer) loadSchema(ctx context.Context) error {
 	return nil
 }
 
-// checkSchema compares sc with the pipeline's schema, fixing the schema
-// first (put-if-absent of the schema object) when the pipeline has none.
+// checkSchema compares the Parquet schema batches of sc are stored with
+// (as a reader derives it from the Parquet file) with the pipeline's,
+// fixing the pipeline's first (put-if-absent of the schema object) when it
+// has none. A schema once found equal is not encoded again.
 func (w *writer) checkSchema(ctx context.Context, sc *arrow.Schema) error {
+	if w.checked != nil && (w.checked == sc || w.checked.Equal(sc)) {
+		return nil
+	}
+	data, err := encodeSchema(w.s, sc)
+	if err != nil {
+		return fmt.Errorf("%w: s3 sink: schema cannot be stored as Parquet: %v", flightline.ErrSchemaMismatch, err)
+	}
+	got, err := decodeSchema(data)
+	if err != nil {
+		return fmt.Errorf("%w: s3 sink: schema cannot be stored as Parquet: %v", flightline.ErrSchemaMismatch, err)
+	}
 	if w.schema == nil {
-		data, err := encodeSchema(w.s, sc)
-		if err != nil {
-			return fmt.Errorf("%w: s3 sink: schema cannot be written as Parquet: %v", flightline.ErrSchemaMismatch, err)
-		}
 		err = w.s.store.PutIfAbsent(ctx, w.schemaKey(), data)
 		switch {
 		case err == nil:
-			w.schema = sc
-			return nil
+			w.schema = got
 		case errors.Is(err, objstore.ErrExists):
 			if err := w.loadSchema(ctx); err != nil {
 				return err
@@ -137,11 +145,31 @@ func (w *writer) checkSchema(ctx context.Context, sc *arrow.Schema) error {
 			return w.s.wrap(err, "writing the pipeline's schema")
 		}
 	}
-	if !flightsink.SameSchema(w.schema, sc) {
-		return fmt.Errorf("%w: s3 sink: pipeline %q at s3://%s/%s has schema %s; the batch has %s",
-			flightline.ErrSchemaMismatch, w.p.ID, w.s.loc, w.dir, w.schema, sc)
+	if !flightsink.SameSchema(w.schema, got) {
+		return fmt.Errorf("%w: s3 sink: pipeline %q at s3://%s/%s stores %s; the batch would store %s",
+			flightline.ErrSchemaMismatch, w.p.ID, w.s.loc, w.dir, fieldList(w.schema), fieldList(got))
 	}
+	w.checked = sc
 	return nil
+}
+
+// fieldList is a one-line rendering of a schema's fields.
+func fieldList(sc *arrow.Schema) string {
+	var b strings.Builder
+	b.WriteByte('(')
+	for i, f := range sc.Fields() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(f.Name)
+		b.WriteByte(' ')
+		b.WriteString(f.Type.String())
+		if !f.Nullable {
+			b.WriteString(" not null")
+		}
+	}
+	b.WriteByte(')')
+	return b.String()
 }
 
 // encodeSchema writes a 0-row Parquet file of schema sc.
@@ -154,28 +182,14 @@ func encodeSchema(s *Sink, sc *arrow.Schema) ([]byte, error) {
 	return data, err
 }
 
-// decodeSchema reads the Arrow schema of a Parquet file: the exact one
-// stored under ARROW:schema by Arrow writers, else the one derived from
-// the Parquet schema.
+// decodeSchema returns the Arrow schema a reader derives from the
+// Parquet schema of a file (any ARROW:schema metadata is not used: the
+// sink's files do not carry it).
 func decodeSchema(data []byte) (*arrow.Schema, error) {
 	rd, err := file.NewParquetReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, err
 	}
 	defer rd.Close()
-	kv := rd.MetaData().KeyValueMetadata()
-	if v := kv.FindValue("ARROW:schema"); v != nil {
-		raw, err := base64.StdEncoding.DecodeString(*v)
-		if err != nil {
-			raw, err = base64.RawStdEncoding.DecodeString(*v)
-		}
-		if err == nil {
-			r, err := ipc.NewReader(bytes.NewReader(raw))
-			if err == nil {
-				defer r.Release()
-				return r.Schema(), nil
-			}
-		}
-	}
-	return pqarrow.FromParquet(rd.MetaData().Schema, nil, kv)
+	return pqarrow.FromParquet(rd.MetaData().Schema, nil, nil)
 }
