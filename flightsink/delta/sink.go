@@ -325,7 +325,7 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 		if snap.Version < 0 {
 			break // nothing to claim yet; the first commit claims
 		}
-		acts := []deltalog.Action{{CommitInfo: w.commitInfo("FLIGHTLINE CLAIM", nil)}}
+		acts := []deltalog.Action{{CommitInfo: w.commitInfo("FLIGHTLINE CLAIM", st, nil)}}
 		if !snap.Protocol.SupportsDomainMetadata() {
 			acts = append(acts, deltalog.Action{Protocol: snap.Protocol.WithDomainMetadata()})
 		}

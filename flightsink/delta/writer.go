@@ -39,8 +39,8 @@ func (w *writer) domainAction() *deltalog.DomainMetadata {
 	return &deltalog.DomainMetadata{Domain: w.domain, Configuration: string(b)}
 }
 
-func (w *writer) commitInfo(op string, cp []byte) map[string]any {
-	fl := map[string]any{"pipeline_id": w.p.ID, "instance": w.st.Instance, "epoch": w.st.Epoch, "seq": w.st.Seq}
+func (w *writer) commitInfo(op string, st state, cp []byte) map[string]any {
+	fl := map[string]any{"pipeline_id": w.p.ID, "instance": st.Instance, "epoch": st.Epoch, "seq": st.Seq}
 	if cp != nil {
 		fl["checkpoint"] = map[string]string{w.p.ID: string(cp)}
 	}
@@ -206,7 +206,7 @@ func (w *writer) actions(snap *deltalog.Snapshot, next state, batch *deltalog.Sc
 	if err != nil {
 		return nil, err
 	}
-	acts := []deltalog.Action{{CommitInfo: w.commitInfo("WRITE", cp)}}
+	acts := []deltalog.Action{{CommitInfo: w.commitInfo("WRITE", next, cp)}}
 	now := time.Now().UnixMilli()
 	switch {
 	case snap.Version < 0:

@@ -363,3 +363,38 @@ func NewProtocol(schema *Schema) *Protocol {
 	}
 	return p
 }
+
+// SnapshotAt loads the state at version v: the newest checkpoint at or
+// before v, then the commits up to v.
+func (t *Table) SnapshotAt(ctx context.Context, v int64) (*Snapshot, error) {
+	s := newSnapshot()
+	keys, err := t.store.List(ctx, logDir, "")
+	if err != nil {
+		return nil, fmt.Errorf("delta: %s: list log: %w", t.URL(), err)
+	}
+	best := int64(-1)
+	for _, k := range keys {
+		name := strings.TrimPrefix(k, logDir)
+		fs := strings.Split(name, ".")
+		if len(fs) == 3 && fs[1] == "checkpoint" && fs[2] == "parquet" {
+			if cv, err := strconv.ParseInt(fs[0], 10, 64); err == nil && cv <= v && cv > best {
+				best = cv
+			}
+		}
+	}
+	if best >= 0 {
+		if err := t.readCheckpoint(ctx, s, best, 0); err != nil {
+			return nil, err
+		}
+	}
+	for s.Version < v {
+		acts, err := t.ReadVersion(ctx, s.Version+1)
+		if err != nil {
+			return nil, fmt.Errorf("delta: %s: version %d: %w", t.URL(), s.Version+1, err)
+		}
+		if err := s.Apply(s.Version+1, acts); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
