@@ -101,6 +101,15 @@ func (s *S3) SetPartSize(part, threshold int) { s.partSize, s.threshold = part, 
 // Client returns the underlying S3 client.
 func (s *S3) Client() *s3.Client { return s.client }
 
+// WithClientOptions returns a copy of s whose S3 client has fns applied on
+// top of its options, e.g. another HTTP client or API middleware (tests
+// inject faults this way). s itself is unchanged.
+func (s *S3) WithClientOptions(fns ...func(*s3.Options)) *S3 {
+	c := *s
+	c.client = s3.New(s.client.Options(), fns...)
+	return &c
+}
+
 func (s *S3) URL() string {
 	if s.prefix == "" {
 		return "s3://" + s.bucket
@@ -225,7 +234,8 @@ func (s *S3) wrap(err error, op, key string) error {
 			return fmt.Errorf("%s: %w", where, ErrExists)
 		case "NoSuchBucket":
 			return fmt.Errorf("objstore: %s %s: bucket %q does not exist: %w", op, where, s.bucket, flightline.ErrNotFound)
-		case "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken", "InvalidClientTokenId":
+		case "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken", "InvalidClientTokenId",
+			"XAdminUserNotFound": // versitygw's unknown access key, sent as 404
 			return fmt.Errorf("objstore: %s %s: credentials refused (%s): %w", op, where, ae.ErrorCode(), flightline.ErrUnauthenticated)
 		case "AccessDenied", "Forbidden":
 			return fmt.Errorf("objstore: %s %s: %s: %w", op, where, ae.ErrorMessage(), flightline.ErrPermissionDenied)

@@ -1,0 +1,169 @@
+package kafka_test
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/coordinator"
+	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/flightsrc"
+	"github.com/flightline/flightline/flightsrc/kafka"
+	"github.com/flightline/flightline/internal/endpoint"
+	"github.com/flightline/flightline/kafkadecode"
+)
+
+// The source served over Flight DoGet, read by the coordinator through
+// flightsrc.Dial, with the advisory commit reaching the group and the lag
+// gauges.
+func TestKfakeOverFlightWithLagMetrics(t *testing.T) {
+	brokers := fakeCluster(t, 2, "clicks")
+	produce(t, brokers, "clicks", 0, 800, 0)
+	mem := checkedMem(t)
+	reg := prometheus.NewRegistry()
+	src, err := kafka.New(kafka.Brokers(brokers...), kafka.Topics("clicks"), kafka.BatchRows(100),
+		kafka.BatchWait(20*time.Millisecond), kafka.Allocator(mem), kafka.Logger(quietLog()), kafka.Registerer(reg),
+		kafka.SessionTimeout(time.Second))
+	require.NoError(t, err)
+	defer src.Close()
+
+	gs, _, err := endpoint.NewServer(endpoint.ServerConfig{})
+	require.NoError(t, err)
+	flight.RegisterFlightServiceServer(gs, flightsrc.NewServer(src, flightsrc.WithAllocator(mem),
+		flightsrc.WithLogger(slog.New(slog.DiscardHandler)), flightsrc.WithHeartbeat(50*time.Millisecond)))
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go gs.Serve(lis)
+	defer gs.Stop()
+	cl, err := flightsrc.DialWithAllocator("grpc://"+lis.Addr().String(), flightsrc.ClientConfig{}, mem)
+	require.NoError(t, err)
+	defer cl.Close()
+
+	streams, err := cl.Streams(context.Background())
+	require.NoError(t, err)
+	require.Len(t, streams, 1)
+	require.Equal(t, "clicks", streams[0].Name)
+	require.True(t, kafkadecode.Schema("clicks", nil).Equal(streams[0].Schema))
+
+	sink := flightsink.NewMemory()
+	defer sink.Release()
+	pl := flightsink.Pipeline{ID: "clicks-pipe", Target: "clicks"}
+	runUntil(t, cl, sink, "clicks", pl, 800)
+	checkExactlyOnce(t, sinkRows(t, sink, "clicks"), 800)
+
+	// Lag: all fetched; after the advisory commits, nothing unacknowledged.
+	require.Eventually(t, func() bool {
+		return testutil.ToFloat64(gaugeOf(t, reg, "flightline_kafka_lag_fetched_records", "0")) == 0 &&
+			testutil.ToFloat64(gaugeOf(t, reg, "flightline_kafka_lag_acknowledged_records", "0")) == 0
+	}, 5*time.Second, 20*time.Millisecond)
+	require.Equal(t, float64(400), testutil.ToFloat64(gaugeOf(t, reg, "flightline_kafka_high_watermark", "1")))
+}
+
+func gaugeOf(t *testing.T, reg *prometheus.Registry, name, partition string) prometheus.Collector {
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "partition" && l.GetValue() == partition {
+					g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name})
+					g.Set(m.GetGauge().GetValue())
+					return g
+				}
+			}
+		}
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name})
+	g.Set(-1)
+	return g
+}
+
+// Undecodable JSON values go to the dead-letter handler, the rest arrive;
+// without a handler the reader fails with ErrInvalidInput naming the
+// offset, rather than dropping them.
+func TestKfakeDeadLetters(t *testing.T) {
+	brokers := fakeCluster(t, 1, "json")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic("json"))
+	require.NoError(t, err)
+	for i, v := range []string{`{"id":1}`, `{"id":"x"}`, `{"id":3}`, `not json`, `{"id":5}`} {
+		require.NoError(t, cl.ProduceSync(context.Background(), &kgo.Record{Key: []byte{byte('a' + i)}, Value: []byte(v)}).FirstErr())
+	}
+	cl.Close()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+	vd := func() (kafkadecode.ValueDecoder, error) { return kafkadecode.NewJSONDecoder(schema) }
+	mem := checkedMem(t)
+
+	var (
+		mu   sync.Mutex
+		dead []int64
+	)
+	src, err := kafka.New(kafka.Brokers(brokers...), kafka.Topics("json"), kafka.GroupID("g"), kafka.WithoutGroupMembership(),
+		kafka.ValueDecoder(vd), kafka.BatchWait(10*time.Millisecond), kafka.Allocator(mem), kafka.Logger(quietLog()),
+		kafka.DeadLetters(func(_ context.Context, topic string, ls []kafkadecode.DeadLetter) error {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, l := range ls {
+				dead = append(dead, l.Offset)
+			}
+			return nil
+		}))
+	require.NoError(t, err)
+	sink := flightsink.NewMemory()
+	defer sink.Release()
+	runUntil(t, src, sink, "json", flightsink.Pipeline{ID: "j", Target: "json"}, 3)
+	src.Close()
+	require.Equal(t, []int64{1, 3}, dead)
+	require.Equal(t, 3, countRows(sink, "json"))
+
+	strict, err := kafka.New(kafka.Brokers(brokers...), kafka.Topics("json"), kafka.GroupID("g2"), kafka.WithoutGroupMembership(),
+		kafka.ValueDecoder(vd), kafka.Allocator(mem), kafka.Logger(quietLog()))
+	require.NoError(t, err)
+	defer strict.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := coordinator.New(strict, flightsink.NewNull(), "json", flightsink.Pipeline{ID: "strict"}, coordinator.WithLogger(quietLog()))
+	require.NoError(t, err)
+	err = c.Run(ctx)
+	require.ErrorIs(t, err, flightline.ErrInvalidInput)
+	require.Contains(t, err.Error(), "offset 1")
+}
+
+func TestKfakePipelineHelper(t *testing.T) {
+	brokers := fakeCluster(t, 2, "helper")
+	produce(t, brokers, "helper", 0, 300, 0)
+	mem := checkedMem(t)
+	sink := flightsink.NewMemory()
+	defer sink.Release()
+	r, err := kafka.Pipeline(kafka.PipelineConfig{
+		Topic:       "helper",
+		Pipeline:    flightsink.Pipeline{ID: "helper-pipe", Target: "t"},
+		Source:      []kafka.Option{kafka.Brokers(brokers...), kafka.Allocator(mem), kafka.Logger(quietLog()), kafka.BatchWait(10 * time.Millisecond), kafka.SessionTimeout(time.Second)},
+		Coordinator: []coordinator.Option{coordinator.WithLogger(quietLog()), coordinator.Backoff(10*time.Millisecond, 100*time.Millisecond)},
+	}, sink)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	require.Eventually(t, func() bool { return countRows(sink, "t") >= 300 }, 20*time.Second, 10*time.Millisecond)
+	cancel()
+	require.NoError(t, <-done)
+	checkExactlyOnce(t, sinkRows(t, sink, "t"), 300)
+	_, err = kafka.Pipeline(kafka.PipelineConfig{Topic: "helper"}, sink)
+	require.ErrorIs(t, err, flightline.ErrInvalidInput)
+	_ = strings.TrimSpace
+}
