@@ -208,12 +208,15 @@ func TestAvroRegistry(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	const reader = `{"type": "record", "name": "R", "fields": [
-		{"name": "id", "type": "long"}, {"name": "name", "type": ["null", "string"]}, {"name": "score", "type": "double"}]}`
+		{"name": "id", "type": "long"}, {"name": "name", "type": ["null", "string"]}, {"name": "score", "type": "double"},
+		{"name": "region", "type": "string", "default": "eu"}, {"name": "n", "type": "int", "default": 3}]}`
 	// Writer v1 lacks name and has score as int (promoted); v2 adds a field.
 	const v1 = `{"type": "record", "name": "R", "fields": [{"name": "id", "type": "long"}, {"name": "score", "type": "int"}]}`
 	const v2 = `{"type": "record", "name": "R", "fields": [{"name": "extra", "type": {"type": "array", "items": "string"}},
-		{"name": "id", "type": "long"}, {"name": "name", "type": "string"}, {"name": "score", "type": "double"}]}`
+		{"name": "id", "type": "long"}, {"name": "name", "type": "string"}, {"name": "score", "type": "double"},
+		{"name": "region", "type": "string"}, {"name": "n", "type": "int"}]}`
 	const v3 = `{"type": "record", "name": "R", "fields": [{"name": "id", "type": "string"}]}`
+	const v4 = `{"type": "record", "name": "R", "fields": [{"name": "score", "type": "double"}]}` // lacks id: no default
 	var fail atomic.Bool
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -222,7 +225,7 @@ func TestAvroRegistry(t *testing.T) {
 			http.Error(w, "down", http.StatusServiceUnavailable)
 			return
 		}
-		schemas := map[string]string{"/schemas/ids/1": v1, "/schemas/ids/2": v2, "/schemas/ids/3": v3}
+		schemas := map[string]string{"/schemas/ids/1": v1, "/schemas/ids/2": v2, "/schemas/ids/3": v3, "/schemas/ids/4": v4}
 		s, ok := schemas[r.URL.Path]
 		if !ok {
 			http.Error(w, `{"error_code": 40403}`, http.StatusNotFound)
@@ -248,9 +251,10 @@ func TestAvroRegistry(t *testing.T) {
 	}
 	vals := [][]byte{
 		confluent(1, enc(v1, map[string]any{"id": int64(1), "score": 7})),
-		confluent(2, enc(v2, map[string]any{"extra": []string{"x", "y"}, "id": int64(2), "name": "bo", "score": 2.5})),
+		confluent(2, enc(v2, map[string]any{"extra": []string{"x", "y"}, "id": int64(2), "name": "bo", "score": 2.5, "region": "us", "n": 8})),
 		confluent(9, enc(v1, map[string]any{"id": int64(3), "score": 1})), // unknown id
 		confluent(3, enc(v3, map[string]any{"id": "4"})),                  // incompatible
+		confluent(4, enc(v4, map[string]any{"score": 1.0})),               // incompatible: id has no default
 		{1, 2, 3}, // not wire format
 		confluent(1, enc(v1, map[string]any{"id": int64(5), "score": 9})),
 	}
@@ -273,23 +277,28 @@ func TestAvroRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rec.Release()
-	if got := offsets(rec); !slicesEqual(got, []int64{0, 1, 5}) || p.DeadLetters != 3 {
+	if got := offsets(rec); !slicesEqual(got, []int64{0, 1, 6}) || p.DeadLetters != 4 {
 		t.Fatalf("offsets %v progress %+v", got, p)
 	}
 	v := rec.Column(4).(*array.Struct)
 	id, name, score := v.Field(0).(*array.Int64), v.Field(1).(*array.String), v.Field(2).(*array.Float64)
+	region, nn := v.Field(3).(*array.String), v.Field(4).(*array.Int32)
 	if id.Value(0) != 1 || name.IsValid(0) || score.Value(0) != 7 || id.Value(1) != 2 || name.Value(1) != "bo" || score.Value(1) != 2.5 || id.Value(2) != 5 {
 		t.Fatalf("resolved values: %v", v)
 	}
+	if region.Value(0) != "eu" || nn.Value(0) != 3 || region.Value(1) != "us" || nn.Value(1) != 8 {
+		t.Fatalf("defaults for fields the writer lacks: %v %v", region, nn)
+	}
 	dl := dec.TakeDeadLetters(nil)
-	if len(dl) != 3 || !errors.Is(dl[0].Err, ErrUnknownSchema) || !errors.Is(dl[1].Err, ErrAvroIncompatible) || !errors.Is(dl[2].Err, ErrWireFormat) {
+	if len(dl) != 4 || !errors.Is(dl[0].Err, ErrUnknownSchema) || !errors.Is(dl[1].Err, ErrAvroIncompatible) ||
+		!errors.Is(dl[2].Err, ErrAvroIncompatible) || !errors.Is(dl[3].Err, ErrWireFormat) {
 		t.Fatalf("dead letters %+v", dl)
 	}
 	before := calls.Load()
 
 	// A registry outage stops Append at the record (retryable), no dead letter.
 	fail.Store(true)
-	raw2 := tbatch{base: 6, recs: []trec{{val: vals[0]}, {val: confluent(4, nil)}}}.build()
+	raw2 := tbatch{base: 6, recs: []trec{{val: vals[0]}, {val: confluent(5, nil)}}}.build()
 	p, err = dec.Append(Fetch{FetchOffset: 6, RecordBatches: raw2})
 	var re *RecordError
 	if !errors.As(err, &re) || !IsRetryable(err) || re.Offset != 7 || p.NextOffset != 7 || p.Records != 1 {

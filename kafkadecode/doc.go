@@ -28,7 +28,7 @@
 // allocator, once the Decoder is released). A Decoder therefore keeps up
 // to a few dozen buffers of its last flushes parked until Release; all are
 // accounted to the allocator passed to NewDecoder.
-// Holding one small slice of a record batch therefore keeps a whole fetch
+// Holding even a small slice of a record batch keeps a whole fetch
 // (or decompressed payload) alive; copy values out (for example with
 // array.Concatenate into a fresh array) before retaining them for long.
 // Header keys and values are copied. DeadLetter keys and values are copies.

@@ -45,10 +45,15 @@ func FuzzDecodeBatches(f *testing.F) {
 		f.Add(tbatch{base: 9, attrs: codec, recs: recs, compress: c}.build())
 	}
 	f.Add(tbatch{base: 5, attrs: attrTransactional | attrControl, pid: 1, recs: []trec{{key: []byte{0, 0, 0, 0}}}}.build())
+	f.Add(tbatch{base: 7, recs: []trec{{val: []byte(`{"id": 1}`)}, {val: []byte(`{"id": "x"}`)}, {val: nil}, {val: []byte(`{"id": 4, "items": [{"sku": "a"}]}`)}}}.build())
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		defer mem.AssertSize(t, 0)
-		for _, opts := range [][]Option{nil, {WithSkipCRC(), WithIsolation(ReadCommitted), WithMaxDecompressedBytes(1 << 20)}} {
+		for _, opts := range [][]Option{
+			nil,
+			{WithSkipCRC(), WithIsolation(ReadCommitted), WithMaxDecompressedBytes(1 << 20)},
+			{WithSkipCRC(), WithValueDecoder(orderDecoder(t))}, // dead letters and row removal at Flush
+		} {
 			dec, err := NewDecoder(mem, opts...)
 			if err != nil {
 				t.Fatal(err)

@@ -89,6 +89,7 @@ func TestJSONDecodeValues(t *testing.T) {
 		  "unknown": {"deep": [1, {"x": null}, "s"]}}`,
 		` {"id": "2", "created": 1764681906000, "price": "-0.5", "total": 1e2, "items": [], "addr": null} `,
 		`{"id": 3.0, "customer": null, "id": 99}`,
+		` null `,
 	}
 	for i, in := range inputs {
 		if err := d.AppendValue(b, []byte(in)); err != nil {
@@ -106,6 +107,9 @@ func TestJSONDecodeValues(t *testing.T) {
 	items := arr.Field(6).(*array.List)
 	addr := arr.Field(7).(*array.Struct)
 	blob := arr.Field(8).(*array.Binary)
+	if arr.IsValid(3) || arr.Len() != 4 {
+		t.Fatalf("a JSON null value must be a null row")
+	}
 	if id.Value(0) != 1 || id.Value(1) != 2 || id.Value(2) != 3 {
 		t.Fatalf("ids %v (first duplicate key wins)", id.Int64Values())
 	}
