@@ -15,7 +15,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/util"
 
@@ -23,6 +22,7 @@ import (
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/internal/endpoint"
+	"github.com/flightline/flightline/internal/flighttest"
 )
 
 const hopRows = 64 * 1024
@@ -78,21 +78,6 @@ func (r *repeatReader) Next(context.Context) (arrow.RecordBatch, []byte, error) 
 }
 func (r *repeatReader) Close() error { return nil }
 
-func serveHop(b *testing.B, svc flight.FlightServer) string {
-	gs, _, err := endpoint.NewServer(endpoint.ServerConfig{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	flight.RegisterFlightServiceServer(gs, svc)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	go gs.Serve(lis)
-	b.Cleanup(gs.Stop)
-	return "grpc://" + lis.Addr().String()
-}
-
 func reportHop(b *testing.B, rec arrow.RecordBatch, start time.Time) {
 	secs := time.Since(start).Seconds()
 	b.ReportMetric(float64(b.N)*float64(util.TotalRecordSize(rec))/secs/1e9, "GB/s")
@@ -106,7 +91,7 @@ func BenchmarkFlightHopDoGet(b *testing.B) {
 	rec := int64Batch(mem)
 	defer rec.Release()
 	src := &repeatSource{rec: rec}
-	url := serveHop(b, flightsrc.NewServer(src, flightsrc.WithLogger(slog.New(slog.DiscardHandler)), flightsrc.WithHeartbeat(0)))
+	url := flighttest.Serve(b, flightsrc.NewServer(src, flightsrc.WithLogger(slog.New(slog.DiscardHandler)), flightsrc.WithHeartbeat(0)), endpoint.ServerConfig{})
 	c, err := flightsrc.Dial(url, flightsrc.ClientConfig{})
 	if err != nil {
 		b.Fatal(err)
@@ -144,7 +129,7 @@ func BenchmarkFlightHopDoPut(b *testing.B) {
 	mem := memory.NewGoAllocator()
 	rec := int64Batch(mem)
 	defer rec.Release()
-	url := serveHop(b, flightsink.NewServer(flightsink.NewNull(), flightsink.WithLogger(slog.New(slog.DiscardHandler))))
+	url := flighttest.Serve(b, flightsink.NewServer(flightsink.NewNull(), flightsink.WithLogger(slog.New(slog.DiscardHandler))), endpoint.ServerConfig{})
 	c, err := flightsink.Dial(url, flightsink.ClientConfig{})
 	if err != nil {
 		b.Fatal(err)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/internal/endpoint"
+	"github.com/flightline/flightline/internal/flighttest"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -150,19 +150,6 @@ func TestStopsCleanlyOnCancel(t *testing.T) {
 	requireExactlyOnce(t, got, int64(len(got)))
 }
 
-// serve starts svc as a Flight server on loopback and returns its URL.
-func serve(t *testing.T, svc flight.FlightServer, cfg endpoint.ServerConfig) string {
-	t.Helper()
-	gs, _, err := endpoint.NewServer(cfg)
-	require.NoError(t, err)
-	flight.RegisterFlightServiceServer(gs, svc)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go gs.Serve(lis)
-	t.Cleanup(gs.Stop)
-	return "grpc://" + lis.Addr().String()
-}
-
 // The same pipeline over two Flight hops, with a sink that fails
 // transiently: the remote path resumes exactly like the local one.
 func TestRemotePipelineOverFlight(t *testing.T) {
@@ -176,8 +163,8 @@ func TestRemotePipelineOverFlight(t *testing.T) {
 		}
 		return nil
 	})
-	srcURL := serve(t, flightsrc.NewServer(newGen(t, mem, 20_000, 1000), flightsrc.WithLogger(quiet), flightsrc.WithAllocator(mem)), endpoint.ServerConfig{})
-	sinkURL := serve(t, flightsink.NewServer(sink, flightsink.WithLogger(quiet), flightsink.WithAllocator(mem)), endpoint.ServerConfig{Token: "s3cret"})
+	srcURL := flighttest.Serve(t, flightsrc.NewServer(newGen(t, mem, 20_000, 1000), flightsrc.WithLogger(quiet), flightsrc.WithAllocator(mem)), endpoint.ServerConfig{})
+	sinkURL := flighttest.Serve(t, flightsink.NewServer(sink, flightsink.WithLogger(quiet), flightsink.WithAllocator(mem)), endpoint.ServerConfig{Token: "s3cret"})
 
 	src, err := flightsrc.DialWithAllocator(srcURL, flightsrc.ClientConfig{}, mem)
 	require.NoError(t, err)
@@ -203,7 +190,7 @@ func TestRemoteErrorsKeepTheirKind(t *testing.T) {
 	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the servers stopped
 	sink := flightsink.NewMemory()
 	defer sink.Release()
-	sinkURL := serve(t, flightsink.NewServer(sink, flightsink.WithLogger(quiet), flightsink.WithAllocator(mem)), endpoint.ServerConfig{Token: "s3cret"})
+	sinkURL := flighttest.Serve(t, flightsink.NewServer(sink, flightsink.WithLogger(quiet), flightsink.WithAllocator(mem)), endpoint.ServerConfig{Token: "s3cret"})
 	ctx := context.Background()
 
 	// Wrong token: Unauthenticated, not retryable.

@@ -5,14 +5,12 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
 
@@ -20,20 +18,10 @@ import (
 	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/internal/endpoint"
+	"github.com/flightline/flightline/internal/flighttest"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
-
-func serve(t *testing.T, svc flight.FlightServer) string {
-	gs, _, err := endpoint.NewServer(endpoint.ServerConfig{})
-	require.NoError(t, err)
-	flight.RegisterFlightServiceServer(gs, svc)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go gs.Serve(lis)
-	t.Cleanup(gs.Stop)
-	return "grpc://" + lis.Addr().String()
-}
 
 func TestGeneratorResumesAfterCheckpoint(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -120,8 +108,8 @@ func (r *idleReader) Close() error { return nil }
 func TestServerSendsHeartbeatsWhenIdle(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the servers stopped
-	url := serve(t, flightsrc.NewServer(idleSource{mem: mem}, flightsrc.WithAllocator(mem), flightsrc.WithLogger(quiet),
-		flightsrc.WithHeartbeat(50*time.Millisecond)))
+	url := flighttest.Serve(t, flightsrc.NewServer(idleSource{mem: mem}, flightsrc.WithAllocator(mem), flightsrc.WithLogger(quiet),
+		flightsrc.WithHeartbeat(50*time.Millisecond)), endpoint.ServerConfig{})
 	c, err := flightsrc.DialWithAllocator(url, flightsrc.ClientConfig{}, mem)
 	require.NoError(t, err)
 	defer c.Close()
@@ -149,7 +137,7 @@ func TestClientDescribesStreamsAndMapsErrors(t *testing.T) {
 	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the servers stopped
 	g, err := flightsrc.NewGenerator(flightsrc.GenRows(10), flightsrc.GenAllocator(mem))
 	require.NoError(t, err)
-	url := serve(t, flightsrc.NewServer(g, flightsrc.WithAllocator(mem), flightsrc.WithLogger(quiet)))
+	url := flighttest.Serve(t, flightsrc.NewServer(g, flightsrc.WithAllocator(mem), flightsrc.WithLogger(quiet)), endpoint.ServerConfig{})
 	c, err := flightsrc.DialWithAllocator(url, flightsrc.ClientConfig{}, mem)
 	require.NoError(t, err)
 	defer c.Close()

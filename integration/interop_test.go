@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -12,26 +11,14 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
 
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/internal/endpoint"
+	"github.com/flightline/flightline/internal/flighttest"
 )
-
-func serve(t *testing.T, svc flight.FlightServer, cfg endpoint.ServerConfig) string {
-	t.Helper()
-	gs, _, err := endpoint.NewServer(cfg)
-	require.NoError(t, err)
-	flight.RegisterFlightServiceServer(gs, svc)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go gs.Serve(lis)
-	t.Cleanup(gs.Stop)
-	return "grpc://" + lis.Addr().String()
-}
 
 func runPython(t *testing.T, script string, args ...string) map[string]any {
 	t.Helper()
@@ -60,7 +47,7 @@ func TestInteropPythonSink(t *testing.T) {
 	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the servers stopped
 	sink := flightsink.NewMemory()
 	defer sink.Release()
-	url := serve(t, flightsink.NewServer(sink, flightsink.WithAllocator(mem), flightsink.WithLogger(quiet)),
+	url := flighttest.Serve(t, flightsink.NewServer(sink, flightsink.WithAllocator(mem), flightsink.WithLogger(quiet)),
 		endpoint.ServerConfig{Token: "interop-token"})
 
 	s := runPython(t, "sink_client.py", url, "py-pipeline", "interop-token")
@@ -88,7 +75,7 @@ func TestInteropPythonSource(t *testing.T) {
 	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the servers stopped
 	gen, err := flightsrc.NewGenerator(flightsrc.GenRows(12_345), flightsrc.GenBatchRows(1000), flightsrc.GenAllocator(mem))
 	require.NoError(t, err)
-	url := serve(t, flightsrc.NewServer(gen, flightsrc.WithAllocator(mem), flightsrc.WithLogger(quiet)), endpoint.ServerConfig{})
+	url := flighttest.Serve(t, flightsrc.NewServer(gen, flightsrc.WithAllocator(mem), flightsrc.WithLogger(quiet)), endpoint.ServerConfig{})
 
 	s := runPython(t, "source_client.py", url)
 	require.Equal(t, []any{"orders"}, s["streams"])

@@ -6,7 +6,8 @@
 #   services.sh down          stop what `up` started, nothing else
 #   services.sh env           print the environment the tests read
 #
-# Each service is one file svc/<name>.sh defining <name>_up and <name>_down.
+# Each service is one file svc/<name>.sh that appends <name> to SERVICES and
+# defines <name>_up and <name>_down; adding a service is adding a file.
 # `up` writes KEY=VALUE lines for the tests into $RUN/env; `make test` exports
 # them. Downloads are cached under $FLIGHTLINE_CACHE (default
 # ~/.cache/flightline), state lives under integration/services/run/.
@@ -16,7 +17,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 RUN="$HERE/run"
 CACHE="${FLIGHTLINE_CACHE:-$HOME/.cache/flightline}"
-SERVICES=(python postgres kafka)   # order matters: later services may use earlier ones
+SERVICES=()   # each svc/*.sh appends its name; sourced in file-name order
 export HERE ROOT RUN CACHE
 mkdir -p "$RUN" "$CACHE"
 

@@ -1,3 +1,4 @@
+SERVICES+=(kafka)
 # Apache Kafka 4.x: a single-node KRaft broker (broker + controller in one
 # JVM) on 127.0.0.1, from the jars on Maven Central, for the Kafka source and
 # sink tests. No Debian package ships a broker, and there is no Docker.

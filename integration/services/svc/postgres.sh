@@ -1,3 +1,4 @@
+SERVICES+=(postgres)
 # PostgreSQL: a throwaway cluster under $RUN/pg, owned by the `postgres` OS
 # user (initdb refuses root), listening on 127.0.0.1 at a free port, with
 # fsync off. Installs the Debian `postgresql` package when no server binaries

@@ -1,3 +1,4 @@
+SERVICES+=(python)
 # Python virtual environment with the independent readers and clients the
 # tests use (pyarrow.flight). Cached: rebuilt only when requirements change.
 python_up() {

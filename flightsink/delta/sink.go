@@ -1,0 +1,375 @@
+package delta
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/checkpoint"
+	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/internal/deltalog"
+	"github.com/flightline/flightline/internal/objstore"
+	"github.com/flightline/flightline/internal/parquetw"
+)
+
+// DefaultInstance is the instance name of a sink without Instance.
+const DefaultInstance = "default"
+
+// DefaultCheckpointInterval is how often (in commits) a Delta checkpoint
+// is written.
+const DefaultCheckpointInterval = 10
+
+// Option configures a Sink.
+type Option func(*options) error
+
+type options struct {
+	storage   objstore.Options
+	instance  string
+	interval  int64
+	evolve    bool
+	mem       memory.Allocator
+	log       *slog.Logger
+	attempts  int
+	pqOptions []parquetw.Option
+}
+
+// StorageOptions sets the object-store options (AWS_* keys, as delta-rs
+// takes them). Unknown keys are an error.
+func StorageOptions(o map[string]string) Option {
+	return func(op *options) error {
+		for k := range o {
+			if !objstore.IsOption(k) {
+				return fmt.Errorf("%w: unknown storage option %q (known: %s)", flightline.ErrInvalidInput, k, strings.Join(objstore.OptionKeys(), ", "))
+			}
+		}
+		op.storage = o
+		return nil
+	}
+}
+
+// Instance names this sink instance within its pipelines. Instances of one
+// pipeline with different names do not fence each other: they write
+// disjoint partitions and each keeps its own checkpoint; Open and
+// Checkpoint return the per-partition maximum over all instances. Two
+// writers with the same pipeline and instance fence each other (the newer
+// Open wins). Default DefaultInstance.
+func Instance(name string) Option {
+	return func(o *options) error {
+		if name == "" {
+			return fmt.Errorf("%w: empty instance name", flightline.ErrInvalidInput)
+		}
+		o.instance = name
+		return nil
+	}
+}
+
+// CheckpointInterval writes a classic Delta checkpoint every n commits
+// (default 10; 0 disables).
+func CheckpointInterval(n int) Option {
+	return func(o *options) error {
+		if n < 0 {
+			return fmt.Errorf("%w: checkpoint interval %d < 0", flightline.ErrInvalidInput, n)
+		}
+		o.interval = int64(n)
+		return nil
+	}
+}
+
+// SchemaEvolution allows batches with new nullable columns: the commit
+// adds them to the table schema (a metaData action). Off by default: any
+// schema difference is ErrSchemaMismatch.
+func SchemaEvolution(on bool) Option { return func(o *options) error { o.evolve = on; return nil } }
+
+// Allocator sets the allocator for Parquet encoding (default Go allocator).
+func Allocator(mem memory.Allocator) Option {
+	return func(o *options) error { o.mem = mem; return nil }
+}
+
+// Logger sets the logger (default slog.Default()).
+func Logger(l *slog.Logger) Option {
+	return func(o *options) error {
+		if l == nil {
+			return fmt.Errorf("%w: nil logger", flightline.ErrInvalidInput)
+		}
+		o.log = l
+		return nil
+	}
+}
+
+// MaxCommitAttempts bounds the put-if-absent retries of one commit
+// (default 100); then WriteBatch returns ErrConflict.
+func MaxCommitAttempts(n int) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("%w: MaxCommitAttempts %d < 1", flightline.ErrInvalidInput, n)
+		}
+		o.attempts = n
+		return nil
+	}
+}
+
+// ParquetOptions passes options to the Parquet writer (for benchmarks).
+func ParquetOptions(opts ...parquetw.Option) Option {
+	return func(o *options) error { o.pqOptions = opts; return nil }
+}
+
+// Sink is an exactly-once Delta Lake sink on local disk or S3. It is safe
+// for concurrent use by several pipelines. See the package documentation.
+type Sink struct {
+	root objstore.Store
+	o    options
+}
+
+// New returns a sink writing the table at uri (a local path, file:///path
+// or s3://bucket/prefix). A non-empty Pipeline.Target names a table in a
+// sub-directory of uri instead. New does not touch the store; errors reaching
+// it surface on Open or Checkpoint.
+func New(ctx context.Context, uri string, opts ...Option) (*Sink, error) {
+	o := options{instance: DefaultInstance, interval: DefaultCheckpointInterval, mem: memory.DefaultAllocator,
+		log: slog.Default(), attempts: 100}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	root, err := objstore.Open(ctx, uri, o.storage)
+	if err != nil {
+		return nil, err
+	}
+	return &Sink{root: root, o: o}, nil
+}
+
+// Guarantee implements flightsink.Guaranteer.
+func (s *Sink) Guarantee() flightsink.Guarantee { return flightsink.ExactlyOnce }
+
+// URL returns the location of the table of target ("" for the default).
+func (s *Sink) URL(target string) string { return objstore.Sub(s.root, target).URL() }
+
+func (s *Sink) table(target string) (*deltalog.Table, error) {
+	if strings.Contains(target, "..") {
+		return nil, fmt.Errorf("%w: bad target %q", flightline.ErrInvalidInput, target)
+	}
+	return deltalog.NewTable(objstore.Sub(s.root, target), s.o.mem), nil
+}
+
+// Domain is the domainMetadata domain holding the state of one instance of
+// a pipeline: "flightline.pipeline/<pipeline_id>/<instance>", both parts
+// query-escaped.
+func Domain(pipeline, instance string) string {
+	return domainPrefix(pipeline) + url.QueryEscape(instance)
+}
+
+func domainPrefix(pipeline string) string {
+	return "flightline.pipeline/" + url.QueryEscape(pipeline) + "/"
+}
+
+// TxnAppID is the appId of the txn action counting a pipeline instance's
+// commits: the pipeline id for the default instance, else
+// "<pipeline_id>@<instance>".
+func TxnAppID(pipeline, instance string) string {
+	if instance == DefaultInstance {
+		return pipeline
+	}
+	return pipeline + "@" + instance
+}
+
+// state is the JSON configuration of a pipeline instance's domain.
+type state struct {
+	Pipeline      string `json:"pipeline_id"`
+	Instance      string `json:"instance"`
+	Epoch         int64  `json:"epoch"`
+	Writer        string `json:"writer"`
+	Seq           int64  `json:"seq"`
+	Checkpoint    string `json:"checkpoint,omitempty"`
+	CheckpointB64 string `json:"checkpoint_b64,omitempty"`
+}
+
+func (st *state) cp() []byte {
+	if st.CheckpointB64 != "" {
+		b, _ := base64.StdEncoding.DecodeString(st.CheckpointB64)
+		return b
+	}
+	if st.Checkpoint == "" {
+		return nil
+	}
+	return []byte(st.Checkpoint)
+}
+
+func (st *state) setCP(cp []byte) {
+	st.Checkpoint, st.CheckpointB64 = "", ""
+	if utf8.Valid(cp) {
+		st.Checkpoint = string(cp)
+	} else {
+		st.CheckpointB64 = base64.StdEncoding.EncodeToString(cp)
+	}
+}
+
+func readState(snap *deltalog.Snapshot, domain string) (*state, error) {
+	d, ok := snap.Domains[domain]
+	if !ok {
+		return nil, nil
+	}
+	var st state
+	if err := json.Unmarshal([]byte(d.Configuration), &st); err != nil {
+		return nil, fmt.Errorf("%w: domain %s: bad configuration: %v", flightline.ErrInvalidInput, domain, err)
+	}
+	return &st, nil
+}
+
+// merged returns the checkpoint of pipeline over all its instances: the
+// one instance's bytes, or the per-partition maximum when there are
+// several and all are Positions.
+func merged(snap *deltalog.Snapshot, pipeline string) ([]byte, error) {
+	prefix := domainPrefix(pipeline)
+	var cps [][]byte
+	for name := range snap.Domains {
+		if !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		st, err := readState(snap, name)
+		if err != nil {
+			return nil, err
+		}
+		if cp := st.cp(); cp != nil {
+			cps = append(cps, cp)
+		}
+	}
+	switch len(cps) {
+	case 0:
+		return nil, nil
+	case 1:
+		return cps[0], nil
+	}
+	var acc checkpoint.Positions
+	for _, cp := range cps {
+		p, err := checkpoint.Parse(cp)
+		if err != nil {
+			return nil, fmt.Errorf("%w: pipeline %q has %d instances and an opaque (not Positions) checkpoint: cannot merge", flightline.ErrInvalidInput, pipeline, len(cps))
+		}
+		acc = checkpoint.Merge(acc, p)
+	}
+	return acc.Encode(), nil
+}
+
+// Checkpoint implements flightsink.Sink: the pipeline's checkpoint in the
+// latest table version, merged over its instances. It neither claims nor
+// fences.
+func (s *Sink) Checkpoint(ctx context.Context, p flightsink.Pipeline) ([]byte, error) {
+	if p.ID == "" {
+		return nil, fmt.Errorf("%w: empty pipeline id", flightline.ErrInvalidInput)
+	}
+	t, err := s.table(p.Target)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := t.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return merged(snap, p.ID)
+}
+
+func nonce() string {
+	var b [12]byte
+	_, _ = crand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Open implements flightsink.Sink. On an existing table it commits a claim:
+// a version holding the instance's domain with epoch+1 and a fresh writer
+// id, which fences every earlier writer of this pipeline instance (their
+// commits find the domain changed by someone else and fail with ErrFenced).
+// On a table that does not exist yet the claim rides on the first commit.
+func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writer, []byte, error) {
+	if p.ID == "" {
+		return nil, nil, fmt.Errorf("%w: empty pipeline id", flightline.ErrInvalidInput)
+	}
+	t, err := s.table(p.Target)
+	if err != nil {
+		return nil, nil, err
+	}
+	w := &writer{s: s, p: p, t: t, domain: Domain(p.ID, s.o.instance), id: nonce(), log: s.o.log}
+	snap, err := t.Snapshot(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		if snap.Version >= 0 {
+			if err := snap.CheckWrite(); err != nil {
+				return nil, nil, fmt.Errorf("delta sink %s: %w", t.URL(), err)
+			}
+		}
+		prev, err := readState(snap, w.domain)
+		if err != nil {
+			return nil, nil, err
+		}
+		st := state{Pipeline: p.ID, Instance: s.o.instance, Epoch: 1, Writer: w.id}
+		if prev != nil {
+			st.Epoch, st.Seq = prev.Epoch+1, prev.Seq
+			st.setCP(prev.cp())
+		}
+		w.st = st
+		if snap.Version < 0 {
+			break // nothing to claim yet; the first commit claims
+		}
+		acts := []deltalog.Action{{CommitInfo: w.commitInfo("FLIGHTLINE CLAIM", st, nil)}}
+		if !snap.Protocol.SupportsDomainMetadata() {
+			acts = append(acts, deltalog.Action{Protocol: snap.Protocol.WithDomainMetadata()})
+		}
+		acts = append(acts, deltalog.Action{DomainMetadata: w.domainAction()})
+		err = t.Commit(ctx, snap.Version+1, acts)
+		if err == nil {
+			if err := snap.Apply(snap.Version+1, acts); err != nil {
+				return nil, nil, err
+			}
+			break
+		}
+		if !errors.Is(err, deltalog.ErrVersionExists) || attempt >= s.o.attempts {
+			return nil, nil, fmt.Errorf("delta sink %s: claim pipeline %q: %w", t.URL(), p.ID, err)
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return nil, nil, err
+		}
+		if _, err := snap.Update(ctx, t); err != nil {
+			return nil, nil, err
+		}
+	}
+	w.snap = snap
+	last, err := merged(snap, p.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	w.last = last
+	s.o.log.Debug("delta sink: pipeline opened", "pipeline", p.ID, "instance", s.o.instance, "epoch", w.st.Epoch, "table", t.URL(), "version", snap.Version)
+	return w, last, nil
+}
+
+func backoff(ctx context.Context, attempt int) error {
+	d := time.Duration(5<<min(attempt, 8)) * time.Millisecond
+	d = min(d, time.Second)
+	d = d/2 + time.Duration(rand.Int64N(int64(d)))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+var _ flightsink.Sink = (*Sink)(nil)
+var _ flightsink.Guaranteer = (*Sink)(nil)

@@ -1,0 +1,307 @@
+package delta
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/checkpoint"
+	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/internal/deltalog"
+	"github.com/flightline/flightline/internal/parquetw"
+)
+
+// writer is the Writer of one pipeline instance at one claim.
+type writer struct {
+	s      *Sink
+	p      flightsink.Pipeline
+	t      *deltalog.Table
+	domain string
+	id     string // writer id recorded in the domain: our commits carry it
+	st     state  // the domain state as of snap (ours)
+	snap   *deltalog.Snapshot
+	last   []byte // the pipeline's merged checkpoint as of snap
+	log    *slog.Logger
+	closed bool
+}
+
+func (w *writer) domainAction() *deltalog.DomainMetadata {
+	b, _ := json.Marshal(w.st)
+	return &deltalog.DomainMetadata{Domain: w.domain, Configuration: string(b)}
+}
+
+func (w *writer) commitInfo(op string, st state, cp []byte) map[string]any {
+	fl := map[string]any{"pipeline_id": w.p.ID, "instance": st.Instance, "epoch": st.Epoch, "seq": st.Seq}
+	if cp != nil {
+		fl["checkpoint"] = map[string]string{w.p.ID: string(cp)}
+	}
+	return map[string]any{
+		"timestamp":           time.Now().UnixMilli(),
+		"operation":           op,
+		"operationParameters": map[string]string{"mode": "Append"},
+		"engineInfo":          "flightline",
+		"clientVersion":       "flightline",
+		"isBlindAppend":       true,
+		"flightline":          fl,
+	}
+}
+
+// WriteBatch implements flightsink.Writer: one Delta commit holding the
+// batch's data file (if any rows), the instance's domain with the new
+// checkpoint, txn actions and commitInfo. See the package documentation
+// for the conflict handling.
+func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byte) error {
+	if w.closed {
+		return fmt.Errorf("%w: writer of %q is closed", flightline.ErrInvalidInput, w.p.ID)
+	}
+	if len(cp) == 0 {
+		return fmt.Errorf("%w: batch without checkpoint", flightline.ErrInvalidInput)
+	}
+	if flightsink.Replayed(w.last, cp) {
+		return nil
+	}
+	batch, err := deltalog.FromArrowSchema(rec.Schema())
+	if err != nil {
+		return err
+	}
+	if _, err := w.schemaFor(w.snap, batch, rec); err != nil {
+		return err
+	}
+	var add *deltalog.Add
+	if rec.NumRows() > 0 {
+		data, st, err := parquetw.Bytes(rec, append([]parquetw.Option{parquetw.Allocator(w.s.o.mem)}, w.s.o.pqOptions...)...)
+		if err != nil {
+			return fmt.Errorf("%w: %v", flightline.ErrInvalidInput, err)
+		}
+		path := fmt.Sprintf("part-00000-%s-c000.snappy.parquet", uuid())
+		if err := w.t.Store().Put(ctx, path, data); err != nil {
+			return fmt.Errorf("delta sink %s: write data file: %w", w.t.URL(), err)
+		}
+		add = &deltalog.Add{Path: path, PartitionValues: deltalog.NullStrMap{}, Size: int64(len(data)),
+			ModificationTime: time.Now().UnixMilli(), DataChange: true, Stats: deltalog.StatsJSON(st)}
+	}
+	for attempt := 0; ; attempt++ {
+		next := w.nextState(cp)
+		acts, err := w.actions(w.snap, next, batch, rec, add, cp)
+		if err != nil {
+			return err
+		}
+		v := w.snap.Version + 1
+		err = w.t.Commit(ctx, v, acts)
+		if err == nil {
+			if err := w.snap.Apply(v, acts); err != nil {
+				return err
+			}
+			w.committed(next)
+			return nil
+		}
+		if !errors.Is(err, deltalog.ErrVersionExists) {
+			return fmt.Errorf("delta sink %s: commit version %d: %w", w.t.URL(), v, asUnavailable(err))
+		}
+		done, err := w.reconcile(ctx, cp)
+		if err != nil || done {
+			return err
+		}
+		if attempt+1 >= w.s.o.attempts {
+			return fmt.Errorf("delta sink %s: gave up after %d conflicting commits: %w", w.t.URL(), attempt+1, flightline.ErrConflict)
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return err
+		}
+	}
+}
+
+// nextState is the instance's state after committing cp: its checkpoint
+// merged to the max with what it committed before (Positions), so a
+// partition it stops reporting never moves backwards.
+func (w *writer) nextState(cp []byte) state {
+	next := w.st
+	next.Seq++
+	own := cp
+	if prev := w.st.cp(); prev != nil {
+		a, errA := checkpoint.Parse(prev)
+		b, errB := checkpoint.Parse(cp)
+		if errA == nil && errB == nil {
+			own = checkpoint.Merge(a, b).Encode()
+		}
+	}
+	next.setCP(own)
+	return next
+}
+
+// asUnavailable marks an unclassified commit error retryable-unknown.
+func asUnavailable(err error) error {
+	if flightline.IsRetryable(err) && !errors.Is(err, flightline.ErrUnavailable) && !errors.Is(err, flightline.ErrConflict) {
+		return fmt.Errorf("%w (outcome unknown; reopen to read the truth): %w", flightline.ErrUnavailable, err)
+	}
+	return err
+}
+
+// reconcile reads the commits that beat ours. A commit changing our domain
+// with another writer id fences us; one with our own id is an earlier
+// attempt of ours that did land (its outcome was unknown): if it covers cp
+// the batch is committed. Protocol and metadata changes are re-checked by
+// the next attempt.
+func (w *writer) reconcile(ctx context.Context, cp []byte) (bool, error) {
+	vers, err := w.snap.Update(ctx, w.t)
+	if err != nil {
+		return false, err
+	}
+	if err := w.snap.CheckWrite(); err != nil {
+		return false, fmt.Errorf("delta sink %s: %w", w.t.URL(), err)
+	}
+	for _, acts := range vers {
+		for _, a := range acts {
+			if a.DomainMetadata == nil || a.DomainMetadata.Domain != w.domain {
+				continue
+			}
+			var st state
+			if err := json.Unmarshal([]byte(a.DomainMetadata.Configuration), &st); err != nil || st.Writer != w.id {
+				w.log.Warn("delta sink: fenced writer refused", "pipeline", w.p.ID, "instance", w.st.Instance, "epoch", w.st.Epoch, "new_epoch", st.Epoch)
+				return false, fmt.Errorf("%w: pipeline %q instance %q was claimed by another writer (epoch %d, ours %d)",
+					flightline.ErrFenced, w.p.ID, w.st.Instance, st.Epoch, w.st.Epoch)
+			}
+			w.committed(st)
+		}
+	}
+	// Other instances of the pipeline may have committed the positions of
+	// this batch (after a rebalance): that is a replay too.
+	if m, err := merged(w.snap, w.p.ID); err == nil {
+		w.last = m
+	}
+	if flightsink.Replayed(w.last, cp) {
+		return true, nil
+	}
+	return false, nil
+}
+
+func (w *writer) committed(st state) {
+	w.st = st
+	if m, err := merged(w.snap, w.p.ID); err == nil {
+		w.last = m
+	} else {
+		w.last = st.cp()
+	}
+	if n := w.s.o.interval; n > 0 && w.snap.Version > 0 && w.snap.Version%n == 0 {
+		// A failed checkpoint costs readers time, not correctness.
+		if err := w.t.WriteCheckpoint(context.Background(), w.snap); err != nil {
+			w.log.Warn("delta sink: checkpoint failed", "table", w.t.URL(), "version", w.snap.Version, "err", err)
+		}
+	}
+}
+
+// actions builds the commit against snap (rebuilt on every attempt: a
+// concurrent writer may have created the table or changed its schema).
+func (w *writer) actions(snap *deltalog.Snapshot, next state, batch *deltalog.Schema, rec arrow.RecordBatch, add *deltalog.Add, cp []byte) ([]deltalog.Action, error) {
+	schema, err := w.schemaFor(snap, batch, rec)
+	if err != nil {
+		return nil, err
+	}
+	acts := []deltalog.Action{{CommitInfo: w.commitInfo("WRITE", next, cp)}}
+	now := time.Now().UnixMilli()
+	switch {
+	case snap.Version < 0:
+		b, _ := json.Marshal(schema)
+		acts = append(acts, deltalog.Action{Protocol: deltalog.NewProtocol(schema)},
+			deltalog.Action{MetaData: &deltalog.Metadata{ID: uuid(), Format: deltalog.Format{Provider: "parquet", Options: deltalog.StrMap{}},
+				SchemaString: string(b), PartitionColumns: []string{}, Configuration: deltalog.StrMap{}, CreatedTime: &now}})
+	default:
+		if !snap.Protocol.SupportsDomainMetadata() {
+			acts = append(acts, deltalog.Action{Protocol: snap.Protocol.WithDomainMetadata()})
+		}
+		if schema != snap.Schema { // evolved
+			md := *snap.Metadata
+			b, _ := json.Marshal(schema)
+			md.SchemaString = string(b)
+			acts = append(acts, deltalog.Action{MetaData: &md})
+		}
+	}
+	if add != nil {
+		acts = append(acts, deltalog.Action{Add: add})
+	}
+	acts = append(acts, deltalog.Action{Txn: &deltalog.Txn{AppID: TxnAppID(w.p.ID, w.st.Instance), Version: next.Seq, LastUpdated: &now}})
+	if pos, err := checkpoint.Parse(cp); err == nil {
+		for _, k := range sortedKeys(pos) {
+			acts = append(acts, deltalog.Action{Txn: &deltalog.Txn{AppID: w.p.ID + "/" + k, Version: pos[k], LastUpdated: &now}})
+		}
+	}
+	b, _ := json.Marshal(next)
+	acts = append(acts, deltalog.Action{DomainMetadata: &deltalog.DomainMetadata{Domain: w.domain, Configuration: string(b)}})
+	return acts, nil
+}
+
+// schemaFor checks batch against the table schema of snap and returns the
+// schema to commit with: the batch's for a new table, the table's, or the
+// table's with the batch's new nullable columns appended (SchemaEvolution).
+func (w *writer) schemaFor(snap *deltalog.Snapshot, batch *deltalog.Schema, rec arrow.RecordBatch) (*deltalog.Schema, error) {
+	if snap.Version < 0 || snap.Schema == nil {
+		return batch, nil
+	}
+	tbl := snap.Schema
+	byName := make(map[string]int, len(tbl.Fields))
+	for i, f := range tbl.Fields {
+		byName[strings.ToLower(f.Name)] = i
+	}
+	var added []deltalog.StructField
+	seen := make(map[int]bool, len(batch.Fields))
+	for i, bf := range batch.Fields {
+		j, ok := byName[strings.ToLower(bf.Name)]
+		if !ok {
+			if w.s.o.evolve && bf.Nullable {
+				added = append(added, bf)
+				continue
+			}
+			hint := ""
+			if w.s.o.evolve {
+				hint = " (schema evolution adds only nullable columns)"
+			} else {
+				hint = " (enable schema evolution to add it)"
+			}
+			return nil, fmt.Errorf("%w: table %s has no column %q (batch type %s)%s", flightline.ErrSchemaMismatch, w.t.URL(), bf.Name, bf.Type, hint)
+		}
+		seen[j] = true
+		tf := tbl.Fields[j]
+		if !deltalog.Assignable(tf.Type, bf.Type) {
+			return nil, fmt.Errorf("%w: table %s: column %q has type %s, the batch has %s (Arrow %s)",
+				flightline.ErrSchemaMismatch, w.t.URL(), tf.Name, tf.Type, bf.Type, rec.Schema().Field(i).Type)
+		}
+		if !tf.Nullable && rec.Column(i).NullN() > 0 {
+			return nil, fmt.Errorf("%w: table %s: column %q is not nullable, the batch has %d nulls in it",
+				flightline.ErrSchemaMismatch, w.t.URL(), tf.Name, rec.Column(i).NullN())
+		}
+	}
+	for j, tf := range tbl.Fields {
+		if !seen[j] && !tf.Nullable {
+			return nil, fmt.Errorf("%w: table %s: non-nullable column %q (%s) is missing from the batch",
+				flightline.ErrSchemaMismatch, w.t.URL(), tf.Name, tf.Type)
+		}
+	}
+	if len(added) == 0 {
+		return tbl, nil
+	}
+	ev := *tbl
+	ev.Fields = append(append([]deltalog.StructField(nil), tbl.Fields...), added...)
+	return &ev, nil
+}
+
+// Close implements flightsink.Writer. It commits nothing.
+func (w *writer) Close(context.Context) error {
+	w.closed = true
+	return nil
+}
+
+func uuid() string {
+	h := nonce() + nonce()[:8]
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+func sortedKeys(p checkpoint.Positions) []string { return slices.Sorted(maps.Keys(p)) }

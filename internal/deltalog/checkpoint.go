@@ -1,0 +1,257 @@
+package deltalog
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+func strMapType() arrow.DataType {
+	m := arrow.MapOf(arrow.BinaryTypes.String, arrow.BinaryTypes.String)
+	m.SetItemNullable(true)
+	return m
+}
+
+func nf(name string, t arrow.DataType) arrow.Field {
+	return arrow.Field{Name: name, Type: t, Nullable: true}
+}
+
+// checkpointSchema is the schema of classic Delta checkpoints (the subset
+// of columns this package writes; readers treat missing ones as null).
+var checkpointSchema = arrow.NewSchema([]arrow.Field{
+	nf("txn", arrow.StructOf(nf("appId", arrow.BinaryTypes.String), nf("version", arrow.PrimitiveTypes.Int64),
+		nf("lastUpdated", arrow.PrimitiveTypes.Int64))),
+	nf("add", arrow.StructOf(nf("path", arrow.BinaryTypes.String), nf("partitionValues", strMapType()),
+		nf("size", arrow.PrimitiveTypes.Int64), nf("modificationTime", arrow.PrimitiveTypes.Int64),
+		nf("dataChange", arrow.FixedWidthTypes.Boolean), nf("stats", arrow.BinaryTypes.String),
+		nf("tags", strMapType()))),
+	nf("remove", arrow.StructOf(nf("path", arrow.BinaryTypes.String), nf("deletionTimestamp", arrow.PrimitiveTypes.Int64),
+		nf("dataChange", arrow.FixedWidthTypes.Boolean), nf("extendedFileMetadata", arrow.FixedWidthTypes.Boolean),
+		nf("partitionValues", strMapType()), nf("size", arrow.PrimitiveTypes.Int64))),
+	nf("metaData", arrow.StructOf(nf("id", arrow.BinaryTypes.String), nf("name", arrow.BinaryTypes.String),
+		nf("description", arrow.BinaryTypes.String),
+		nf("format", arrow.StructOf(nf("provider", arrow.BinaryTypes.String), nf("options", strMapType()))),
+		nf("schemaString", arrow.BinaryTypes.String), nf("partitionColumns", arrow.ListOf(arrow.BinaryTypes.String)),
+		nf("configuration", strMapType()), nf("createdTime", arrow.PrimitiveTypes.Int64))),
+	nf("protocol", arrow.StructOf(nf("minReaderVersion", arrow.PrimitiveTypes.Int32), nf("minWriterVersion", arrow.PrimitiveTypes.Int32),
+		nf("readerFeatures", arrow.ListOf(arrow.BinaryTypes.String)), nf("writerFeatures", arrow.ListOf(arrow.BinaryTypes.String)))),
+	nf("domainMetadata", arrow.StructOf(nf("domain", arrow.BinaryTypes.String), nf("configuration", arrow.BinaryTypes.String),
+		nf("removed", arrow.FixedWidthTypes.Boolean))),
+}, nil)
+
+// mapPaths are the map-typed fields, which Arrow's JSON reader wants as
+// [{"key":..,"value":..}] lists.
+var mapPaths = [][]string{{"add", "partitionValues"}, {"add", "tags"}, {"remove", "partitionValues"},
+	{"metaData", "configuration"}, {"metaData", "format", "options"}}
+
+func toKVLists(row map[string]any) {
+	for _, p := range mapPaths {
+		cur := row
+		for i, k := range p {
+			v, ok := cur[k]
+			if !ok || v == nil {
+				break
+			}
+			if i < len(p)-1 {
+				next, ok := v.(map[string]any)
+				if !ok {
+					break
+				}
+				cur = next
+				continue
+			}
+			if m, ok := v.(map[string]any); ok {
+				kvs := make([]map[string]any, 0, len(m))
+				for _, mk := range sortedKeys(m) {
+					kvs = append(kvs, map[string]any{"key": mk, "value": m[mk]})
+				}
+				cur[k] = kvs
+			}
+		}
+	}
+}
+
+// CheckpointActions returns the actions a checkpoint of s holds:
+// protocol, metaData, txns, live domains and the active files.
+func (s *Snapshot) CheckpointActions() []Action {
+	acts := []Action{{Protocol: s.Protocol}, {MetaData: s.Metadata}}
+	for _, k := range sortedKeys(s.Txns) {
+		t := s.Txns[k]
+		acts = append(acts, Action{Txn: &t})
+	}
+	for _, k := range sortedKeys(s.Domains) {
+		d := s.Domains[k]
+		acts = append(acts, Action{DomainMetadata: &d})
+	}
+	for _, f := range s.SortedFiles() {
+		a := *f
+		a.DataChange = false
+		acts = append(acts, Action{Add: &a})
+	}
+	return acts
+}
+
+// WriteCheckpoint writes a classic single-file checkpoint of s
+// (NNN.checkpoint.parquet) and then points _last_checkpoint at it. Both are
+// plain puts: any writer's checkpoint of version v has the same content.
+func (t *Table) WriteCheckpoint(ctx context.Context, s *Snapshot) error {
+	if s.Version < 0 || s.Protocol == nil || s.Metadata == nil {
+		return fmt.Errorf("delta: checkpoint of a table without protocol or metadata")
+	}
+	acts := s.CheckpointActions()
+	var js bytes.Buffer
+	for _, a := range acts {
+		b, err := json.Marshal(a)
+		if err != nil {
+			return err
+		}
+		var row map[string]any
+		if err := json.Unmarshal(b, &row); err != nil {
+			return err
+		}
+		toKVLists(row)
+		b, err = json.Marshal(row)
+		if err != nil {
+			return err
+		}
+		js.Write(b)
+		js.WriteByte('\n')
+	}
+	rec, _, err := array.RecordFromJSON(t.mem, checkpointSchema, &js, array.WithMultipleDocs())
+	if err != nil {
+		return fmt.Errorf("delta: build checkpoint: %w", err)
+	}
+	defer rec.Release()
+	var buf bytes.Buffer
+	props := parquet.NewWriterProperties(parquet.WithAllocator(t.mem), parquet.WithCompression(compress.Codecs.Snappy),
+		parquet.WithDictionaryDefault(false), parquet.WithCreatedBy("flightline"))
+	fw, err := pqarrow.NewFileWriter(checkpointSchema, &buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(t.mem)))
+	if err != nil {
+		return err
+	}
+	if err := fw.Write(rec); err != nil {
+		fw.Close()
+		return fmt.Errorf("delta: write checkpoint: %w", err)
+	}
+	if err := fw.Close(); err != nil {
+		return fmt.Errorf("delta: write checkpoint: %w", err)
+	}
+	if err := t.store.Put(ctx, checkpointKey(s.Version), buf.Bytes()); err != nil {
+		return fmt.Errorf("delta: write checkpoint %d: %w", s.Version, err)
+	}
+	lc, _ := json.Marshal(lastCheckpoint{Version: s.Version, Size: int64(len(acts)), SizeInBytes: int64(buf.Len()), NumOfAddFiles: int64(len(s.Files))})
+	if err := t.store.Put(ctx, logDir+"_last_checkpoint", lc); err != nil {
+		return fmt.Errorf("delta: write _last_checkpoint: %w", err)
+	}
+	return nil
+}
+
+// checkpointColumns are the leaf columns read from checkpoints.
+var checkpointColumns = []string{"txn", "add.path", "add.partitionValues", "add.size", "add.modificationTime",
+	"add.dataChange", "add.stats", "add.tags", "add.deletionVector", "remove.path", "remove.dataChange",
+	"metaData", "protocol", "domainMetadata"}
+
+func wantColumn(path string) bool {
+	for _, p := range checkpointColumns {
+		if path == p || strings.HasPrefix(path, p+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// readCheckpoint applies the checkpoint of version v (in parts files, 0:
+// single file) to s.
+func (t *Table) readCheckpoint(ctx context.Context, s *Snapshot, v, parts int64) error {
+	keys := []string{checkpointKey(v)}
+	if parts > 0 {
+		keys = keys[:0]
+		for i := int64(1); i <= parts; i++ {
+			keys = append(keys, fmt.Sprintf("%s%020d.checkpoint.%010d.%010d.parquet", logDir, v, i, parts))
+		}
+	}
+	var acts []Action
+	for _, k := range keys {
+		b, err := t.store.Get(ctx, k)
+		if err != nil {
+			return fmt.Errorf("delta: %s: read checkpoint: %w", t.URL(), err)
+		}
+		a, err := t.decodeCheckpoint(ctx, b)
+		if err != nil {
+			return fmt.Errorf("delta: %s: checkpoint %s: %w", t.URL(), k, err)
+		}
+		acts = append(acts, a...)
+	}
+	if err := s.Apply(v, acts); err != nil {
+		return err
+	}
+	s.CheckpointVersion = v
+	return nil
+}
+
+func (t *Table) decodeCheckpoint(ctx context.Context, b []byte) ([]Action, error) {
+	pf, err := file.NewParquetReader(bytes.NewReader(b), file.WithReadProps(parquet.NewReaderProperties(t.mem)))
+	if err != nil {
+		return nil, err
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 4096}, t.mem)
+	if err != nil {
+		return nil, err
+	}
+	sc := pf.MetaData().Schema
+	var cols []int
+	for i := range sc.NumColumns() {
+		if wantColumn(sc.Column(i).ColumnPath().String()) {
+			cols = append(cols, i)
+		}
+	}
+	rr, err := fr.GetRecordReader(ctx, cols, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer rr.Release()
+	var out []Action
+	var js bytes.Buffer
+	for rr.Next() {
+		js.Reset()
+		if err := array.RecordToJSON(rr.RecordBatch(), &js); err != nil {
+			return nil, err
+		}
+		acts, err := DecodeActions(js.Bytes())
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range acts {
+			switch {
+			case a.Add != nil && a.Add.Path != "":
+				out = append(out, Action{Add: a.Add})
+			case a.Remove != nil && a.Remove.Path != "":
+				out = append(out, Action{Remove: a.Remove})
+			case a.MetaData != nil && a.MetaData.SchemaString != "":
+				out = append(out, Action{MetaData: a.MetaData})
+			case a.Protocol != nil && a.Protocol.MinReaderVersion > 0:
+				out = append(out, Action{Protocol: a.Protocol})
+			case a.Txn != nil && a.Txn.AppID != "":
+				out = append(out, Action{Txn: a.Txn})
+			case a.DomainMetadata != nil && a.DomainMetadata.Domain != "":
+				out = append(out, Action{DomainMetadata: a.DomainMetadata})
+			}
+		}
+	}
+	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,22 @@
+// Package deltalog implements the parts of the Delta Lake transaction
+// protocol Flightline needs: reading a table's state (_last_checkpoint, a
+// classic Parquet checkpoint, then the JSON commits after it), appending
+// commits with put-if-absent, and writing classic checkpoints. It is shared
+// by the Delta sink (flightsink/delta) and the Delta source
+// (flightsrc/delta).
+//
+// What it supports is stated by Snapshot.CheckRead and CheckWrite: reader
+// versions 1–3 with the timestampNtz (and harmless vacuumProtocolCheck)
+// reader features; appends to unpartitioned tables at writer versions ≤ 2
+// or 7 with appendOnly, domainMetadata, timestampNtz. Column mapping,
+// deletion vectors, v2 checkpoints, type widening, check constraints,
+// generated and identity columns are refused with ErrUnsupportedFeature
+// naming the feature.
+//
+// Pitfalls:
+//   - Never write a commit file with anything but Table.Commit: log
+//     entries must be put-if-absent, or two writers can both "win" a version.
+//   - A Snapshot is a value owned by one goroutine; Clone it to share.
+//   - Commit errors other than ErrVersionExists leave the outcome unknown:
+//     re-read the version before concluding anything.
+package deltalog
