@@ -46,17 +46,36 @@ func flightlineBin(t *testing.T) string {
 type proc struct {
 	cmd  *exec.Cmd
 	done chan error
-	log  *strings.Builder
+	log  *syncBuffer
+}
+
+// syncBuffer collects a child's output; String may be called while the
+// child still writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func start(t *testing.T, bin string, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	var log strings.Builder
-	cmd.Stdout = &log
-	cmd.Stderr = &log
+	log := &syncBuffer{}
+	cmd.Stdout = log
+	cmd.Stderr = log
 	require.NoError(t, cmd.Start())
-	p := &proc{cmd: cmd, done: make(chan error, 1), log: &log}
+	p := &proc{cmd: cmd, done: make(chan error, 1), log: log}
 	go func() { p.done <- cmd.Wait() }()
 	t.Cleanup(func() { p.kill() })
 	return p
