@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/flightline/flightline"
@@ -166,4 +167,41 @@ func TestKfakePipelineHelper(t *testing.T) {
 	_, err = kafka.Pipeline(kafka.PipelineConfig{Topic: "helper"}, sink)
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
 	_ = strings.TrimSpace
+}
+
+// A broker that goes away mid-stream: the fetcher retries, then Next fails
+// with ErrUnavailable (retryable), naming the brokers.
+func TestKfakeBrokerLostMidStream(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "gone"))
+	require.NoError(t, err)
+	brokers := c.ListenAddrs()
+	produce(t, brokers, "gone", 0, 50, 0)
+	mem := checkedMem(t)
+	src, err := kafka.New(kafka.Brokers(brokers...), kafka.Topics("gone"), kafka.GroupID("g"), kafka.WithoutGroupMembership(),
+		kafka.BatchWait(10*time.Millisecond), kafka.UnavailableAfter(time.Second), kafka.Allocator(mem), kafka.Logger(quietLog()))
+	require.NoError(t, err)
+	defer src.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rd, err := src.Read(ctx, flightsrc.ReadRequest{Stream: "gone"})
+	require.NoError(t, err)
+	defer rd.Close()
+	rows := 0
+	for rows < 50 {
+		rec, _, err := rd.Next(ctx)
+		require.NoError(t, err)
+		rows += int(rec.NumRows())
+		rec.Release()
+	}
+	c.Close()
+	for {
+		rec, _, err := rd.Next(ctx)
+		if err != nil {
+			require.ErrorIs(t, err, flightline.ErrUnavailable)
+			require.True(t, flightline.IsRetryable(err))
+			require.Contains(t, err.Error(), brokers[0])
+			break
+		}
+		rec.Release()
+	}
 }
