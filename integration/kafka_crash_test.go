@@ -46,7 +46,7 @@ func TestIntegrationKafkaCrashKill9(t *testing.T) {
 	require.NoError(t, resp.Err)
 
 	// Records keep arriving while the pipeline is killed: 60 chunks of
-	// 1000, one every 150ms, rotating codecs; an aborted transaction first.
+	// 1000, one every 250ms, rotating codecs; an aborted transaction first.
 	const n = 60000
 	produced := make(chan struct{})
 	go func() {
@@ -136,7 +136,7 @@ func TestIntegrationKafkaCrashKill9(t *testing.T) {
 }
 
 // produceCrashRecords writes one aborted transaction, then n records
-// k0..k(n-1) round-robin in chunks of 1000 every 150ms, rotating four
+// k0..k(n-1) round-robin in chunks of 1000 every 250ms, rotating four
 // codecs.
 func produceCrashRecords(t *testing.T, brokers, topic string, n int) {
 	ctx := context.Background()
@@ -153,7 +153,7 @@ func produceCrashRecords(t *testing.T, brokers, topic string, n int) {
 	tx.Close()
 	codecs := []kgo.CompressionCodec{kgo.NoCompression(), kgo.Lz4Compression(), kgo.ZstdCompression(), kgo.GzipCompression()}
 	for c := 0; c*1000 < n; c++ {
-		time.Sleep(150 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond)
 		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic),
 			kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerBatchCompression(codecs[c%4]))
 		require.NoError(t, err)

@@ -212,7 +212,7 @@ func (r *reader) partition(ctx context.Context, rp *kmsg.FetchResponseTopicParti
 			// KIP-74): ask for more next time.
 			partMax[p] = max(partMax[p], r.s.cfg.partitionMaxBytes) * 2
 		default:
-			r.buffered.Add(int64(len(data)))
+			r.buffered.Add(int64(complete)) // handle subtracts len(chunk.data)
 			aborted := make([]kafkadecode.AbortedTransaction, len(rp.AbortedTransactions))
 			for i, a := range rp.AbortedTransactions {
 				aborted[i] = kafkadecode.AbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset}

@@ -217,15 +217,15 @@ func TestKfakeExactlyOnceAcrossRestarts(t *testing.T) {
 }
 
 // Batches cut by rows are the same whatever the fetch sizes, given the
-// same start positions.
+// same start positions; a tiny MaxBufferedBytes only slows the fetcher.
 func TestKfakeDeterministicBoundaries(t *testing.T) {
 	brokers := fakeCluster(t, 2, "events")
 	produce(t, brokers, "events", 0, 1000, 0)
 	mem := checkedMem(t)
-	bounds := func(partMax int32) map[int32][][2]int64 {
+	bounds := func(partMax int32, buffered int64) map[int32][][2]int64 {
 		src, err := kafka.New(kafka.Brokers(brokers...), kafka.Topics("events"), kafka.GroupID("det"),
 			kafka.WithoutGroupMembership(), kafka.BatchRows(64), kafka.BatchWait(time.Hour),
-			kafka.FetchMaxBytes(1<<20, partMax), kafka.Allocator(mem), kafka.Logger(quietLog()))
+			kafka.FetchMaxBytes(1<<20, partMax), kafka.MaxBufferedBytes(buffered), kafka.Allocator(mem), kafka.Logger(quietLog()))
 		require.NoError(t, err)
 		defer src.Close()
 		start := checkpoint.Positions{"events/0": 3, "events/1": 0}.Encode()
@@ -254,8 +254,8 @@ func TestKfakeDeterministicBoundaries(t *testing.T) {
 		}
 		return out
 	}
-	a := bounds(8 << 20)
-	b := bounds(700) // many small fetches
+	a := bounds(8<<20, 64<<20)
+	b := bounds(700, 2048) // many small fetches, tight back-pressure
 	require.Equal(t, a, b)
 	require.Equal(t, int64(3), a[0][0][0])
 }
