@@ -254,12 +254,13 @@ func serveSource(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	m := metrics.New()
+	kindEnv.log, kindEnv.reg = log, m.Registry()
 	src, closeSrc, err := openSource(*spec, endpoint.ClientConfig{})
 	if err != nil {
 		return err
 	}
 	defer closeSrc()
-	m := metrics.New()
 	stopMetrics, err := c.serveMetrics(m, log)
 	if err != nil {
 		return err
@@ -332,6 +333,8 @@ func runPipeline(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	m := metrics.New()
+	kindEnv.log, kindEnv.reg = log, m.Registry()
 	src, closeSrc, err := openSource(*srcSpec, scc)
 	if err != nil {
 		return err
@@ -342,7 +345,6 @@ func runPipeline(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeSink()
-	m := metrics.New()
 	stopMetrics, err := c.serveMetrics(m, log)
 	if err != nil {
 		return err

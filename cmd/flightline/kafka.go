@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flightline/flightline/flightsrc"
+	"github.com/flightline/flightline/flightsrc/kafka"
+	"github.com/flightline/flightline/kafkadecode"
+)
+
+// kindEnv is what in-process kinds may use from the command that opens
+// them: its logger and metrics registry. Commands set it before opening.
+var kindEnv struct {
+	log *slog.Logger
+	reg prometheus.Registerer
+}
+
+const kafkaUsage = "kafka:?brokers=H:P,H:P&topics=T,T|topic_regex=RE&group=G&reset=earliest|latest&format=raw|json|avro&schema=AVRO_SCHEMA_FILE" +
+	"&isolation=read_committed|read_uncommitted&client_id=ID&batch_rows=N&batch_bytes=N&batch_wait=DUR&membership=true|false" +
+	"&session_timeout=DUR&instance_id=ID&sasl=plain|scram-sha-256|scram-sha-512&user=U&password_env=VAR&tls=true&tls_ca=FILE" +
+	"&dead_letters=fail|FILE.jsonl  Kafka topics, one stream per topic (group defaults to the pipeline id)"
+
+func init() {
+	sourceKinds["kafka"] = sourceKind{usage: kafkaUsage, open: openKafka}
+}
+
+func openKafka(_ *url.URL, q query) (flightsrc.Source, func(), error) {
+	list := func(v string) []string {
+		var out []string
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	var opts []kafka.Option
+	bad := func(k, v string, err error) error { return fmt.Errorf("kafka: %s=%q: %v", k, v, err) }
+	if v, ok := q.take("brokers"); ok {
+		opts = append(opts, kafka.Brokers(list(v)...))
+	}
+	if v, ok := q.take("topics"); ok {
+		opts = append(opts, kafka.Topics(list(v)...))
+	}
+	if v, ok := q.take("topic_regex"); ok {
+		opts = append(opts, kafka.TopicRegex(v))
+	}
+	if v, ok := q.take("group"); ok {
+		opts = append(opts, kafka.GroupID(v))
+	}
+	if v, ok := q.take("reset"); ok {
+		r, err := kafka.ParseReset(v)
+		if err != nil {
+			return nil, nil, err
+		}
+		opts = append(opts, kafka.AutoOffsetReset(r))
+	}
+	if v, ok := q.take("client_id"); ok {
+		opts = append(opts, kafka.ClientID(v))
+	}
+	if v, ok := q.take("isolation"); ok {
+		switch v {
+		case "read_committed":
+		case "read_uncommitted":
+			opts = append(opts, kafka.ReadUncommitted())
+		default:
+			return nil, nil, bad("isolation", v, fmt.Errorf("want read_committed or read_uncommitted"))
+		}
+	}
+	for _, k := range []string{"batch_rows", "batch_bytes"} {
+		if v, ok := q.take(k); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return nil, nil, bad(k, v, err)
+			}
+			if k == "batch_rows" {
+				opts = append(opts, kafka.BatchRows(n))
+			} else {
+				opts = append(opts, kafka.BatchBytes(n))
+			}
+		}
+	}
+	for _, k := range []string{"batch_wait", "session_timeout"} {
+		if v, ok := q.take(k); ok {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return nil, nil, bad(k, v, err)
+			}
+			if k == "batch_wait" {
+				opts = append(opts, kafka.BatchWait(d))
+			} else {
+				opts = append(opts, kafka.SessionTimeout(d))
+			}
+		}
+	}
+	if v, ok := q.take("membership"); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, nil, bad("membership", v, err)
+		}
+		if !b {
+			opts = append(opts, kafka.WithoutGroupMembership())
+		}
+	}
+	if v, ok := q.take("instance_id"); ok {
+		opts = append(opts, kafka.InstanceID(v))
+	}
+	user, _ := q.take("user")
+	pass := ""
+	if v, ok := q.take("password_env"); ok {
+		pass = os.Getenv(v)
+		if pass == "" {
+			return nil, nil, fmt.Errorf("kafka: password_env=%s: the variable is unset or empty", v)
+		}
+	}
+	if v, ok := q.take("sasl"); ok {
+		switch strings.ToLower(v) {
+		case "plain":
+			opts = append(opts, kafka.SASLPlain(user, pass))
+		case "scram-sha-256", "scram-sha-512":
+			opts = append(opts, kafka.SASLScram(strings.ToUpper(v), user, pass))
+		default:
+			return nil, nil, bad("sasl", v, fmt.Errorf("want plain, scram-sha-256 or scram-sha-512"))
+		}
+	}
+	tlsOn, _ := q.take("tls")
+	caFile, hasCA := q.take("tls_ca")
+	if tlsOn == "true" || hasCA {
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+		if hasCA {
+			pem, err := os.ReadFile(caFile)
+			if err != nil {
+				return nil, nil, bad("tls_ca", caFile, err)
+			}
+			cfg.RootCAs = x509.NewCertPool()
+			if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+				return nil, nil, bad("tls_ca", caFile, fmt.Errorf("no PEM certificates"))
+			}
+		}
+		opts = append(opts, kafka.TLS(cfg))
+	}
+	format, _ := q.take("format")
+	schemaFile, hasSchema := q.take("schema")
+	registry, hasRegistry := q.take("registry")
+	switch format {
+	case "", "raw":
+		if hasSchema || hasRegistry {
+			return nil, nil, fmt.Errorf("kafka: schema= and registry= need format=json or format=avro")
+		}
+	case "json", "avro":
+		if !hasSchema {
+			return nil, nil, fmt.Errorf("kafka: format=%s needs schema=FILE (an Avro record schema, also describing JSON values)", format)
+		}
+		b, err := os.ReadFile(schemaFile)
+		if err != nil {
+			return nil, nil, bad("schema", schemaFile, err)
+		}
+		avroSchema := string(b)
+		var reg *kafkadecode.Registry
+		if hasRegistry {
+			if reg, err = kafkadecode.NewRegistry(registry); err != nil {
+				return nil, nil, bad("registry", registry, err)
+			}
+		}
+		if format == "json" {
+			sc, err := kafkadecode.SchemaFromAvro(avroSchema)
+			if err != nil {
+				return nil, nil, bad("schema", schemaFile, err)
+			}
+			opts = append(opts, kafka.ValueDecoder(func() (kafkadecode.ValueDecoder, error) { return kafkadecode.NewJSONDecoder(sc) }))
+		} else {
+			opts = append(opts, kafka.ValueDecoder(func() (kafkadecode.ValueDecoder, error) {
+				var ao []kafkadecode.AvroOption
+				if reg != nil {
+					ao = append(ao, kafkadecode.AvroConfluent(), kafkadecode.AvroRegistry(reg, 10*time.Second))
+				}
+				return kafkadecode.NewAvroDecoder(avroSchema, ao...)
+			}))
+		}
+	default:
+		return nil, nil, bad("format", format, fmt.Errorf("want raw, json or avro"))
+	}
+	closeDL := func() {}
+	if v, ok := q.take("dead_letters"); ok && v != "fail" {
+		h, c, err := deadLetterFile(v)
+		if err != nil {
+			return nil, nil, bad("dead_letters", v, err)
+		}
+		opts, closeDL = append(opts, kafka.DeadLetters(h)), c
+	}
+	if err := q.done("kafka"); err != nil {
+		return nil, nil, err
+	}
+	if kindEnv.log != nil {
+		opts = append(opts, kafka.Logger(kindEnv.log))
+	}
+	if kindEnv.reg != nil {
+		opts = append(opts, kafka.Registerer(kindEnv.reg))
+	}
+	s, err := kafka.New(opts...)
+	if err != nil {
+		closeDL()
+		return nil, nil, err
+	}
+	return s, func() { s.Close(); closeDL() }, nil
+}
+
+// deadLetterFile appends dead letters as JSON lines to path and syncs the
+// file before the handler returns, so a dead letter is on disk before the
+// batch after it can be committed.
+func deadLetterFile(path string) (kafka.DeadLetterHandler, func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	var mu sync.Mutex
+	h := func(_ context.Context, topic string, letters []kafkadecode.DeadLetter) error {
+		mu.Lock()
+		defer mu.Unlock()
+		enc := json.NewEncoder(f)
+		for _, d := range letters {
+			if err := enc.Encode(map[string]any{"topic": topic, "partition": d.Partition, "offset": d.Offset,
+				"timestamp_ms": d.Timestamp, "key": d.Key, "value": d.Value, "error": fmt.Sprint(d.Err)}); err != nil {
+				return err
+			}
+		}
+		return f.Sync()
+	}
+	return h, func() { f.Close() }, nil
+}
