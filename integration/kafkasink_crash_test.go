@@ -46,19 +46,15 @@ func TestIntegrationKafkaSinkCrashKill9(t *testing.T) {
 		require.NoError(t, resp.Err)
 	}
 
-	// Records keep arriving through all the kills: 64000 in chunks of 500
-	// every 300ms (≈ 40 s), after one aborted transaction.
-	const n = 64000
-	produced := make(chan struct{})
-	go func() {
-		defer close(produced)
-		produceSlowly(t, brokers, a, n, 500, 300*time.Millisecond)
-	}()
-
+	// Records keep arriving through all the kills: each run gets a fresh
+	// chunk of 2000 while it is live (after one aborted transaction).
+	const kills, chunk = 32, 2000
+	const n = kills * chunk
+	abortTxn(t, brokers, a)
 	pipeline := a + "-pipe"
 	args := []string{"run", "--source",
 		fmt.Sprintf("kafka:?brokers=%s&topics=%s&group=%s-g&batch_rows=200&batch_wait=50ms&membership=false", brokers, a, a),
-		"--sink", fmt.Sprintf("kafka:?brokers=%s&topic=%s", brokers, b),
+		"--sink", fmt.Sprintf("kafka:?brokers=%s&topic=%s&transaction_timeout=10s", brokers, b),
 		"--stream", a, "--pipeline", pipeline, "--log-level", "warn"}
 	sink, err := kafkasink.New(strings.Split(brokers, ","))
 	require.NoError(t, err)
@@ -74,18 +70,22 @@ func TestIntegrationKafkaSinkCrashKill9(t *testing.T) {
 		return p
 	}
 
-	const kills = 32
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	for i := range kills {
+		produced := make(chan struct{})
+		go func() {
+			defer close(produced)
+			produceChunk(t, brokers, a, i*chunk, (i+1)*chunk, i)
+		}()
 		p := start(t, bin, args...)
 		time.Sleep(time.Duration(300+rng.IntN(1500)) * time.Millisecond)
 		if done, err := p.exited(); done {
 			t.Fatalf("run %d exited before its kill (%v):\n%s", i, err, p.log.String())
 		}
 		p.kill()
-		t.Logf("kill %d: committed %s", i, committed().Encode())
+		<-produced
 	}
-	<-produced
+	t.Logf("after %d kills: committed %s", kills, committed().Encode())
 	ends, err := adm.ListEndOffsets(ctx, a)
 	require.NoError(t, err)
 	want := checkpoint.Positions{}
@@ -123,35 +123,37 @@ func TestIntegrationKafkaSinkCrashKill9(t *testing.T) {
 	t.Logf("%d kills; %d records read back by kcat (read_committed) exactly once", kills, rows)
 }
 
-// produceSlowly writes one aborted transaction, then records k0..k(n-1)
-// round-robin, chunk at a time every interval, rotating four codecs.
-func produceSlowly(t *testing.T, brokers, topic string, n, chunk int, interval time.Duration) {
+// abortTxn writes 30 records keyed "aborted" in a transaction it aborts.
+func abortTxn(t *testing.T, brokers, topic string) {
 	ctx := context.Background()
-	seeds := strings.Split(brokers, ",")
-	tx, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic),
+	tx, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.DefaultProduceTopic(topic),
 		kgo.TransactionalID(topic+"-aborter"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
 	require.NoError(t, err)
+	defer tx.Close()
 	require.NoError(t, tx.BeginTransaction())
 	for range 30 {
 		tx.Produce(ctx, &kgo.Record{Key: []byte("aborted"), Value: []byte("aborted")}, nil)
 	}
 	require.NoError(t, tx.Flush(ctx))
 	require.NoError(t, tx.EndTransaction(ctx, kgo.TryAbort))
-	tx.Close()
+}
+
+// produceChunk writes records k<from>..k<to-1> round-robin in four slices
+// 150ms apart, with codec number c (mod 4).
+func produceChunk(t *testing.T, brokers, topic string, from, to, c int) {
+	ctx := context.Background()
 	codecs := []kgo.CompressionCodec{kgo.NoCompression(), kgo.Lz4Compression(), kgo.ZstdCompression(), kgo.GzipCompression()}
-	cls := make([]*kgo.Client, len(codecs))
-	for i, c := range codecs {
-		cls[i], err = kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic),
-			kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerBatchCompression(c))
-		require.NoError(t, err)
-		defer cls[i].Close()
-	}
-	for c := 0; c*chunk < n; c++ {
-		time.Sleep(interval)
-		recs := make([]*kgo.Record, 0, chunk)
-		for i := c * chunk; i < min(n, (c+1)*chunk); i++ {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerBatchCompression(codecs[c%len(codecs)]))
+	require.NoError(t, err)
+	defer cl.Close()
+	step := (to - from + 3) / 4
+	for lo := from; lo < to; lo += step {
+		time.Sleep(150 * time.Millisecond)
+		recs := make([]*kgo.Record, 0, step)
+		for i := lo; i < min(to, lo+step); i++ {
 			recs = append(recs, &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "value-%d-%0*d", i, i%64, 0)})
 		}
-		require.NoError(t, cls[c%len(cls)].ProduceSync(ctx, recs...).FirstErr())
+		require.NoError(t, cl.ProduceSync(ctx, recs...).FirstErr())
 	}
 }
