@@ -68,6 +68,22 @@ func newBenchTopic(b *testing.B, adm *kadm.Client, prefix string) string {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// Wait until the topic has leaders, so neither contender pays for
+	// metadata retries on a topic the broker is still creating.
+	for range 100 {
+		md, err := adm.Metadata(context.Background(), name)
+		if err == nil && md.Topics[name].Err == nil && len(md.Topics[name].Partitions) == kPartitions {
+			ok := true
+			for _, p := range md.Topics[name].Partitions {
+				ok = ok && p.Leader >= 0 && p.Err == nil
+			}
+			if ok {
+				return name
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b.Fatalf("topic %s has no leaders", name)
 	return name
 }
 
