@@ -139,7 +139,11 @@ func (s *Server) DoGet(t *flight.Ticket, stream flight.FlightService_DoGetServer
 			if len(last) == 0 {
 				continue // nothing to carry yet: app_metadata must be non-empty
 			}
-			hb := array.NewRecordBatch(rd.Schema(), emptyColumns(s.mem, rd.Schema()), 0)
+			cols := emptyColumns(s.mem, rd.Schema())
+			hb := array.NewRecordBatch(rd.Schema(), cols, 0)
+			for _, c := range cols {
+				c.Release() // the batch holds its own references
+			}
 			err := w.WriteWithAppMetadata(hb, last)
 			hb.Release()
 			if err != nil {

@@ -38,22 +38,13 @@ func init() {
 }
 
 func openKafka(_ *url.URL, q query) (flightsrc.Source, func(), error) {
-	list := func(v string) []string {
-		var out []string
-		for _, s := range strings.Split(v, ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
 	var opts []kafka.Option
 	bad := func(k, v string, err error) error { return fmt.Errorf("kafka: %s=%q: %v", k, v, err) }
 	if v, ok := q.take("brokers"); ok {
-		opts = append(opts, kafka.Brokers(list(v)...))
+		opts = append(opts, kafka.Brokers(splitList(v)...))
 	}
 	if v, ok := q.take("topics"); ok {
-		opts = append(opts, kafka.Topics(list(v)...))
+		opts = append(opts, kafka.Topics(splitList(v)...))
 	}
 	if v, ok := q.take("topic_regex"); ok {
 		opts = append(opts, kafka.TopicRegex(v))
@@ -67,9 +58,6 @@ func openKafka(_ *url.URL, q query) (flightsrc.Source, func(), error) {
 			return nil, nil, err
 		}
 		opts = append(opts, kafka.AutoOffsetReset(r))
-	}
-	if v, ok := q.take("client_id"); ok {
-		opts = append(opts, kafka.ClientID(v))
 	}
 	if v, ok := q.take("isolation"); ok {
 		switch v {
@@ -118,39 +106,21 @@ func openKafka(_ *url.URL, q query) (flightsrc.Source, func(), error) {
 	if v, ok := q.take("instance_id"); ok {
 		opts = append(opts, kafka.InstanceID(v))
 	}
-	user, _ := q.take("user")
-	pass := ""
-	if v, ok := q.take("password_env"); ok {
-		pass = os.Getenv(v)
-		if pass == "" {
-			return nil, nil, fmt.Errorf("kafka: password_env=%s: the variable is unset or empty", v)
-		}
+	conn, err := kafkaConnOpts(q)
+	if err != nil {
+		return nil, nil, err
 	}
-	if v, ok := q.take("sasl"); ok {
-		switch strings.ToLower(v) {
-		case "plain":
-			opts = append(opts, kafka.SASLPlain(user, pass))
-		case "scram-sha-256", "scram-sha-512":
-			opts = append(opts, kafka.SASLScram(strings.ToUpper(v), user, pass))
-		default:
-			return nil, nil, bad("sasl", v, fmt.Errorf("want plain, scram-sha-256 or scram-sha-512"))
-		}
+	if conn.clientID != "" {
+		opts = append(opts, kafka.ClientID(conn.clientID))
 	}
-	tlsOn, _ := q.take("tls")
-	caFile, hasCA := q.take("tls_ca")
-	if tlsOn == "true" || hasCA {
-		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-		if hasCA {
-			pem, err := os.ReadFile(caFile)
-			if err != nil {
-				return nil, nil, bad("tls_ca", caFile, err)
-			}
-			cfg.RootCAs = x509.NewCertPool()
-			if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-				return nil, nil, bad("tls_ca", caFile, fmt.Errorf("no PEM certificates"))
-			}
-		}
-		opts = append(opts, kafka.TLS(cfg))
+	switch conn.sasl {
+	case "plain":
+		opts = append(opts, kafka.SASLPlain(conn.user, conn.pass))
+	case "scram-sha-256", "scram-sha-512":
+		opts = append(opts, kafka.SASLScram(strings.ToUpper(conn.sasl), conn.user, conn.pass))
+	}
+	if conn.tls != nil {
+		opts = append(opts, kafka.TLS(conn.tls))
 	}
 	format, _ := q.take("format")
 	schemaFile, hasSchema := q.take("schema")
@@ -240,4 +210,61 @@ func deadLetterFile(path string) (kafka.DeadLetterHandler, func(), error) {
 		return f.Sync()
 	}
 	return h, func() { f.Close() }, nil
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// kafkaConn is the connection part of a kafka: source or sink spec:
+// client_id, sasl, user, password_env, tls, tls_ca.
+type kafkaConn struct {
+	clientID   string
+	sasl       string // "", plain, scram-sha-256, scram-sha-512
+	user, pass string
+	tls        *tls.Config
+}
+
+// kafkaConnOpts takes the connection options shared by the kafka: source
+// and sink out of q.
+func kafkaConnOpts(q query) (kafkaConn, error) {
+	var c kafkaConn
+	bad := func(k, v string, err error) error { return fmt.Errorf("kafka: %s=%q: %v", k, v, err) }
+	c.clientID, _ = q.take("client_id")
+	c.user, _ = q.take("user")
+	if v, ok := q.take("password_env"); ok {
+		c.pass = os.Getenv(v)
+		if c.pass == "" {
+			return c, fmt.Errorf("kafka: password_env=%s: the variable is unset or empty", v)
+		}
+	}
+	if v, ok := q.take("sasl"); ok {
+		switch c.sasl = strings.ToLower(v); c.sasl {
+		case "plain", "scram-sha-256", "scram-sha-512":
+		default:
+			return c, bad("sasl", v, fmt.Errorf("want plain, scram-sha-256 or scram-sha-512"))
+		}
+	}
+	tlsOn, _ := q.take("tls")
+	caFile, hasCA := q.take("tls_ca")
+	if tlsOn == "true" || hasCA {
+		c.tls = &tls.Config{MinVersion: tls.VersionTLS12}
+		if hasCA {
+			pem, err := os.ReadFile(caFile)
+			if err != nil {
+				return c, bad("tls_ca", caFile, err)
+			}
+			c.tls.RootCAs = x509.NewCertPool()
+			if !c.tls.RootCAs.AppendCertsFromPEM(pem) {
+				return c, bad("tls_ca", caFile, fmt.Errorf("no PEM certificates"))
+			}
+		}
+	}
+	return c, nil
 }

@@ -46,6 +46,14 @@ type Harness struct {
 	// Guarantee is what the sink promises. AtLeastOnce sinks skip the checks
 	// that rest on the checkpoint being committed with the data.
 	Guarantee flightsink.Guarantee
+
+	// Batch, when set, builds the suite's batch of ids [from, to) for sinks
+	// that need columns of their own (a Kafka sink needs a binary value
+	// column). It must hold every row of Batch(mem, from, to), including
+	// its int64 "id" column, which IDs reads back; it may add columns. The
+	// caller releases the batch. Nil means Batch. The schema-mismatch check
+	// keeps its own, foreign, batch.
+	Batch func(mem memory.Allocator, from, to int64) arrow.RecordBatch
 }
 
 // Schema is the schema of the suite's batches: id int64 (not null), name
@@ -70,20 +78,21 @@ func Run(t *testing.T, h Harness) {
 }
 
 type env struct {
+	h   Harness
 	t   *testing.T
 	ctx context.Context
 	mem *memory.CheckedAllocator
 	p   flightsink.Pipeline
 }
 
-func setup(t *testing.T) *env {
+func setup(t *testing.T, h Harness) *env {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	// Registered first, so it runs last: after the harness released the sink.
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	name := strings.ToLower(fmt.Sprintf("st_%s_%06d", sanitize(t.Name()), rand.IntN(1e6)))
-	return &env{t: t, ctx: ctx, mem: mem, p: flightsink.Pipeline{ID: name + "_pipe", Target: name}}
+	return &env{h: h, t: t, ctx: ctx, mem: mem, p: flightsink.Pipeline{ID: name + "_pipe", Target: name}}
 }
 
 func sanitize(s string) string {
@@ -123,8 +132,16 @@ func Batch(mem memory.Allocator, from, to int64) arrow.RecordBatch {
 // id next.
 func CP(next int64) []byte { return checkpoint.Positions{"sinktest/0": next}.Encode() }
 
+// batch builds the batch of ids [from, to) with the harness's builder.
+func (e *env) batch(from, to int64) arrow.RecordBatch {
+	if e.h.Batch != nil {
+		return e.h.Batch(e.mem, from, to)
+	}
+	return Batch(e.mem, from, to)
+}
+
 func (e *env) write(w flightsink.Writer, from, to int64) error {
-	rec := Batch(e.mem, from, to)
+	rec := e.batch(from, to)
 	defer rec.Release()
 	return w.WriteBatch(e.ctx, rec, CP(to))
 }
@@ -150,7 +167,7 @@ func sorted(ids []int64) []int64 {
 }
 
 func testFresh(t *testing.T, h Harness) {
-	e := setup(t)
+	e := setup(t, h)
 	s := h.NewSink(t)
 	cp, err := s.Checkpoint(e.ctx, e.p)
 	require.NoError(t, err)
@@ -161,7 +178,7 @@ func testFresh(t *testing.T, h Harness) {
 }
 
 func testCommitAndResume(t *testing.T, h Harness) {
-	e := setup(t)
+	e := setup(t, h)
 	w, _ := e.open(h.NewSink(t))
 	require.NoError(t, e.write(w, 0, 10))
 	require.NoError(t, e.write(w, 10, 25))
@@ -184,7 +201,7 @@ func testCommitAndResume(t *testing.T, h Harness) {
 }
 
 func testReplay(t *testing.T, h Harness) {
-	e := setup(t)
+	e := setup(t, h)
 	w, _ := e.open(h.NewSink(t))
 	require.NoError(t, e.write(w, 0, 10))
 	require.NoError(t, e.write(w, 10, 20))
@@ -201,7 +218,7 @@ func testReplay(t *testing.T, h Harness) {
 }
 
 func testCrashBeforeAck(t *testing.T, h Harness) {
-	e := setup(t)
+	e := setup(t, h)
 	w, _ := e.open(h.NewSink(t))
 	require.NoError(t, e.write(w, 0, 10))
 	require.NoError(t, e.write(w, 10, 20))
@@ -225,7 +242,7 @@ func testCrashBeforeAck(t *testing.T, h Harness) {
 }
 
 func testSchemaMismatch(t *testing.T, h Harness) {
-	e := setup(t)
+	e := setup(t, h)
 	w, _ := e.open(h.NewSink(t))
 	require.NoError(t, e.write(w, 0, 5))
 
@@ -254,9 +271,9 @@ func testSchemaMismatch(t *testing.T, h Harness) {
 }
 
 func testMissingCheckpoint(t *testing.T, h Harness) {
-	e := setup(t)
+	e := setup(t, h)
 	w, _ := e.open(h.NewSink(t))
-	rec := Batch(e.mem, 0, 3)
+	rec := e.batch(0, 3)
 	err := w.WriteBatch(e.ctx, rec, nil)
 	rec.Release()
 	require.Truef(t, errors.Is(err, flightline.ErrInvalidInput), "want ErrInvalidInput, got %v", err)
@@ -265,10 +282,10 @@ func testMissingCheckpoint(t *testing.T, h Harness) {
 }
 
 func testEmptyBatch(t *testing.T, h Harness) {
-	e := setup(t)
+	e := setup(t, h)
 	w, _ := e.open(h.NewSink(t))
 	require.NoError(t, e.write(w, 0, 5))
-	empty := Batch(e.mem, 0, 0)
+	empty := e.batch(0, 0)
 	require.NoError(t, w.WriteBatch(e.ctx, empty, CP(9)))
 	empty.Release()
 	require.NoError(t, w.Close(e.ctx))
@@ -279,7 +296,7 @@ func testEmptyBatch(t *testing.T, h Harness) {
 }
 
 func testZombie(t *testing.T, h Harness) {
-	e := setup(t)
+	e := setup(t, h)
 	old, _ := e.open(h.NewSink(t))
 	require.NoError(t, e.write(old, 0, 5))
 

@@ -205,3 +205,41 @@ func TestKfakeBrokerLostMidStream(t *testing.T) {
 		rec.Release()
 	}
 }
+
+// Heartbeats of a schema whose empty columns allocate (list<struct>) are
+// released: served over Flight with a tiny heartbeat interval while idle.
+func TestKfakeHeartbeatsReleased(t *testing.T) {
+	brokers := fakeCluster(t, 1, "idle")
+	produce(t, brokers, "idle", 0, 10, 0)
+	mem := checkedMem(t)
+	src, err := kafka.New(kafka.Brokers(brokers...), kafka.Topics("idle"), kafka.GroupID("g"), kafka.WithoutGroupMembership(),
+		kafka.BatchWait(5*time.Millisecond), kafka.Allocator(mem), kafka.Logger(quietLog()))
+	require.NoError(t, err)
+	defer src.Close()
+	gs, _, err := endpoint.NewServer(endpoint.ServerConfig{})
+	require.NoError(t, err)
+	flight.RegisterFlightServiceServer(gs, flightsrc.NewServer(src, flightsrc.WithAllocator(mem),
+		flightsrc.WithLogger(slog.New(slog.DiscardHandler)), flightsrc.WithHeartbeat(5*time.Millisecond)))
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go gs.Serve(lis)
+	defer gs.Stop()
+	cl, err := flightsrc.DialWithAllocator("grpc://"+lis.Addr().String(), flightsrc.ClientConfig{}, mem)
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rd, err := cl.Read(ctx, flightsrc.ReadRequest{Stream: "idle"})
+	require.NoError(t, err)
+	defer rd.Close()
+	rows, heartbeats := 0, 0
+	for heartbeats < 20 {
+		rec, _, err := rd.Next(ctx)
+		require.NoError(t, err)
+		if rec.NumRows() == 0 && rows == 10 {
+			heartbeats++
+		}
+		rows += int(rec.NumRows())
+		rec.Release()
+	}
+}

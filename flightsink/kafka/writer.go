@@ -1,0 +1,415 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/internal/kafkaconn"
+)
+
+// Column names the sink reads; other columns of a batch are ignored.
+const (
+	ColValue   = "value"   // binary, large_binary or binary_view; required
+	ColKey     = "key"     // binary or string family; optional
+	ColHeaders = "headers" // list<struct<key: utf8, value: binary>>; optional
+)
+
+// Per-record bytes on top of key, value and headers in a record batch:
+// the batch header for a record alone in its batch, and the record's own
+// length, attributes, timestamp and offset deltas and header count.
+const (
+	batchOverhead     = 61
+	recordOverhead    = 21
+	headerOverhead    = 10
+	checkpointReserve = 1 << 10
+)
+
+// writer is the Writer of one pipeline: one transactional producer.
+type writer struct {
+	s        *Sink
+	p        flightsink.Pipeline
+	topic    string
+	parts    int32
+	maxBytes int32
+	cl       *kgo.Client
+	sticky   atomic.Uint32 // partition of keyless records, rotated per batch
+
+	last   []byte // last committed checkpoint
+	broken error  // set when the producer cannot start another transaction
+	closed bool
+
+	recs []kgo.Record       // reused across batches once all promises fired
+	hdrs []kgo.RecordHeader // reused likewise
+
+	beforeCommit func(context.Context) error // test hook: after flush, before commit
+}
+
+// bytesCol reads one binary-like column without copying. The slices alias
+// the batch's buffers: they are valid while the batch is retained.
+type bytesCol interface {
+	IsNull(i int) bool
+	Value(i int) []byte
+}
+
+type stringCol interface {
+	IsNull(i int) bool
+	Value(i int) string
+}
+
+type strBytes struct{ stringCol }
+
+func (c strBytes) Value(i int) []byte {
+	s := c.stringCol.Value(i)
+	return unsafe.Slice(unsafe.StringData(s), len(s)) // read-only alias
+}
+
+func asBytes(a arrow.Array, allowString bool) (bytesCol, bool) {
+	switch c := a.(type) {
+	case *array.Binary:
+		return c, true
+	case *array.LargeBinary:
+		return c, true
+	case *array.BinaryView:
+		return c, true
+	}
+	if allowString {
+		switch c := a.(type) {
+		case *array.String:
+			return strBytes{c}, true
+		case *array.LargeString:
+			return strBytes{c}, true
+		case *array.StringView:
+			return strBytes{c}, true
+		}
+	}
+	return nil, false
+}
+
+type columns struct {
+	value, key bytesCol
+	hdrs       *array.List
+	hdrKey     stringCol
+	hdrValue   bytesCol
+	partition  *array.Int32
+}
+
+func mismatch(format string, args ...any) error {
+	return fmt.Errorf("%w: %w: kafka sink: "+format, append([]any{flightline.ErrSchemaMismatch, flightline.ErrInvalidInput}, args...)...)
+}
+
+// columns finds the columns the sink reads. A batch the sink cannot
+// produce from fails here, before any I/O, with an error wrapping both
+// flightline.ErrSchemaMismatch and flightline.ErrInvalidInput.
+func (w *writer) columns(rec arrow.RecordBatch) (columns, error) {
+	var c columns
+	sc := rec.Schema()
+	col := func(name string) (arrow.Array, bool) {
+		idx := sc.FieldIndices(name)
+		if len(idx) == 0 {
+			return nil, false
+		}
+		return rec.Column(idx[0]), true
+	}
+	v, ok := col(ColValue)
+	if !ok {
+		return c, mismatch("the batch has no %q column (binary, large_binary or binary_view); columns: %v", ColValue, fieldNames(sc))
+	}
+	if c.value, ok = asBytes(v, false); !ok {
+		return c, mismatch("column %q is %s; want binary, large_binary or binary_view (value_format raw)", ColValue, v.DataType())
+	}
+	if k, ok := col(ColKey); ok {
+		if c.key, ok = asBytes(k, true); !ok {
+			return c, mismatch("column %q is %s; want a binary or string type", ColKey, k.DataType())
+		}
+	}
+	if h, ok := col(ColHeaders); ok {
+		l, ok := h.(*array.List)
+		var st *array.Struct
+		if ok {
+			st, ok = l.ListValues().(*array.Struct)
+		}
+		if ok && st.NumField() == 2 {
+			hk, okk := st.Field(0).(stringCol)
+			hv, okv := asBytes(st.Field(1), false)
+			_, isStr := st.Field(0).(*array.String)
+			_, isLStr := st.Field(0).(*array.LargeString)
+			ok = okk && okv && (isStr || isLStr)
+			c.hdrs, c.hdrKey, c.hdrValue = l, hk, hv
+		} else {
+			ok = false
+		}
+		if !ok {
+			return c, mismatch("column %q is %s; want list<struct<key: utf8, value: binary>>", ColHeaders, h.DataType())
+		}
+	}
+	if w.s.cfg.partitionCol != "" {
+		p, ok := col(w.s.cfg.partitionCol)
+		if !ok {
+			return c, mismatch("the batch has no partition column %q", w.s.cfg.partitionCol)
+		}
+		if c.partition, ok = p.(*array.Int32); !ok {
+			return c, mismatch("partition column %q is %s; want int32", w.s.cfg.partitionCol, p.DataType())
+		}
+	}
+	return c, nil
+}
+
+func fieldNames(sc *arrow.Schema) []string {
+	out := make([]string, sc.NumFields())
+	for i, f := range sc.Fields() {
+		out[i] = f.Name
+	}
+	return out
+}
+
+// build fills w.recs with one record per row, checking every row against
+// the topic's limits before anything is produced.
+func (w *writer) build(rec arrow.RecordBatch, c columns) ([]kgo.Record, error) {
+	n := int(rec.NumRows())
+	if cap(w.recs) < n+1 {
+		w.recs = make([]kgo.Record, n+1)
+	}
+	recs := w.recs[:n+1]
+	nh := 0
+	if c.hdrs != nil {
+		nh = c.hdrKey.(arrow.Array).Len()
+	}
+	if cap(w.hdrs) < nh {
+		w.hdrs = make([]kgo.RecordHeader, nh)
+	}
+	hdrs := w.hdrs[:nh]
+	limit := int(w.maxBytes)
+	for i := range n {
+		r := &recs[i]
+		*r = kgo.Record{Topic: w.topic, Partition: -1}
+		size := batchOverhead + recordOverhead
+		if !c.value.IsNull(i) {
+			r.Value = c.value.Value(i)
+			if r.Value == nil {
+				r.Value = []byte{} // an empty value, not a tombstone
+			}
+			size += len(r.Value)
+		}
+		if c.key != nil && !c.key.IsNull(i) {
+			r.Key = c.key.Value(i)
+			if r.Key == nil {
+				r.Key = []byte{}
+			}
+			size += len(r.Key)
+		}
+		if c.hdrs != nil && !c.hdrs.IsNull(i) {
+			from, to := c.hdrs.ValueOffsets(i)
+			hs := hdrs[from:to:to]
+			for j := range hs {
+				k := int(from) + j
+				hs[j] = kgo.RecordHeader{Key: c.hdrKey.Value(k)}
+				if !c.hdrValue.IsNull(k) {
+					hs[j].Value = c.hdrValue.Value(k)
+				}
+				size += headerOverhead + len(hs[j].Key) + len(hs[j].Value)
+			}
+			r.Headers = hs
+		}
+		if c.partition != nil {
+			if c.partition.IsNull(i) {
+				return nil, fmt.Errorf("%w: kafka sink: row %d: null in partition column %q", flightline.ErrInvalidInput, i, w.s.cfg.partitionCol)
+			}
+			p := c.partition.Value(i)
+			if p < 0 || p >= w.parts {
+				return nil, fmt.Errorf("%w: kafka sink: row %d: partition %d does not exist (topic %q has %d partitions)",
+					flightline.ErrInvalidInput, i, p, w.topic, w.parts)
+			}
+			r.Partition = p
+		}
+		if size > limit {
+			return nil, fmt.Errorf("%w: kafka sink: row %d: record of %d bytes exceeds max.message.bytes=%d of topic %q; nothing of the batch was produced",
+				flightline.ErrInvalidInput, i, size, limit, w.topic)
+		}
+	}
+	return recs, nil
+}
+
+// inflight tracks the promises of one transaction. The batch is retained
+// until the last promise fired, so no record outlives the buffers it
+// aliases even when an abort gives up waiting.
+type inflight struct {
+	pending atomic.Int64
+	rec     arrow.RecordBatch
+	recs    []kgo.Record
+	mu      sync.Mutex
+	err     error
+}
+
+func (b *inflight) done() {
+	if b.pending.Add(-1) == 0 {
+		b.rec.Release()
+	}
+}
+
+func (b *inflight) promise(r *kgo.Record, err error) {
+	if err != nil {
+		b.mu.Lock()
+		if b.err == nil {
+			b.err = b.describe(r, err)
+		}
+		b.mu.Unlock()
+	}
+	b.done()
+}
+
+// describe names the row of a failed record.
+func (b *inflight) describe(r *kgo.Record, err error) error {
+	for i := range b.recs {
+		if &b.recs[i] != r {
+			continue
+		}
+		if i == len(b.recs)-1 {
+			return fmt.Errorf("checkpoint record to %s/%d: %w", r.Topic, r.Partition, err)
+		}
+		if errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) {
+			return fmt.Errorf("%w: row %d: record rejected as too large for topic %q: %w", flightline.ErrInvalidInput, i, r.Topic, err)
+		}
+		return fmt.Errorf("row %d to %s/%d: %w", i, r.Topic, r.Partition, err)
+	}
+	return err
+}
+
+// WriteBatch implements flightsink.Writer: one Kafka transaction holding a
+// record per row of rec and the checkpoint record. On any failure the
+// transaction is aborted and nothing of it becomes visible to read_committed
+// consumers.
+func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byte) error {
+	switch {
+	case w.closed:
+		return fmt.Errorf("%w: writer of %q is closed", flightline.ErrInvalidInput, w.p.ID)
+	case w.broken != nil:
+		return w.broken
+	case len(cp) == 0:
+		return fmt.Errorf("%w: batch without checkpoint", flightline.ErrInvalidInput)
+	}
+	c, err := w.columns(rec)
+	if err != nil {
+		return err
+	}
+	if flightsink.Replayed(w.last, cp) {
+		return nil
+	}
+	recs, err := w.build(rec, c)
+	if err != nil {
+		return err
+	}
+	cpr := &recs[len(recs)-1]
+	*cpr = kgo.Record{Topic: w.s.cfg.cpTopic, Partition: -1, Key: []byte(w.p.ID), Value: cp,
+		Headers: []kgo.RecordHeader{{Key: HeaderTarget, Value: []byte(w.topic)}}}
+	w.sticky.Add(1)
+
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, w.s.cfg.batchTimeout)
+	defer cancel()
+	if err := w.cl.BeginTransaction(); err != nil {
+		return w.fail(parent, fmt.Errorf("begin transaction: %w", err))
+	}
+	rec.Retain()
+	b := &inflight{rec: rec, recs: recs}
+	b.pending.Store(int64(len(recs)) + 1) // +1: this call's own reference
+	for i := range recs {
+		w.cl.Produce(ctx, &recs[i], b.promise)
+	}
+	ferr := w.cl.Flush(ctx)
+	b.done()
+	b.mu.Lock()
+	err = b.err
+	b.mu.Unlock()
+	if err == nil {
+		err = ferr
+	}
+	if err == nil && w.beforeCommit != nil {
+		err = w.beforeCommit(ctx)
+	}
+	if err != nil {
+		return w.abort(parent, err)
+	}
+	if err := w.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		// The outcome is unknown (the commit may have been decided before
+		// the error): this producer is done; the next Open's checkpoint
+		// tells the truth and a replay of this batch is then a no-op.
+		e := w.fail(parent, fmt.Errorf("commit: %w", err))
+		if w.broken == nil {
+			w.broken = e
+		}
+		return e
+	}
+	w.last = cp
+	return nil
+}
+
+// abort ends the open transaction without committing it.
+func (w *writer) abort(parent context.Context, cause error) error {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(parent), w.s.cfg.batchTimeout)
+	defer cancel()
+	if err := w.cl.AbortBufferedRecords(actx); err != nil {
+		w.broken = w.fail(parent, fmt.Errorf("%v; aborting buffered records: %w", cause, err))
+	} else if err := w.cl.EndTransaction(actx, kgo.TryAbort); err != nil {
+		w.broken = w.fail(parent, fmt.Errorf("%v; abort: %w", cause, err))
+	}
+	e := w.fail(parent, fmt.Errorf("transaction aborted: %w", cause))
+	if w.broken != nil && errors.Is(w.broken, flightline.ErrFenced) {
+		return w.broken
+	}
+	return e
+}
+
+// fail classifies err for the pipeline. A timeout of the batch (not of the
+// caller's ctx) is an outage: ErrUnavailable. Fencing is permanent.
+func (w *writer) fail(parent context.Context, err error) error {
+	switch {
+	case errors.Is(err, flightline.ErrInvalidInput), errors.Is(err, flightline.ErrFenced):
+	case parent.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kgo.ErrRecordTimeout) ||
+		errors.Is(err, kgo.ErrRecordRetries) || errors.Is(err, kgo.ErrAborting)):
+		err = fmt.Errorf("%w: %w", flightline.ErrUnavailable, err)
+	}
+	err = kafkaconn.Classify(fmt.Errorf("kafka sink: pipeline %q, topic %q: %w", w.p.ID, w.topic, err), w.s.cfg.saslName)
+	if errors.Is(err, flightline.ErrFenced) {
+		w.broken = err
+	}
+	return err
+}
+
+// Close implements flightsink.Writer. It commits nothing; an open
+// transaction (there is none between WriteBatch calls) would be aborted by
+// the broker.
+func (w *writer) Close(context.Context) error {
+	if !w.closed {
+		w.closed = true
+		w.cl.Close()
+	}
+	return nil
+}
+
+// partitioner places the sink's records: an explicit partition (>= 0) as
+// is; keyed records by murmur2 of the key, like the Java client; keyless
+// records of one batch on one partition, rotating per batch.
+type partitioner struct{ sticky *atomic.Uint32 }
+
+func (p *partitioner) ForTopic(string) kgo.TopicPartitioner { return p }
+func (p *partitioner) RequiresConsistency(*kgo.Record) bool { return true }
+func (p *partitioner) Partition(r *kgo.Record, n int) int {
+	switch {
+	case r.Partition >= 0:
+		return int(r.Partition)
+	case r.Key != nil:
+		return keyHasher.Partition(r, n)
+	}
+	return int(p.sticky.Load() % uint32(n))
+}
