@@ -76,13 +76,14 @@ func ValueColumns(mem memory.Allocator) coordinator.Transform {
 // structField returns field j of s as an array of s's length, null
 // wherever s is null. The caller releases it.
 func structField(mem memory.Allocator, s *array.Struct, j int) arrow.Array {
-	off, n := s.Data().Offset(), s.Len()
-	sliced := array.NewSlice(s.Field(j), int64(off), int64(off+n))
+	// Field already has s's offset and length applied.
+	child := s.Field(j)
 	if s.NullN() == 0 {
-		return sliced
+		child.Retain()
+		return child
 	}
-	defer sliced.Release()
-	d := sliced.Data()
+	off, n := s.Data().Offset(), s.Len()
+	d := child.Data()
 	// The new bitmap keeps the child's offset, so its data buffers are
 	// shared as they are.
 	co := d.Offset()

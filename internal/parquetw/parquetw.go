@@ -151,36 +151,42 @@ func DictionaryPays(col arrow.Array) bool {
 	}
 	switch a := col.(type) {
 	case *array.String:
-		return distinct(n, func(i int) string { return a.Value(i) }, a) <= n/2
+		return distinct(n, n/2, func(i int) string { return a.Value(i) }, a) <= n/2
 	case *array.LargeString:
-		return distinct(n, func(i int) string { return a.Value(i) }, a) <= n/2
+		return distinct(n, n/2, func(i int) string { return a.Value(i) }, a) <= n/2
 	case *array.Binary:
-		return distinct(n, func(i int) string { return string(a.Value(i)) }, a) <= n/2
+		return distinct(n, n/2, func(i int) string { return string(a.Value(i)) }, a) <= n/2
 	case *array.Int64:
-		return distinct(n, a.Value, a) <= n/8
+		return distinct(n, n/8, a.Value, a) <= n/8
 	case *array.Int32:
-		return distinct(n, a.Value, a) <= n/8
+		return distinct(n, n/8, a.Value, a) <= n/8
 	case *array.Float64:
-		return distinct(n, a.Value, a) <= n/8
+		return distinct(n, n/8, a.Value, a) <= n/8
 	case *array.Float32:
-		return distinct(n, a.Value, a) <= n/8
+		return distinct(n, n/8, a.Value, a) <= n/8
 	case *array.Int16:
-		return distinct(n, a.Value, a) <= n/8
+		return distinct(n, n/8, a.Value, a) <= n/8
 	case *array.Int8:
-		return distinct(n, a.Value, a) <= n/8
+		return distinct(n, n/8, a.Value, a) <= n/8
 	case *array.Date32:
-		return distinct(n, a.Value, a) <= n/8
+		return distinct(n, n/8, a.Value, a) <= n/8
 	case *array.Timestamp:
-		return distinct(n, a.Value, a) <= n/8
+		return distinct(n, n/8, a.Value, a) <= n/8
 	}
 	return false
 }
 
-func distinct[T comparable](n int, v func(int) T, a arrow.Array) int {
-	seen := make(map[T]struct{}, 64)
+// distinct counts the distinct valid values among the first n rows of a,
+// stopping once the count exceeds limit: a high-cardinality column (ids,
+// offsets, timestamps) is decided after limit+1 values instead of n.
+func distinct[T comparable](n, limit int, v func(int) T, a arrow.Array) int {
+	seen := make(map[T]struct{}, min(limit+1, 64))
 	for i := range n {
 		if a.IsValid(i) {
 			seen[v(i)] = struct{}{}
+			if len(seen) > limit {
+				break
+			}
 		}
 	}
 	return len(seen)
