@@ -57,7 +57,7 @@ func kdRecords() int {
 			return n
 		}
 	}
-	return 400_000 // 100k per partition: whole 10k batches, no partial one waiting for BatchWait
+	return 1_000_000 // 250k per partition: whole 10k batches, no partial one waiting for BatchWait
 }
 
 var (

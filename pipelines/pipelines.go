@@ -142,7 +142,7 @@ func KafkaToDelta(ctx context.Context, cfg kafka.PipelineConfig, tableURI string
 	var src flightsrc.Source = r.Source
 	var sink flightsink.Sink = r.Sink
 	if o.loopback {
-		if r.SourceURL, err = r.serve(flightsrc.NewServer(compact(r.Source, o.mem), o.srcOpts...)); err != nil {
+		if r.SourceURL, err = r.serve(flightsrc.NewServer(kafka.Compacted(r.Source, o.mem), o.srcOpts...)); err != nil {
 			return nil, err
 		}
 		if r.SinkURL, err = r.serve(flightsink.NewServer(r.Sink, o.sinkOpts...)); err != nil {
