@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -117,22 +118,47 @@ func verifyWithPyarrow(t *testing.T, dir string, n int64) {
 	t.Logf("pyarrow: %s", strings.TrimSpace(string(out)))
 }
 
-// TestCrashDemoKill9 kills the one-process demo pipeline with SIGKILL at
-// random points, at least 20 times, restarting it each time, then lets it
-// finish: pyarrow must find every generated row exactly once.
+// verifyDeltaKeys checks with delta-rs that column of the Delta table at
+// uri holds every key of [0, n) exactly once (the strings prefix0 ..
+// prefix(n-1) when prefix is not empty).
+func verifyDeltaKeys(t *testing.T, uri string, storage map[string]string, column string, n int64, prefix string) {
+	t.Helper()
+	py := Need(t, "FLIGHTLINE_PYTHON", "python with deltalake")
+	args := []string{"python/verify_delta_keys.py", uri, column, fmt.Sprint(n)}
+	if prefix != "" {
+		args = append(args, prefix)
+	}
+	js, _ := json.Marshal(storage)
+	cmd := exec.Command(py, args...)
+	cmd.Env = append(os.Environ(), "FLIGHTLINE_DELTA_STORAGE="+string(js))
+	out, err := cmd.CombinedOutput()
+	require.NoErrorf(t, err, "independent check failed (every key exactly once): %s", out)
+	t.Logf("delta-rs: %s", strings.TrimSpace(string(out)))
+}
+
+// TestCrashDemoKill9 kills the one-process demo (embedded Kafka → Flight →
+// coordinator → Flight → Delta) with SIGKILL at random points while it
+// writes, at least 20 times, restarting it each time (each start re-seeds
+// the same topic), then lets it finish: delta-rs must find every order id
+// exactly once.
 func TestCrashDemoKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test: skipped in -short mode")
 	}
 	bin := flightlineBin(t)
 	dir := t.TempDir()
-	const rows, kills = 400_000, 24
-	args := []string{"demo", "--out", dir, "--rows", fmt.Sprint(rows), "--batch-rows", "1000", "--interval", "3ms"}
+	const rows, kills = 60_000, 24
+	args := []string{"demo", "--out", dir, "--rows", fmt.Sprint(rows), "--partitions", "3", "--batch-rows", "500", "--interval", "10ms"}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	killed := 0
 	for killed < kills {
 		p := start(t, bin, args...)
-		time.Sleep(time.Duration(50+rng.IntN(450)) * time.Millisecond)
+		// Kill while the pipeline runs, not while the topic is seeded.
+		require.Eventually(t, func() bool {
+			done, _ := p.exited()
+			return done || strings.Contains(p.log.String(), "flightline demo:")
+		}, time.Minute, 5*time.Millisecond, "the demo did not start:\n%s", p.log)
+		time.Sleep(time.Duration(20+rng.IntN(400)) * time.Millisecond)
 		if done, err := p.exited(); done {
 			require.NoErrorf(t, err, "demo failed before its kill:\n%s", p.log.String())
 			t.Logf("demo finished before kill %d; all rows written", killed+1)
@@ -145,8 +171,8 @@ func TestCrashDemoKill9(t *testing.T) {
 	require.GreaterOrEqual(t, killed, 20, "the demo must have been killed at least 20 times; slow it down")
 	final := start(t, bin, args...)
 	require.NoError(t, <-final.doneOnce(), final.log.String())
-	require.Contains(t, final.log.String(), fmt.Sprintf(`"orders/0":%d`, rows))
-	verifyWithPyarrow(t, filepath.Join(dir, "orders"), rows)
+	require.Contains(t, final.log.String(), `{"positions":{"orders/0":20000,"orders/1":20000,"orders/2":20000}}`)
+	verifyDeltaKeys(t, filepath.Join(dir, "orders"), nil, "order_id", rows, "")
 }
 
 func freePort(t *testing.T) string {

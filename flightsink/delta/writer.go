@@ -69,6 +69,8 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 	if flightsink.Replayed(w.last, cp) {
 		return nil
 	}
+	rec = storable(w.s.o.mem, rec)
+	defer rec.Release()
 	batch, err := deltalog.FromArrowSchema(rec.Schema())
 	if err != nil {
 		return err
