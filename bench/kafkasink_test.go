@@ -70,7 +70,7 @@ func newBenchTopic(b *testing.B, adm *kadm.Client, prefix string) string {
 	}
 	// Wait until the topic has leaders, so neither contender pays for
 	// metadata retries on a topic the broker is still creating.
-	for range 100 {
+	for range 1500 { // up to 30 s: a loaded broker can be slow to elect
 		md, err := adm.Metadata(context.Background(), name)
 		if err == nil && md.Topics[name].Err == nil && len(md.Topics[name].Partitions) == kPartitions {
 			ok := true

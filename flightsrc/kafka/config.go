@@ -11,10 +11,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/sasl"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/internal/kafkaconn"
 	"github.com/flightline/flightline/kafkadecode"
 )
 
@@ -141,7 +140,7 @@ func TLS(cfg *tls.Config) Option { return func(c *config) error { c.tls = cfg; r
 // SASLPlain authenticates with SASL/PLAIN.
 func SASLPlain(user, pass string) Option {
 	return func(c *config) error {
-		c.sasl, c.saslName = plain.Auth{User: user, Pass: pass}.AsMechanism(), "PLAIN"
+		c.sasl, c.saslName = kafkaconn.SASLPlain(user, pass), "PLAIN"
 		return nil
 	}
 }
@@ -150,15 +149,11 @@ func SASLPlain(user, pass string) Option {
 // "SCRAM-SHA-512".
 func SASLScram(mechanism, user, pass string) Option {
 	return func(c *config) error {
-		a := scram.Auth{User: user, Pass: pass}
-		switch mechanism {
-		case "SCRAM-SHA-256":
-			c.sasl = a.AsSha256Mechanism()
-		case "SCRAM-SHA-512":
-			c.sasl = a.AsSha512Mechanism()
-		default:
-			return fmt.Errorf("%w: SASL mechanism %q: want SCRAM-SHA-256 or SCRAM-SHA-512", flightline.ErrInvalidInput, mechanism)
+		m, err := kafkaconn.SASLScram(mechanism, user, pass)
+		if err != nil {
+			return err
 		}
+		c.sasl = m
 		c.saslName = mechanism
 		return nil
 	}

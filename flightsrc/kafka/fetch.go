@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/internal/kafkaconn"
 	"github.com/flightline/flightline/kafkadecode"
 )
 
@@ -197,7 +198,7 @@ func (r *reader) partition(ctx context.Context, rp *kmsg.FetchResponseTopicParti
 		errors.Is(err, kerr.FencedLeaderEpoch), errors.Is(err, kerr.UnknownLeaderEpoch),
 		errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.UnknownTopicID),
 		errors.Is(err, kerr.KafkaStorageError), errors.Is(err, kerr.OffsetNotAvailable),
-		errors.Is(err, kerr.ReplicaNotAvailable), isRetriableKerr(err):
+		errors.Is(err, kerr.ReplicaNotAvailable), kafkaconn.IsRetriableKerr(err):
 		r.s.log.Info("kafka partition moved or unavailable; refreshing metadata", "topic", r.topic, "partition", p, "err", err)
 		return err, false
 	default:

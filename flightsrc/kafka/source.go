@@ -21,6 +21,7 @@ import (
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/flightsrc"
+	"github.com/flightline/flightline/internal/kafkaconn"
 	"github.com/flightline/flightline/kafkadecode"
 )
 
@@ -75,7 +76,7 @@ func New(opts ...Option) (*Source, error) {
 		kgo.ClientID(c.clientID),
 		kgo.RequestRetries(3),
 		kgo.RetryTimeout(10 * time.Second),
-		kgo.WithLogger(kgoLogger{s.log}),
+		kgo.WithLogger(kafkaconn.Logger{L: s.log}),
 	}
 	if c.tls != nil {
 		s.opts = append(s.opts, kgo.DialTLSConfig(c.tls))
@@ -412,36 +413,8 @@ func (s *Source) resetOffsets(ctx context.Context, topic string, parts []int32) 
 }
 
 // classify wraps err with the flightline sentinel callers branch on.
-func (s *Source) classify(err error) error {
-	var ne net.Error
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, flightline.ErrNotFound), errors.Is(err, flightline.ErrUnavailable),
-		errors.Is(err, flightline.ErrUnauthenticated), errors.Is(err, flightline.ErrPermissionDenied),
-		errors.Is(err, flightline.ErrInvalidInput), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return err
-	case errors.Is(err, kerr.SaslAuthenticationFailed), errors.Is(err, kerr.IllegalSaslState),
-		errors.Is(err, kerr.UnsupportedSaslMechanism), errors.Is(err, kerr.SaslAuthenticationFailed):
-		return fmt.Errorf("%w: Kafka rejected the credentials (SASL %s): %w", flightline.ErrUnauthenticated, s.cfg.saslName, err)
-	case errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.GroupAuthorizationFailed),
-		errors.Is(err, kerr.ClusterAuthorizationFailed):
-		return fmt.Errorf("%w: %w", flightline.ErrPermissionDenied, err)
-	case errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.UnknownTopicID):
-		return fmt.Errorf("%w: %w", flightline.ErrNotFound, err)
-	case errors.As(err, &ne), errors.Is(err, kgo.ErrClientClosed), isRetriableKerr(err):
-		return fmt.Errorf("%w: %w", flightline.ErrUnavailable, err)
-	case strings.Contains(err.Error(), "unable to dial"):
-		// kgo's dial errors are not typed; the broker address is in the text.
-		return fmt.Errorf("%w: %w", flightline.ErrUnavailable, err)
-	}
-	return err
-}
-
-func isRetriableKerr(err error) bool {
-	var ke *kerr.Error
-	return errors.As(err, &ke) && ke.Retriable
-}
+// classify wraps err with the flightline sentinel callers branch on.
+func (s *Source) classify(err error) error { return kafkaconn.Classify(err, s.cfg.saslName) }
 
 func deref(s *string) string {
 	if s == nil {
@@ -463,18 +436,4 @@ func splitKey(k string) (string, int32, bool) {
 		return "", 0, false
 	}
 	return k[:i], p, true
-}
-
-// kgoLogger forwards kgo's warnings and errors; its info and debug chatter
-// stays out of the pipeline's log.
-type kgoLogger struct{ l *slog.Logger }
-
-func (k kgoLogger) Level() kgo.LogLevel { return kgo.LogLevelWarn }
-func (k kgoLogger) Log(level kgo.LogLevel, msg string, kv ...any) {
-	switch level {
-	case kgo.LogLevelError:
-		k.l.Error("kgo: "+msg, kv...)
-	case kgo.LogLevelWarn:
-		k.l.Warn("kgo: "+msg, kv...)
-	}
 }
