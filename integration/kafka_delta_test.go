@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -155,4 +156,77 @@ func TestIntegrationKafkaDeltaCrashKill9(t *testing.T) {
 			verifyDeltaKeys(t, uri, storage, "key", n, "k")
 		})
 	}
+}
+
+// TestIntegrationKafkaDeltaSplitKill9 runs the Kafka source (serve-source,
+// a consumer-group member), the Delta sink (serve-sink) and the
+// coordinator (run) as three processes talking Flight over loopback, on
+// the real broker with records arriving, and kill -9s a random one of
+// them 30 times, restarting it each time. delta-rs must find every record
+// exactly once by key.
+func TestIntegrationKafkaDeltaSplitKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test: skipped in -short mode")
+	}
+	brokers := Need(t, "FLIGHTLINE_KAFKA_BROKERS", "Kafka broker")
+	Need(t, "FLIGHTLINE_PYTHON", "python with deltalake")
+	bin := flightlineBin(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	adm, topic := kafkaTopic(t, ctx, brokers, "kdsplit", 3)
+	uri := filepath.Join(t.TempDir(), "orders")
+	const n, kills = 20_000, 30
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		produceKeys(t, brokers, topic, n, 800, 800*time.Millisecond)
+	}()
+
+	pipeline := topic + "-pipe"
+	srcAddr, sinkAddr := freePort(t), freePort(t)
+	argv := map[string][]string{
+		"source": {"serve-source", "--listen", srcAddr, "--log-level", "warn", "--source",
+			fmt.Sprintf("kafka:?brokers=%s&topics=%s&group=%s-g&batch_rows=300&batch_wait=50ms&session_timeout=6s&instance_id=split-1", brokers, topic, topic)},
+		"sink": {"serve-sink", "--listen", sinkAddr, "--log-level", "warn", "--sink", "delta:" + uri + "?checkpoint_interval=10"},
+		"run": {"run", "--source", "grpc://" + srcAddr, "--sink", "grpc://" + sinkAddr, "--stream", topic,
+			"--pipeline", pipeline, "--log-level", "warn"},
+	}
+	names := []string{"source", "sink", "run"}
+	procs := map[string]*proc{}
+	for _, name := range names {
+		procs[name] = start(t, bin, argv[name]...)
+	}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 13))
+	victims := map[string]int{}
+	for range kills {
+		time.Sleep(time.Duration(300+rng.IntN(900)) * time.Millisecond)
+		for _, name := range names {
+			if done, err := procs[name].exited(); done {
+				t.Fatalf("%s exited before its kill (%v):\n%s", name, err, procs[name].log.String())
+			}
+		}
+		victim := names[rng.IntN(len(names))]
+		procs[victim].kill()
+		victims[victim]++
+		procs[victim] = start(t, bin, argv[victim]...)
+	}
+	t.Logf("kills: %v", victims)
+	<-produced
+	want := endPositions(t, ctx, adm, topic)
+	sink, err := sinkdelta.New(ctx, uri)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		cp, err := sink.Checkpoint(ctx, flightsink.Pipeline{ID: pipeline})
+		require.NoError(t, err)
+		if cp == nil {
+			return false
+		}
+		p, err := checkpoint.Parse(cp)
+		require.NoError(t, err)
+		return checkpoint.Covers(p, want)
+	}, 3*time.Minute, 200*time.Millisecond, "the pipeline did not reach the end of the topic %s:\n%s", want.Encode(), procs["run"].log)
+	for _, name := range names {
+		procs[name].kill()
+	}
+	verifyDeltaKeys(t, uri, nil, "key", n, "k")
 }
