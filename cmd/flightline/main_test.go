@@ -7,6 +7,7 @@ import (
 	"flag"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -58,4 +59,14 @@ func TestDemoWritesAndResumes(t *testing.T) {
 	require.Contains(t, out.String(), `{"positions":{"orders/0":15000,"orders/1":15000}}`)
 	logs, _ := filepath.Glob(filepath.Join(dir, "orders", "_delta_log", "*.json"))
 	require.NotEmpty(t, logs, "a Delta log")
+
+	// An empty topic ends at once; an interrupted demo says how to resume.
+	out.Reset()
+	require.NoError(t, demo(context.Background(), []string{"--out", filepath.Join(t.TempDir(), "empty"), "--rows", "0"}, &out))
+	require.Contains(t, out.String(), "wrote 0 rows")
+	out.Reset()
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	require.NoError(t, demo(ctx, []string{"--out", filepath.Join(t.TempDir(), "slow"), "--rows", "20000", "--batch-rows", "500", "--interval", "100ms"}, &out))
+	require.Contains(t, out.String(), "interrupted before the end of the topic")
 }
