@@ -32,13 +32,14 @@ type Runner struct {
 
 // Pipeline returns a one-call Kafka → sink pipeline: the Go counterpart of
 // the kafka_to_delta(...) helper Python pipeline users know, for any
-// flightsink.Sink. Kafka → Delta is
+// flightsink.Sink. For Kafka → Delta Lake use pipelines.KafkaToDelta,
+// which adds the Delta sink and its options:
 //
 //	r, err := kafka.Pipeline(kafka.PipelineConfig{
 //		Topic:    "orders",
-//		Pipeline: flightsink.Pipeline{ID: "orders-to-delta"},
+//		Pipeline: flightsink.Pipeline{ID: "orders-to-files"},
 //		Source:   []kafka.Option{kafka.Brokers("127.0.0.1:9092")},
-//	}, deltaSink) // the Delta sink of the Delta Lake issue
+//	}, sink)
 //	err = r.Run(ctx)
 //
 // The pipeline is exactly-once when the sink is: the sink's checkpoint is
