@@ -145,6 +145,7 @@ func TestCrashDemoKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test: skipped in -short mode")
 	}
+	Need(t, "FLIGHTLINE_PYTHON", "python with deltalake") // for the final check
 	bin := flightlineBin(t)
 	dir := t.TempDir()
 	const rows, kills = 60_000, 24
