@@ -221,6 +221,7 @@ wait:
 	}
 	fmt.Fprintf(out, "table: %s (Delta Lake; columns partition, offset, timestamp, key, order_id, customer, item, quantity, price, created_at, headers)\n", abs)
 	fmt.Fprintf(out, "read it with: python3 -c \"import deltalake; print(deltalake.DeltaTable('%s').to_pyarrow_table().num_rows)\"\n", abs)
+	fmt.Fprintf(out, "  (needs pip install deltalake; after make test, ~/.cache/flightline/venv/bin/python has it)\n")
 	return nil
 }
 
