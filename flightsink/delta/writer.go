@@ -69,7 +69,7 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 	if flightsink.Replayed(w.last, cp) {
 		return nil
 	}
-	rec = storable(w.s.o.mem, rec)
+	rec = parquetw.Storable(w.s.o.mem, rec, parquetw.StoredSchema(rec.Schema()))
 	defer rec.Release()
 	batch, err := deltalog.FromArrowSchema(rec.Schema())
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsink/sinktest"
+	"github.com/flightline/flightline/internal/parquetw"
 )
 
 func pos(kv ...any) []byte {
@@ -115,7 +116,7 @@ func TestSchemaObjectRoundTrip(t *testing.T) {
 func TestStoredSchemasCompareAsReadersSeeThem(t *testing.T) {
 	s := &Sink{o: options{mem: memory.NewGoAllocator()}}
 	stored := func(sc *arrow.Schema) *arrow.Schema {
-		data, err := encodeSchema(s, storedSchema(sc))
+		data, err := encodeSchema(s, parquetw.StoredSchema(sc))
 		require.NoError(t, err)
 		out, err := decodeSchema(data)
 		require.NoError(t, err)

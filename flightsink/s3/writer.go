@@ -49,7 +49,7 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 	if flightsink.Replayed(w.last, cp) {
 		return nil
 	}
-	sc := storedSchema(rec.Schema())
+	sc := parquetw.StoredSchema(rec.Schema())
 	if err := w.checkSchema(ctx, sc); err != nil {
 		return err
 	}
@@ -57,7 +57,7 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 		name := ObjectName(w.last, cp)
 		start := time.Now()
 		opts := append([]parquetw.Option{parquetw.Allocator(w.s.o.mem)}, w.s.o.pqOptions...)
-		st := storable(w.s.o.mem, rec, sc)
+		st := parquetw.Storable(w.s.o.mem, rec, sc)
 		data, _, err := parquetw.Bytes(st, opts...)
 		st.Release()
 		if err != nil {

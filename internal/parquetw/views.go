@@ -1,4 +1,4 @@
-package delta
+package parquetw
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
@@ -6,33 +6,47 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// Delta has no view types. Top-level binary_view and string_view columns
+// Parquet has no view types. Top-level binary_view and string_view columns
 // (the Kafka source's key and raw value) are stored as binary and string:
-// the values are copied once into contiguous buffers, and the table's
-// schema is the stored one, so a pipeline can send either form.
+// the values are copied once into contiguous buffers. Sinks that write
+// Parquet treat StoredSchema as the schema of what they store.
 
-// storable returns rec with its top-level view columns copied into binary
-// and string columns from mem, or rec Retained when it has none. The
-// caller releases the result.
-func storable(mem memory.Allocator, rec arrow.RecordBatch) arrow.RecordBatch {
-	sc := rec.Schema()
+// StoredType maps a column type to the type its Parquet column has.
+func StoredType(dt arrow.DataType) arrow.DataType {
+	switch dt.ID() {
+	case arrow.BINARY_VIEW:
+		return arrow.BinaryTypes.Binary
+	case arrow.STRING_VIEW:
+		return arrow.BinaryTypes.String
+	}
+	return dt
+}
+
+// StoredSchema is sc with StoredType applied to its top-level fields; sc
+// itself (the same pointer) when nothing changes.
+func StoredSchema(sc *arrow.Schema) *arrow.Schema {
 	var fs []arrow.Field
 	for i, f := range sc.Fields() {
-		var t arrow.DataType
-		switch f.Type.ID() {
-		case arrow.BINARY_VIEW:
-			t = arrow.BinaryTypes.Binary
-		case arrow.STRING_VIEW:
-			t = arrow.BinaryTypes.String
-		default:
-			continue
+		if t := StoredType(f.Type); t != f.Type {
+			if fs == nil {
+				fs = sc.Fields()
+			}
+			fs[i].Type = t
 		}
-		if fs == nil {
-			fs = sc.Fields()
-		}
-		fs[i].Type = t
 	}
 	if fs == nil {
+		return sc
+	}
+	md := sc.Metadata()
+	return arrow.NewSchema(fs, &md)
+}
+
+// Storable returns rec with its top-level view columns copied from mem into
+// their stored types, as a new batch of schema sc (StoredSchema of rec's),
+// or rec Retained when sc is rec's own schema. The caller releases the
+// result.
+func Storable(mem memory.Allocator, rec arrow.RecordBatch, sc *arrow.Schema) arrow.RecordBatch {
+	if sc == rec.Schema() {
 		rec.Retain()
 		return rec
 	}
@@ -54,8 +68,7 @@ func storable(mem memory.Allocator, rec arrow.RecordBatch) arrow.RecordBatch {
 			cols[i] = c
 		}
 	}
-	md := sc.Metadata()
-	out := array.NewRecordBatch(arrow.NewSchema(fs, &md), cols, rec.NumRows())
+	out := array.NewRecordBatch(sc, cols, rec.NumRows())
 	for _, c := range cols {
 		c.Release()
 	}
