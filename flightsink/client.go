@@ -99,7 +99,7 @@ func (c *Client) Open(ctx context.Context, p Pipeline) (Writer, []byte, error) {
 	exp := base64.StdEncoding.EncodeToString(cp)
 	cmd, _ := json.Marshal(PutCommand{PipelineID: p.ID, Target: p.Target, ResumeAfter: &exp})
 	sctx, cancel := context.WithCancel(context.Background())
-	return &remoteWriter{c: c, desc: &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: cmd}, ctx: sctx, cancel: cancel}, cp, nil
+	return &remoteWriter{c: c, desc: &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: cmd}, ctx: sctx, cancel: cancel, ready: make(chan struct{})}, cp, nil
 }
 
 // remoteWriter streams batches over one DoPut call. Submit runs on one
@@ -115,12 +115,6 @@ type remoteWriter struct {
 	w      *flight.Writer
 	schema *arrow.Schema
 	ready  chan struct{} // closed once stream is set
-	once   sync.Once
-}
-
-func (r *remoteWriter) readyCh() chan struct{} {
-	r.once.Do(func() { r.ready = make(chan struct{}) })
-	return r.ready
 }
 
 func (r *remoteWriter) start(schema *arrow.Schema) error {
@@ -136,7 +130,7 @@ func (r *remoteWriter) start(schema *arrow.Schema) error {
 	r.stream, r.schema = stream, schema
 	r.w = flight.NewRecordWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(r.c.mem))
 	r.w.SetFlightDescriptor(r.desc)
-	close(r.readyCh())
+	close(r.ready)
 	return nil
 }
 
@@ -171,7 +165,7 @@ var ErrWriterBroken = errors.New("flightsink: the sink ended the stream; Ack rep
 // Ack implements PipelinedWriter.
 func (r *remoteWriter) Ack(ctx context.Context) ([]byte, error) {
 	select {
-	case <-r.readyCh():
+	case <-r.ready:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-r.ctx.Done():
