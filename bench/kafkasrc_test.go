@@ -24,6 +24,7 @@ import (
 	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/flightsrc/kafka"
+	"github.com/flightline/flightline/internal/servicetest"
 	"github.com/flightline/flightline/kafkadecode"
 )
 
@@ -43,14 +44,7 @@ func kbRecords() int {
 }
 
 func kbBrokers(b *testing.B) []string {
-	v := os.Getenv("FLIGHTLINE_KAFKA_BROKERS")
-	if v == "" {
-		if os.Getenv("FLIGHTLINE_REQUIRE_SERVICES") == "1" {
-			b.Fatal("FLIGHTLINE_KAFKA_BROKERS is unset but FLIGHTLINE_REQUIRE_SERVICES=1")
-		}
-		b.Skip("Kafka benchmark: set FLIGHTLINE_KAFKA_BROKERS (integration/services/services.sh up kafka)")
-	}
-	return strings.Split(v, ",")
+	return strings.Split(servicetest.Need(b, "FLIGHTLINE_KAFKA_BROKERS", "Kafka broker"), ",")
 }
 
 var (

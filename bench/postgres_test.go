@@ -20,6 +20,7 @@ import (
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsink/postgres"
 	"github.com/flightline/flightline/internal/pgarrow"
+	"github.com/flightline/flightline/internal/servicetest"
 )
 
 // Rows per benchmark operation, written as batches of pgBatchRows. The
@@ -71,14 +72,7 @@ func pgBatches(mem memory.Allocator, rows int) []arrow.RecordBatch {
 }
 
 func pgDSN(b *testing.B) string {
-	dsn := os.Getenv("FLIGHTLINE_PG_DSN")
-	if dsn == "" {
-		if os.Getenv("FLIGHTLINE_REQUIRE_SERVICES") == "1" {
-			b.Fatal("FLIGHTLINE_PG_DSN is unset but FLIGHTLINE_REQUIRE_SERVICES=1")
-		}
-		b.Skip("PostgreSQL benchmark: set FLIGHTLINE_PG_DSN (integration/services/services.sh up postgres)")
-	}
-	return dsn
+	return servicetest.Need(b, "FLIGHTLINE_PG_DSN", "PostgreSQL")
 }
 
 // BenchmarkPostgres runs the sink and the raw COPY ceiling side by side on

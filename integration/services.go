@@ -10,22 +10,14 @@
 package integration
 
 import (
-	"os"
 	"testing"
+
+	"github.com/flightline/flightline/internal/servicetest"
 )
 
 // Need returns the value of the environment variable naming a service, or
 // skips (fails under FLIGHTLINE_REQUIRE_SERVICES=1) when it is unset.
 func Need(t testing.TB, env, what string) string {
 	t.Helper()
-	v := os.Getenv(env)
-	if v != "" {
-		return v
-	}
-	msg := what + " not available: " + env + " is unset (run `make test`, which starts the services)"
-	if os.Getenv("FLIGHTLINE_REQUIRE_SERVICES") == "1" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
+	return servicetest.Need(t, env, what)
 }

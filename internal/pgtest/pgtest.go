@@ -5,10 +5,10 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"testing"
 	"time"
 
+	"github.com/flightline/flightline/internal/servicetest"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -17,13 +17,7 @@ import (
 // `make test`), so integration tests never quietly stop running.
 func DSN(tb testing.TB) string {
 	tb.Helper()
-	dsn := os.Getenv("FLIGHTLINE_PG_DSN")
-	if dsn == "" {
-		if os.Getenv("FLIGHTLINE_REQUIRE_SERVICES") == "1" {
-			tb.Fatal("FLIGHTLINE_PG_DSN is not set but FLIGHTLINE_REQUIRE_SERVICES=1: run `integration/services/services.sh up postgres` and export integration/services/run/env")
-		}
-		tb.Skip("PostgreSQL not available: set FLIGHTLINE_PG_DSN (see integration/services/services.sh up postgres) to run this test")
-	}
+	dsn := servicetest.Need(tb, "FLIGHTLINE_PG_DSN", "PostgreSQL")
 	return dsn
 }
 

@@ -6,7 +6,6 @@ package s3test
 import (
 	"context"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/flightline/flightline/internal/objstore"
+	"github.com/flightline/flightline/internal/servicetest"
 )
 
 // Bucket is the bucket tests use.
@@ -25,11 +25,11 @@ const Bucket = "flightline-test"
 // and makes sure Bucket exists.
 func Options(t testing.TB) objstore.Options {
 	t.Helper()
-	endpoint := need(t, "FLIGHTLINE_S3_ENDPOINT", "S3 server (versitygw)")
+	endpoint := servicetest.Need(t, "FLIGHTLINE_S3_ENDPOINT", "S3 server (versitygw)")
 	opts := objstore.Options{
 		objstore.EndpointURL:     endpoint,
-		objstore.AccessKeyID:     need(t, "FLIGHTLINE_S3_ACCESS_KEY", "S3 access key"),
-		objstore.SecretAccessKey: need(t, "FLIGHTLINE_S3_SECRET_KEY", "S3 secret key"),
+		objstore.AccessKeyID:     servicetest.Need(t, "FLIGHTLINE_S3_ACCESS_KEY", "S3 access key"),
+		objstore.SecretAccessKey: servicetest.Need(t, "FLIGHTLINE_S3_SECRET_KEY", "S3 secret key"),
 		objstore.Region:          "us-east-1",
 		objstore.AllowHTTP:       "true",
 	}
@@ -46,19 +46,4 @@ func Options(t testing.TB) objstore.Options {
 		t.Fatalf("create bucket %s: %v", Bucket, err)
 	}
 	return opts
-}
-
-// need mirrors integration.Need (which this package cannot import: the
-// integration tests import it).
-func need(t testing.TB, env, what string) string {
-	t.Helper()
-	if v := os.Getenv(env); v != "" {
-		return v
-	}
-	msg := what + " not available: " + env + " is unset (run `make test`, which starts the services)"
-	if os.Getenv("FLIGHTLINE_REQUIRE_SERVICES") == "1" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
 }
