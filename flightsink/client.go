@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -115,6 +116,8 @@ type remoteWriter struct {
 	w      *flight.Writer
 	schema *arrow.Schema
 	ready  chan struct{} // closed once stream is set
+
+	reported atomic.Bool // Ack returned the stream's final status already
 }
 
 func (r *remoteWriter) start(schema *arrow.Schema) error {
@@ -136,6 +139,9 @@ func (r *remoteWriter) start(schema *arrow.Schema) error {
 
 // Submit implements PipelinedWriter.
 func (r *remoteWriter) Submit(ctx context.Context, rec arrow.RecordBatch, cp []byte) error {
+	if err := CheckBatch(rec, cp); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -181,6 +187,7 @@ func (r *remoteWriter) Ack(ctx context.Context) ([]byte, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		r.reported.Store(true)
 		return nil, flighterr.FromStatus("DoPut", err)
 	}
 	return res.AppMetadata, nil
@@ -202,7 +209,8 @@ func (r *remoteWriter) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp
 }
 
 // Close implements Writer and PipelinedWriter: it half-closes the stream,
-// waits for the server to finish, and tears the stream down.
+// waits for the server to finish, and tears the stream down. A failure Ack
+// already reported is not reported again.
 func (r *remoteWriter) Close(ctx context.Context) error {
 	defer r.cancel()
 	r.mu.Lock()
@@ -229,6 +237,9 @@ func (r *remoteWriter) Close(ctx context.Context) error {
 	}()
 	select {
 	case err := <-done:
+		if r.reported.Load() {
+			return nil
+		}
 		return flighterr.FromStatus("DoPut close", err)
 	case <-ctx.Done():
 		return ctx.Err()

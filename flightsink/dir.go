@@ -1,7 +1,6 @@
 package flightsink
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -35,10 +34,18 @@ import (
 // Commit protocol: the file is written under a temporary name, fsynced, and
 // hard-linked to the next free sequence name; link fails if the name
 // exists, which makes the link the atomic, put-if-absent commit point. Open
-// commits a 0-row marker with a higher epoch (on a target without data yet,
-// the first commit carries it); a writer that finds a commit of its pipeline
-// with its own or a newer epoch that it did not write is fenced. A crash leaves at
-// most a temporary file, which Open removes once it is a minute old.
+// commits a 0-row marker with a higher epoch; a writer that finds a commit
+// of its pipeline with its own or a newer epoch that it did not write is
+// fenced. On a target without data yet there is no schema for a marker that
+// readers would accept, so Open instead creates the claim file
+// <root>/<target>/.claims/<pipeline>.<epoch> (exclusive create; readers
+// skip dot-directories), and every commit checks the claims first. An older
+// writer that committed between that check and a newer Open's claim is
+// found by the newer writer's first commit, which then fails with
+// ErrConflict (re-open and re-read the checkpoint) instead of duplicating.
+// The pipeline's checkpoint is the Next-merge of its commits' checkpoints,
+// in sequence order. A crash leaves at most a temporary file, which Open
+// removes once it is a minute old.
 type Dir struct {
 	root string
 	mem  memory.Allocator
@@ -184,10 +191,66 @@ func (d *Dir) state(dir, pipeline string) (dirState, error) {
 		}
 		st.epoch = max(st.epoch, e.epoch)
 		if e.cp != nil {
-			st.cp = e.cp
+			st.cp = Next(st.cp, e.cp)
 		}
 	}
+	claimed, err := claimEpoch(dir, pipeline)
+	if err != nil {
+		return dirState{}, err
+	}
+	st.epoch = max(st.epoch, claimed)
 	return st, nil
+}
+
+const claimsDir = ".claims"
+
+func claimPrefix(pipeline string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(pipeline)) + "."
+}
+
+// claimEpoch returns the highest epoch claimed for pipeline in dir's claim
+// files, 0 when none.
+func claimEpoch(dir, pipeline string) (uint64, error) {
+	des, err := os.ReadDir(filepath.Join(dir, claimsDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%w: dir sink: %v", flightline.ErrUnavailable, err)
+	}
+	prefix := claimPrefix(pipeline)
+	var top uint64
+	for _, de := range des {
+		if rest, ok := strings.CutPrefix(de.Name(), prefix); ok {
+			if n, err := strconv.ParseUint(rest, 10, 64); err == nil {
+				top = max(top, n)
+			}
+		}
+	}
+	return top, nil
+}
+
+// claim creates the claim file of pipeline at epoch; false when it exists.
+func claim(dir, pipeline string, epoch uint64) (bool, error) {
+	cd := filepath.Join(dir, claimsDir)
+	if err := os.MkdirAll(cd, 0o755); err != nil {
+		return false, fmt.Errorf("%w: dir sink: %v", flightline.ErrUnavailable, err)
+	}
+	f, err := os.OpenFile(filepath.Join(cd, claimPrefix(pipeline)+strconv.FormatUint(epoch, 10)), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("%w: dir sink claim: %v", flightline.ErrUnavailable, err)
+	}
+	if err := f.Close(); err != nil {
+		return false, fmt.Errorf("%w: dir sink claim: %v", flightline.ErrUnavailable, err)
+	}
+	if df, err := os.Open(cd); err == nil {
+		_ = df.Sync()
+		df.Close()
+	}
+	return true, nil
 }
 
 func stripMeta(s *arrow.Schema) *arrow.Schema { return arrow.NewSchema(s.Fields(), nil) }
@@ -224,8 +287,30 @@ func (d *Dir) Open(_ context.Context, p Pipeline) (Writer, []byte, error) {
 		w := &dirWriter{d: d, dir: dir, p: p, epoch: st.epoch + 1, seen: st.lastSeq, cp: st.cp, schema: st.schema}
 		if st.schema == nil {
 			// No data yet, so no schema for a marker that readers would
-			// accept: the first commit carries the epoch instead, and of
-			// writers racing on an empty target the first to commit wins.
+			// accept: claim in a claim file instead.
+			ok, err := claim(dir, p.ID, w.epoch)
+			if err != nil {
+				return nil, nil, err
+			}
+			if !ok {
+				continue // a racing Open took this epoch
+			}
+			// A commit that landed before the claim moves the checkpoint.
+			d.mu.Lock()
+			newer, err := d.scan(dir, w.seen)
+			d.mu.Unlock()
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, e := range newer {
+				w.seen = e.seq
+				if e.pipeline == p.ID && e.cp != nil {
+					w.cp = Next(w.cp, e.cp)
+				}
+				if w.schema == nil && e.rows > 0 {
+					w.schema = stripMeta(e.schema)
+				}
+			}
 			return w, w.cp, nil
 		}
 		if d.testHookOpenScanned != nil {
@@ -261,14 +346,19 @@ type dirWriter struct {
 	seen   uint64 // highest seq this writer has examined
 	cp     []byte // last checkpoint committed for p, as this writer knows it
 	schema *arrow.Schema
+	broken error // set once the writer found the pipeline moved under it
 }
 
 func (w *dirWriter) WriteBatch(_ context.Context, rec arrow.RecordBatch, cp []byte) error {
-	if len(cp) == 0 {
-		return fmt.Errorf("%w: batch without checkpoint", flightline.ErrInvalidInput)
+	if err := CheckBatch(rec, cp); err != nil {
+		return err
+	}
+	if w.broken != nil {
+		return w.broken
 	}
 	if Replayed(w.cp, cp) {
-		return nil
+		// Fencing wins over replay: a fenced writer's replay fails too.
+		return w.checkFenced()
 	}
 	if w.schema != nil && rec.NumRows() > 0 && !SameSchema(w.schema, rec.Schema()) {
 		return fmt.Errorf("%w: target %q has schema %s, batch has %s", flightline.ErrSchemaMismatch, w.p.Target, w.schema, rec.Schema())
@@ -279,7 +369,7 @@ func (w *dirWriter) WriteBatch(_ context.Context, rec arrow.RecordBatch, cp []by
 			return err
 		}
 		if ok {
-			w.cp = bytes.Clone(cp)
+			w.cp = Next(w.cp, cp)
 			if w.schema == nil && rec.NumRows() > 0 {
 				w.schema = stripMeta(rec.Schema())
 			}
@@ -288,32 +378,68 @@ func (w *dirWriter) WriteBatch(_ context.Context, rec arrow.RecordBatch, cp []by
 	}
 }
 
-// link commits one file at the next sequence number. It returns false when
-// another writer took that number first (the caller retries), and ErrFenced
-// when a newer epoch of the pipeline has appeared.
-func (w *dirWriter) link(rec arrow.RecordBatch, cp []byte) (bool, error) {
+// checkFenced fails with ErrFenced when a newer Open of the pipeline has
+// claimed it, and with ErrConflict when an older writer committed after
+// this writer's Open read the checkpoint.
+func (w *dirWriter) checkFenced() error {
 	w.d.mu.Lock()
 	defer w.d.mu.Unlock()
+	_, err := w.examine(true)
+	return err
+}
+
+// examine scans the commits after w.seen and the claims. writing says the
+// caller is about to commit a batch (not an Open marker).
+func (w *dirWriter) examine(writing bool) ([]entry, error) {
 	newer, err := w.d.scan(w.dir, w.seen)
 	if err != nil {
-		return false, err
+		return nil, err
+	}
+	if writing {
+		top, err := claimEpoch(w.dir, w.p.ID)
+		if err != nil {
+			return nil, err
+		}
+		if top > w.epoch {
+			return nil, fmt.Errorf("%w: pipeline %q claimed with epoch %d (this writer has %d)", flightline.ErrFenced, w.p.ID, top, w.epoch)
+		}
 	}
 	for _, e := range newer {
 		w.seen = e.seq
-		if e.pipeline == w.p.ID && e.epoch >= w.epoch && rec != nil {
-			return false, fmt.Errorf("%w: pipeline %q reopened with epoch %d (this writer has %d)", flightline.ErrFenced, w.p.ID, e.epoch, w.epoch)
+		if e.pipeline == w.p.ID && writing {
+			if e.epoch >= w.epoch {
+				return nil, fmt.Errorf("%w: pipeline %q reopened with epoch %d (this writer has %d)", flightline.ErrFenced, w.p.ID, e.epoch, w.epoch)
+			}
+			// An older writer committed after this writer's Open read the
+			// checkpoint (possible only on a target that had no data then).
+			w.broken = fmt.Errorf("%w: pipeline %q moved since it was opened (a commit of epoch %d landed after the claim of epoch %d); re-open and resume from its checkpoint",
+				flightline.ErrConflict, w.p.ID, e.epoch, w.epoch)
+			return nil, w.broken
 		}
-		if e.pipeline == w.p.ID && rec == nil {
+		if e.pipeline == w.p.ID {
 			// Opening: a commit that landed since Open's scan moves the
 			// checkpoint Open must return, and a racing Open is outbid.
 			if e.cp != nil {
-				w.cp = e.cp
+				w.cp = Next(w.cp, e.cp)
 			}
 			w.epoch = max(w.epoch, e.epoch+1)
 		}
 		if w.schema == nil && e.rows > 0 {
 			w.schema = stripMeta(e.schema)
 		}
+	}
+	return newer, nil
+}
+
+// link commits one file at the next sequence number. It returns false when
+// another writer took that number first (the caller retries), ErrFenced
+// when a newer epoch of the pipeline has appeared, and ErrConflict when an
+// older one committed after this writer's Open.
+func (w *dirWriter) link(rec arrow.RecordBatch, cp []byte) (bool, error) {
+	w.d.mu.Lock()
+	defer w.d.mu.Unlock()
+	if _, err := w.examine(rec != nil); err != nil {
+		return false, err
 	}
 	if rec != nil && w.schema != nil && rec.NumRows() > 0 && !SameSchema(w.schema, rec.Schema()) {
 		return false, fmt.Errorf("%w: target %q has schema %s, batch has %s", flightline.ErrSchemaMismatch, w.p.Target, w.schema, rec.Schema())

@@ -111,8 +111,8 @@ type memWriter struct {
 }
 
 func (w *memWriter) WriteBatch(_ context.Context, rec arrow.RecordBatch, cp []byte) error {
-	if len(cp) == 0 {
-		return fmt.Errorf("%w: batch without checkpoint", flightline.ErrInvalidInput)
+	if err := CheckBatch(rec, cp); err != nil {
+		return err
 	}
 	m := w.m
 	m.mu.Lock()
@@ -146,7 +146,7 @@ func (w *memWriter) WriteBatch(_ context.Context, rec arrow.RecordBatch, cp []by
 		rec.Retain()
 		t.batches = append(t.batches, rec)
 	}
-	pp.cp = slices.Clone(cp)
+	pp.cp = Next(pp.cp, cp)
 	return nil
 }
 

@@ -86,6 +86,17 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 		return err
 	}
 	pipeline = p.ID
+	if check {
+		// A writer that has not seen the latest checkpoint must not claim
+		// (and so fence) the pipeline's live writer: look before claiming.
+		cur, err := s.sink.Checkpoint(ctx, p)
+		if err != nil {
+			return fmt.Errorf("reading the checkpoint of pipeline %q: %w", p.ID, err)
+		}
+		if !SameCheckpoint(expect, cur) {
+			return fmt.Errorf("%w: pipeline %q has moved since the writer read its checkpoint; re-read it and resume", flightline.ErrConflict, p.ID)
+		}
+	}
 	w, last, err := s.sink.Open(ctx, p)
 	if err != nil {
 		return fmt.Errorf("opening pipeline %q: %w", p.ID, err)
@@ -95,7 +106,8 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 			err = cerr
 		}
 	}()
-	if check && !bytes.Equal(expect, last) {
+	if check && !SameCheckpoint(expect, last) {
+		// It moved between the look and the claim.
 		return fmt.Errorf("%w: pipeline %q has moved since the writer read its checkpoint; re-read it and resume", flightline.ErrConflict, p.ID)
 	}
 	s.log.Debug("DoPut opened", "pipeline", p.ID, "target", p.Target, "schema", rdr.Schema())

@@ -3,9 +3,11 @@ package flightsink
 import (
 	"bytes"
 	"context"
+	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/checkpoint"
 )
 
@@ -13,6 +15,11 @@ import (
 // commits, and, where one sink serves several destinations (tables, topics,
 // directories), the target inside the sink. An empty Target means the sink's
 // default destination.
+//
+// A sink keeps one checkpoint, and one fencing claim, per (ID, Target): one
+// pipeline id may write two targets without fencing itself, and each target
+// resumes from its own checkpoint. Target is compared as given (an empty
+// Target and the default destination's explicit name are two keys).
 type Pipeline struct {
 	ID     string
 	Target string
@@ -20,10 +27,25 @@ type Pipeline struct {
 
 // Sink is a destination that hosts pipelines. Implementations are safe for
 // concurrent use by several goroutines and pipelines.
+//
+// The contract every sink keeps, checked for each by package sinktest:
+//
+//   - Checkpoints are kept per Pipeline (ID and Target).
+//   - Mergeable checkpoints: when a batch's checkpoint and the stored one
+//     are both checkpoint.Positions, an exactly-once sink stores their
+//     per-key maximum (Next) in the same atomic commit as the batch, and
+//     Open and Checkpoint return that merged checkpoint, which no single
+//     batch may have carried. Opaque checkpoints are stored as they come.
+//   - The newest claim wins: Open fences every earlier Writer of the same
+//     Pipeline, whether or not the target holds data yet.
+//   - Fencing wins over replay: every WriteBatch of a fenced Writer fails
+//     with flightline.ErrFenced (or ErrConflict, where the race is found at
+//     commit time), a replay included.
 type Sink interface {
 	// Checkpoint returns the last committed checkpoint of p, or nil when p
 	// has committed nothing. It is read-only: it neither claims p nor fences
-	// its current writer.
+	// its current writer, and it does not wait for a writer's open
+	// transaction to end.
 	Checkpoint(ctx context.Context, p Pipeline) ([]byte, error)
 
 	// Open claims p for writing and returns a Writer and the last checkpoint
@@ -38,18 +60,25 @@ type Sink interface {
 // at a time.
 type Writer interface {
 	// WriteBatch commits rec and cp atomically: when it returns nil, both are
-	// durable; when it returns an error, neither is, and the pipeline's
-	// checkpoint is unchanged. It is the pipeline's commit point.
+	// durable; when it returns an error, nothing of rec is visible. It is the
+	// pipeline's commit point.
 	//
-	// cp is the checkpoint the source reached with rec and must be non-empty.
-	// A batch whose cp was already committed (equal to the last committed
-	// checkpoint, or, for the mergeable Positions form, covered by it) is a
-	// replay: it returns nil and writes nothing. A zero-row rec commits cp
-	// alone.
+	// cp is the checkpoint the source reached with rec and must be non-empty
+	// (CheckBatch). Checks run in this order, before any I/O: CheckBatch,
+	// fencing, replay, schema. A batch whose cp was already committed (equal
+	// to the last committed checkpoint, or, for the mergeable Positions
+	// form, covered by it) is a replay: it returns nil and writes nothing. A
+	// zero-row rec commits cp alone.
 	//
-	// WriteBatch does not keep rec after it returns unless it Retains it; the
-	// caller still owns its reference. Schema problems return an error
-	// wrapping flightline.ErrSchemaMismatch before anything is written.
+	// An error from the final commit call itself (a COMMIT or
+	// EndTransaction whose answer was lost) may hide a commit that landed:
+	// the next Open's checkpoint is the truth, and a replay of the batch is
+	// then a no-op.
+	//
+	// Ownership: WriteBatch keeps neither rec nor cp after it returns (it
+	// Retains rec or copies cp if it must); the caller still owns both.
+	// Schema problems return an error wrapping flightline.ErrSchemaMismatch
+	// before anything is written.
 	WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byte) error
 
 	// Close releases the writer's resources. It commits nothing: a batch is
@@ -92,8 +121,8 @@ func GuaranteeOf(s Sink) Guarantee {
 
 // Replayed reports whether a batch carrying cp was already committed by a
 // pipeline whose last committed checkpoint is last: cp equals last, or both
-// are mergeable Positions and last covers cp. Sinks call it first thing in
-// WriteBatch to make replays no-ops.
+// are mergeable Positions and last covers cp. Sinks call it (through
+// Begin) to make replays no-ops.
 func Replayed(last, cp []byte) bool {
 	if last == nil {
 		return false
@@ -110,6 +139,50 @@ func Replayed(last, cp []byte) bool {
 		return false
 	}
 	return checkpoint.Covers(l, c)
+}
+
+// Next returns the checkpoint an exactly-once sink stores when it commits a
+// batch carrying cp on top of last: the per-key maximum of the two when both
+// are mergeable Positions (canonically encoded), otherwise cp itself. This
+// is the contract's merge rule: a source instance that owns only some of
+// the partitions (after a rebalance, or while a dead predecessor still
+// holds the others) never erases the positions of the rest. The result is
+// a new slice; neither argument is kept.
+func Next(last, cp []byte) []byte {
+	if last != nil {
+		l, errL := checkpoint.Parse(last)
+		c, errC := checkpoint.Parse(cp)
+		if errL == nil && errC == nil {
+			return checkpoint.Merge(l, c).Encode()
+		}
+	}
+	return bytes.Clone(cp)
+}
+
+// SameCheckpoint reports whether a and b name the same position: equal
+// bytes, or both mergeable Positions with equal positions (whatever their
+// encoding). The DoPut resume_after check uses it.
+func SameCheckpoint(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	pa, errA := checkpoint.Parse(a)
+	pb, errB := checkpoint.Parse(b)
+	return errA == nil && errB == nil && checkpoint.Covers(pa, pb) && checkpoint.Covers(pb, pa)
+}
+
+// CheckBatch runs the checks every Writer makes first, in one order, before
+// any I/O: a batch is required, and so is a non-empty checkpoint. Sinks
+// call it first thing in WriteBatch; fencing, replay and schema checks
+// follow in that order (see the Writer contract).
+func CheckBatch(rec arrow.RecordBatch, cp []byte) error {
+	if rec == nil {
+		return fmt.Errorf("%w: nil record batch", flightline.ErrInvalidInput)
+	}
+	if len(cp) == 0 {
+		return fmt.Errorf("%w: batch without checkpoint", flightline.ErrInvalidInput)
+	}
+	return nil
 }
 
 // SameSchema reports whether a batch of schema got can be appended to a

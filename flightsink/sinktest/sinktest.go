@@ -1,11 +1,19 @@
 // Package sinktest is the conformance suite every Flightline sink runs
 // against its real destination.
 //
-// It checks the contract of flightsink.Sink and flightsink.Writer: a fresh
-// pipeline has no checkpoint; committed batches and their checkpoint survive
-// a restart; a replayed batch is a no-op; a crash between commit and ack
-// loses nothing and duplicates nothing; a schema mismatch writes nothing; a
-// zombie writer is fenced; a batch without a checkpoint is refused.
+// It checks the contract of flightsink.Sink and flightsink.Writer (written
+// in flightsink/sink.go and docs/sinks.md): a fresh pipeline has no
+// checkpoint; committed batches and their checkpoint survive a restart; a
+// replayed batch is a no-op; a crash between commit and ack loses nothing
+// and duplicates nothing; a schema mismatch writes nothing; a zombie writer
+// is fenced, its replays included; the newest claim wins on a target that
+// has no data yet; Checkpoint does not fence; one pipeline id writes two
+// targets without fencing itself; pipelines commit concurrently; mergeable
+// checkpoints are merged per key; a batch without a checkpoint is refused.
+//
+// Run runs every check twice: against the sink in-process, and through
+// flightsink.NewServer and flightsink.Dial on a loopback Flight connection,
+// so the wire adapter keeps the same contract.
 //
 // Every test builds its batches from a memory.CheckedAllocator and asserts
 // that zero bytes are left once the sink is closed and the harness cleaned
@@ -30,6 +38,8 @@ import (
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/internal/endpoint"
+	"github.com/flightline/flightline/internal/flighttest"
 )
 
 // Harness connects the suite to one sink implementation.
@@ -54,6 +64,11 @@ type Harness struct {
 	// caller releases the batch. Nil means Batch. The schema-mismatch check
 	// keeps its own, foreign, batch.
 	Batch func(mem memory.Allocator, from, to int64) arrow.RecordBatch
+
+	// remote is set by Run for the pass through Flight, where a Writer
+	// claims the pipeline with its first batch (the DoPut stream starts
+	// with the schema), not in Open; resume_after keeps that safe.
+	remote bool
 }
 
 // Schema is the schema of the suite's batches: id int64 (not null), name
@@ -63,8 +78,31 @@ var Schema = arrow.NewSchema([]arrow.Field{
 	{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
 }, nil)
 
-// Run runs the suite as subtests of t.
+// Run runs the suite as subtests of t: "InProcess" against the sink, and
+// "OverFlight" against a flightsink.Client dialled to a flightsink.Server
+// serving it on loopback.
 func Run(t *testing.T, h Harness) {
+	t.Run("InProcess", func(t *testing.T) { run(t, h) })
+	t.Run("OverFlight", func(t *testing.T) { run(t, overFlight(h)) })
+}
+
+// overFlight wraps every sink the harness makes in a Flight server and
+// returns a client dialled to it.
+func overFlight(h Harness) Harness {
+	inner := h.NewSink
+	h.NewSink = func(t *testing.T) flightsink.Sink {
+		s := inner(t)
+		url := flighttest.Serve(t, flightsink.NewServer(s), endpoint.ServerConfig{})
+		c, err := flightsink.Dial(url, flightsink.ClientConfig{})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	h.remote = true
+	return h
+}
+
+func run(t *testing.T, h Harness) {
 	t.Run("FreshPipelineHasNoCheckpoint", func(t *testing.T) { testFresh(t, h) })
 	t.Run("CommitAndResume", func(t *testing.T) { testCommitAndResume(t, h) })
 	t.Run("ReplayIsNoop", func(t *testing.T) { testReplay(t, h) })
@@ -74,7 +112,13 @@ func Run(t *testing.T, h Harness) {
 	if h.Guarantee == flightsink.ExactlyOnce {
 		t.Run("EmptyBatchCommitsCheckpoint", func(t *testing.T) { testEmptyBatch(t, h) })
 		t.Run("ZombieWriterFenced", func(t *testing.T) { testZombie(t, h) })
+		t.Run("ZombieReplayFenced", func(t *testing.T) { testZombieReplay(t, h) })
+		t.Run("NewestClaimWinsOnFreshTarget", func(t *testing.T) { testFreshClaimedTwice(t, h) })
+		t.Run("CheckpointDoesNotFence", func(t *testing.T) { testCheckpointNoFence(t, h) })
+		t.Run("MergeablePositions", func(t *testing.T) { testMergeable(t, h) })
 	}
+	t.Run("TwoTargetsOnePipeline", func(t *testing.T) { testTwoTargets(t, h) })
+	t.Run("ConcurrentPipelines", func(t *testing.T) { testConcurrent(t, h) })
 }
 
 type env struct {
@@ -302,17 +346,199 @@ func testZombie(t *testing.T, h Harness) {
 
 	newer, cp := e.open(h.NewSink(t))
 	require.Equal(t, string(CP(5)), string(cp))
+	next := int64(5)
+	if h.remote {
+		// Over Flight the claim rides on the newer writer's first batch.
+		require.NoError(t, e.write(newer, 5, 7))
+		next = 7
+	}
 
-	err := e.write(old, 5, 10)
+	err := e.write(old, next, 10)
 	require.Error(t, err, "a fenced writer must not commit")
 	require.Truef(t, errors.Is(err, flightline.ErrFenced) || errors.Is(err, flightline.ErrConflict),
 		"want ErrFenced or ErrConflict, got %v", err)
 	_ = old.Close(e.ctx)
 
-	require.NoError(t, e.write(newer, 5, 12))
+	require.NoError(t, e.write(newer, next, 12))
 	require.NoError(t, newer.Close(e.ctx))
 	require.Equal(t, seq(0, 12), sorted(h.IDs(t, e.p)))
 	cp, err = h.NewSink(t).Checkpoint(e.ctx, e.p)
 	require.NoError(t, err)
 	require.Equal(t, string(CP(12)), string(cp))
+}
+
+// writeCP writes the batch of ids [from, to) with checkpoint cp.
+func (e *env) writeCP(w flightsink.Writer, from, to int64, cp []byte) error {
+	rec := e.batch(from, to)
+	defer rec.Release()
+	return w.WriteBatch(e.ctx, rec, cp)
+}
+
+func requireFenced(t *testing.T, err error, msg string) {
+	t.Helper()
+	require.Error(t, err, msg)
+	require.Truef(t, errors.Is(err, flightline.ErrFenced) || errors.Is(err, flightline.ErrConflict),
+		"%s: want ErrFenced or ErrConflict, got %v", msg, err)
+}
+
+// testZombieReplay: fencing wins over replay. A fenced writer's replay of a
+// batch it committed fails like any other batch of it.
+func testZombieReplay(t *testing.T, h Harness) {
+	e := setup(t, h)
+	old, _ := e.open(h.NewSink(t))
+	require.NoError(t, e.write(old, 0, 5))
+	newer, cp := e.open(h.NewSink(t))
+	require.Equal(t, string(CP(5)), string(cp))
+	require.NoError(t, e.write(newer, 5, 8)) // over Flight, the claim rides on the first batch
+	requireFenced(t, e.write(old, 0, 5), "a fenced writer's replay")
+	_ = old.Close(e.ctx)
+	require.NoError(t, newer.Close(e.ctx))
+	require.Equal(t, seq(0, 8), sorted(h.IDs(t, e.p)))
+}
+
+// testFreshClaimedTwice: on a target that has never been written, the
+// newest Open wins: the older writer is fenced, the newer one writes.
+func testFreshClaimedTwice(t *testing.T, h Harness) {
+	e := setup(t, h)
+	a, cp := e.open(h.NewSink(t))
+	require.Nil(t, cp)
+	b, cp := e.open(h.NewSink(t))
+	require.Nil(t, cp)
+	if !h.remote {
+		// In-process, Open itself claims: the older writer is fenced
+		// before the newer one has written anything.
+		requireFenced(t, e.write(a, 100, 105), "the older writer on a fresh target")
+	}
+	require.NoError(t, e.write(b, 0, 5), "the newest claim must win")
+	requireFenced(t, e.write(a, 100, 105), "the older writer after the newer one wrote")
+	_ = a.Close(e.ctx)
+	require.NoError(t, e.write(b, 5, 9))
+	require.NoError(t, b.Close(e.ctx))
+	require.Equal(t, seq(0, 9), sorted(h.IDs(t, e.p)))
+	got, err := h.NewSink(t).Checkpoint(e.ctx, e.p)
+	require.NoError(t, err)
+	require.Equal(t, string(CP(9)), string(got))
+}
+
+// testCheckpointNoFence: Checkpoint is read-only; the writer goes on.
+func testCheckpointNoFence(t *testing.T, h Harness) {
+	e := setup(t, h)
+	w, _ := e.open(h.NewSink(t))
+	require.NoError(t, e.write(w, 0, 5))
+	cp, err := h.NewSink(t).Checkpoint(e.ctx, e.p)
+	require.NoError(t, err)
+	require.Equal(t, string(CP(5)), string(cp))
+	require.NoError(t, e.write(w, 5, 10), "Checkpoint must not fence the writer")
+	require.NoError(t, w.Close(e.ctx))
+	require.Equal(t, seq(0, 10), sorted(h.IDs(t, e.p)))
+}
+
+// testMergeable: checkpoints in the Positions form are merged per key, to
+// the maximum, in the commit; a batch covered by the merge is a replay; Open
+// returns the merged checkpoint and a Flight writer resumes after it.
+func testMergeable(t *testing.T, h Harness) {
+	e := setup(t, h)
+	pos := func(kv ...any) []byte {
+		p := checkpoint.Positions{}
+		for i := 0; i < len(kv); i += 2 {
+			p[kv[i].(string)] = int64(kv[i+1].(int))
+		}
+		return p.Encode()
+	}
+	w, _ := e.open(h.NewSink(t))
+	require.NoError(t, e.writeCP(w, 0, 100, pos("m/0", 100)))
+	require.NoError(t, e.writeCP(w, 1000, 1010, pos("m/1", 10)))
+	// The first batch again, as a source instance that lost the second
+	// partition to a rebalance and re-read its own would send it.
+	require.NoError(t, e.writeCP(w, 0, 100, pos("m/0", 100)), "a batch covered by the merged checkpoint is a replay")
+	require.NoError(t, w.Close(e.ctx))
+
+	merged := string(pos("m/0", 100, "m/1", 10))
+	cp, err := h.NewSink(t).Checkpoint(e.ctx, e.p)
+	require.NoError(t, err)
+	require.Equal(t, merged, string(cp), "the stored checkpoint is the per-key maximum")
+
+	w, cp = e.open(h.NewSink(t)) // over Flight: resume_after is the merged checkpoint
+	require.Equal(t, merged, string(cp))
+	require.NoError(t, e.writeCP(w, 100, 150, pos("m/0", 150)))
+	require.NoError(t, e.writeCP(w, 1000, 1010, pos("m/1", 10)), "still a replay after a restart")
+	require.NoError(t, w.Close(e.ctx))
+	cp, err = h.NewSink(t).Checkpoint(e.ctx, e.p)
+	require.NoError(t, err)
+	require.Equal(t, string(pos("m/0", 150, "m/1", 10)), string(cp))
+	require.Equal(t, append(seq(0, 150), seq(1000, 1010)...), sorted(h.IDs(t, e.p)))
+}
+
+// testTwoTargets: one pipeline id writing two targets keeps a checkpoint
+// (and a claim) per target; neither fences the other.
+func testTwoTargets(t *testing.T, h Harness) {
+	e := setup(t, h)
+	p1, p2 := e.p, e.p
+	p2.Target = e.p.Target + "_b"
+	s := h.NewSink(t)
+	w1, _, err := s.Open(e.ctx, p1)
+	require.NoError(t, err)
+	w2, _, err := s.Open(e.ctx, p2)
+	require.NoError(t, err)
+	require.NoError(t, e.write(w1, 0, 5))
+	require.NoError(t, e.write(w2, 100, 103))
+	require.NoError(t, e.write(w1, 5, 10), "a second target must not fence the first")
+	require.NoError(t, e.write(w2, 103, 107))
+	require.NoError(t, w1.Close(e.ctx))
+	require.NoError(t, w2.Close(e.ctx))
+	if h.Guarantee == flightsink.ExactlyOnce {
+		s = h.NewSink(t)
+		cp, err := s.Checkpoint(e.ctx, p1)
+		require.NoError(t, err)
+		require.Equal(t, string(CP(10)), string(cp))
+		cp, err = s.Checkpoint(e.ctx, p2)
+		require.NoError(t, err)
+		require.Equal(t, string(CP(107)), string(cp))
+	}
+	require.Equal(t, seq(0, 10), sorted(h.IDs(t, p1)))
+	require.Equal(t, seq(100, 107), sorted(h.IDs(t, p2)))
+}
+
+// testConcurrent: several pipelines commit to one target of one sink at
+// the same time; every row lands once and each keeps its own checkpoint.
+func testConcurrent(t *testing.T, h Harness) {
+	e := setup(t, h)
+	s := h.NewSink(t)
+	const pipes, batches, rows = 3, 4, 5
+	errs := make(chan error, pipes)
+	for i := range pipes {
+		go func() {
+			p := flightsink.Pipeline{ID: fmt.Sprintf("%s_%d", e.p.ID, i), Target: e.p.Target}
+			w, _, err := s.Open(e.ctx, p)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer w.Close(e.ctx)
+			base := int64(i * 1000)
+			for b := range int64(batches) {
+				from := base + b*rows
+				if err := e.writeCP(w, from, from+rows, CP(from+rows)); err != nil {
+					errs <- fmt.Errorf("pipeline %d batch %d: %w", i, b, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range pipes {
+		require.NoError(t, <-errs)
+	}
+	var want []int64
+	for i := range pipes {
+		base := int64(i * 1000)
+		want = append(want, seq(base, base+batches*rows)...)
+		if h.Guarantee == flightsink.ExactlyOnce {
+			p := flightsink.Pipeline{ID: fmt.Sprintf("%s_%d", e.p.ID, i), Target: e.p.Target}
+			cp, err := h.NewSink(t).Checkpoint(e.ctx, p)
+			require.NoError(t, err)
+			require.Equal(t, string(CP(base+batches*rows)), string(cp))
+		}
+	}
+	require.Equal(t, want, sorted(h.IDs(t, e.p)))
 }
