@@ -84,6 +84,9 @@ type Sink struct {
 
 type queries struct {
 	create, open, read, lock, update string
+	// Migration of a checkpoint table of one row per pipeline to one per
+	// (pipeline, target).
+	hasTarget, readOld, pkey, addTarget, newPkey string
 }
 
 // New returns a Sink writing to the database at dsn (a postgres:// URL or a
@@ -119,16 +122,23 @@ func New(dsn string, opts ...Option) (*Sink, error) {
 	cp := s.cp.Sanitize()
 	s.q = queries{
 		create: `CREATE TABLE IF NOT EXISTS ` + cp + ` (
-			pipeline_id text PRIMARY KEY,
+			pipeline_id text NOT NULL,
+			target      text NOT NULL DEFAULT '',
 			checkpoint  bytea,
 			epoch       bigint NOT NULL DEFAULT 0,
-			updated_at  timestamptz NOT NULL DEFAULT now())`,
-		open: `INSERT INTO ` + cp + ` AS c (pipeline_id, epoch) VALUES ($1, 1)
-			ON CONFLICT (pipeline_id) DO UPDATE SET epoch = c.epoch + 1
+			updated_at  timestamptz NOT NULL DEFAULT now(),
+			PRIMARY KEY (pipeline_id, target))`,
+		open: `INSERT INTO ` + cp + ` AS c (pipeline_id, target, epoch) VALUES ($1, $2, 1)
+			ON CONFLICT (pipeline_id, target) DO UPDATE SET epoch = c.epoch + 1
 			RETURNING epoch, checkpoint`,
-		read:   `SELECT checkpoint FROM ` + cp + ` WHERE pipeline_id = $1`,
-		lock:   `SELECT epoch, checkpoint FROM ` + cp + ` WHERE pipeline_id = $1 FOR UPDATE`,
-		update: `UPDATE ` + cp + ` SET checkpoint = $2, updated_at = now() WHERE pipeline_id = $1`,
+		read:      `SELECT checkpoint FROM ` + cp + ` WHERE pipeline_id = $1 AND target = $2`,
+		lock:      `SELECT epoch, checkpoint FROM ` + cp + ` WHERE pipeline_id = $1 AND target = $2 FOR UPDATE`,
+		update:    `UPDATE ` + cp + ` SET checkpoint = $3, updated_at = now() WHERE pipeline_id = $1 AND target = $2`,
+		hasTarget: `SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'target' AND NOT attisdropped)`,
+		readOld:   `SELECT checkpoint FROM ` + cp + ` WHERE pipeline_id = $1`,
+		pkey:      `SELECT conname FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'p'`,
+		addTarget: `ALTER TABLE ` + cp + ` ADD COLUMN IF NOT EXISTS target text NOT NULL DEFAULT ''`,
+		newPkey:   `ALTER TABLE ` + cp + ` ADD PRIMARY KEY (pipeline_id, target)`,
 	}
 	if s.pool, err = pgxpool.NewWithConfig(context.Background(), cfg); err != nil {
 		return nil, s.wrap(err, "postgres sink: pool for %s", s.server)
@@ -166,6 +176,9 @@ func (s *Sink) ensureCheckpointTable(ctx context.Context) error {
 	var exists bool
 	err := s.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, s.cp.Sanitize()).Scan(&exists)
 	if err == nil && exists {
+		if err := s.migrate(ctx); err != nil {
+			return err
+		}
 		s.initDone = true
 		return nil
 	}
@@ -181,6 +194,40 @@ func (s *Sink) ensureCheckpointTable(ctx context.Context) error {
 	return nil
 }
 
+// migrate brings a checkpoint table from before checkpoints were kept per
+// (pipeline, target) to the current layout: existing rows become the
+// pipelines' default-target rows (target ”), which is what they were.
+func (s *Sink) migrate(ctx context.Context) error {
+	var has bool
+	if err := s.pool.QueryRow(ctx, s.q.hasTarget, s.cp.Sanitize()).Scan(&has); err != nil {
+		return s.wrap(err, "postgres sink %s: inspect checkpoint table %s", s.server, s.cp.Sanitize())
+	}
+	if has {
+		return nil
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, s.q.addTarget); err != nil {
+			return err
+		}
+		var name string
+		switch err := tx.QueryRow(ctx, s.q.pkey, s.cp.Sanitize()).Scan(&name); {
+		case err == nil:
+			if _, err := tx.Exec(ctx, `ALTER TABLE `+s.cp.Sanitize()+` DROP CONSTRAINT `+pgx.Identifier{name}.Sanitize()); err != nil {
+				return err
+			}
+		case !errors.Is(err, pgx.ErrNoRows):
+			return err
+		}
+		_, err := tx.Exec(ctx, s.q.newPkey)
+		return err
+	})
+	if err != nil {
+		return s.wrap(err, "postgres sink %s: add the target column to checkpoint table %s (run as its owner once)", s.server, s.cp.Sanitize())
+	}
+	s.log.Info("postgres sink: checkpoint table now keyed by (pipeline_id, target)", "table", s.cp.Sanitize())
+	return nil
+}
+
 func isDuplicate(err error) bool {
 	c := sqlState(err)
 	return c == "23505" || c == "42P07"
@@ -192,8 +239,18 @@ func (s *Sink) Checkpoint(ctx context.Context, p flightsink.Pipeline) ([]byte, e
 	if p.ID == "" {
 		return nil, fmt.Errorf("%w: empty pipeline id", flightline.ErrInvalidInput)
 	}
+	key, err := targetKey(p.Target)
+	if err != nil {
+		return nil, err
+	}
 	var cp []byte
-	err := s.pool.QueryRow(ctx, s.q.read, p.ID).Scan(&cp)
+	err = s.pool.QueryRow(ctx, s.q.read, p.ID, key).Scan(&cp)
+	if sqlState(err) == "42703" { // a checkpoint table from before targets: Open migrates it
+		if key != "" {
+			return nil, nil
+		}
+		err = s.pool.QueryRow(ctx, s.q.readOld, p.ID).Scan(&cp)
+	}
 	switch {
 	case errors.Is(err, pgx.ErrNoRows), sqlState(err) == "42P01":
 		return nil, nil
@@ -211,12 +268,12 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 		return nil, nil, fmt.Errorf("%w: empty pipeline id", flightline.ErrInvalidInput)
 	}
 	target := s.table
+	key, err := targetKey(p.Target)
+	if err != nil {
+		return nil, nil, err
+	}
 	if p.Target != "" {
-		t, err := pgerr.ParseIdent(p.Target)
-		if err != nil {
-			return nil, nil, err
-		}
-		target = t
+		target, _ = pgerr.ParseIdent(p.Target)
 	}
 	if len(target) == 0 {
 		return nil, nil, fmt.Errorf("%w: pipeline %q has no target table and the sink no default Table", flightline.ErrInvalidInput, p.ID)
@@ -226,17 +283,32 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 	}
 	var epoch int64
 	var cp []byte
-	if err := s.pool.QueryRow(ctx, s.q.open, p.ID).Scan(&epoch, &cp); err != nil {
+	if err := s.pool.QueryRow(ctx, s.q.open, p.ID, key).Scan(&epoch, &cp); err != nil {
 		return nil, nil, s.wrap(err, "postgres sink %s: open pipeline %q", s.server, p.ID)
 	}
 	s.log.Debug("postgres sink: pipeline opened", "pipeline", p.ID, "target", target.Sanitize(), "epoch", epoch, "server", s.server)
-	return &writer{s: s, p: p, target: target, epoch: epoch}, cp, nil
+	return &writer{s: s, p: p, key: key, target: target, epoch: epoch}, cp, nil
+}
+
+// targetKey is the checkpoint row's target column for a Pipeline.Target:
+// ” for the sink's default table, else the parsed name sanitised, so
+// orders, "orders" and public.orders-as-written each name one key.
+func targetKey(target string) (string, error) {
+	if target == "" {
+		return "", nil
+	}
+	id, err := pgerr.ParseIdent(target)
+	if err != nil {
+		return "", err
+	}
+	return id.Sanitize(), nil
 }
 
 // writer is the Writer of one pipeline at one epoch.
 type writer struct {
 	s      *Sink
 	p      flightsink.Pipeline
+	key    string // the checkpoint row's target column
 	target pgx.Identifier
 	epoch  int64
 	closed bool
@@ -256,12 +328,26 @@ type writer struct {
 // create or check the table, COPY the rows in binary, update the
 // checkpoint, commit.
 func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byte) error {
+	for attempt := 0; ; attempt++ {
+		err := w.writeOnce(ctx, rec, cp)
+		// Pipelines creating one table at once: the loser's transaction
+		// rolled back; the table exists now, so the batch goes in again.
+		if !errors.Is(err, errCreateRace) || attempt >= 3 {
+			return err
+		}
+	}
+}
+
+// errCreateRace marks a CREATE TABLE that lost to a concurrent one.
+var errCreateRace = errors.New("postgres sink: table created concurrently")
+
+func (w *writer) writeOnce(ctx context.Context, rec arrow.RecordBatch, cp []byte) error {
 	s := w.s
 	if w.closed {
 		return fmt.Errorf("%w: writer of %q is closed", flightline.ErrInvalidInput, w.p.ID)
 	}
-	if len(cp) == 0 {
-		return fmt.Errorf("%w: batch without checkpoint", flightline.ErrInvalidInput)
+	if err := flightsink.CheckBatch(rec, cp); err != nil {
+		return err
 	}
 	if err := checkFields(rec.Schema()); err != nil {
 		return err
@@ -274,7 +360,7 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 
 	var epoch int64
 	var last []byte
-	err = tx.QueryRow(ctx, s.q.lock, w.p.ID).Scan(&epoch, &last)
+	err = tx.QueryRow(ctx, s.q.lock, w.p.ID, w.key).Scan(&epoch, &last)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("%w: checkpoint row of pipeline %q is gone", flightline.ErrFenced, w.p.ID)
 	}
@@ -302,14 +388,20 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Conn().PgConn().CopyFrom(ctx, pgarrow.NewCopyReader(enc), w.copySQL); err != nil {
+		cr := pgarrow.NewCopyReader(enc)
+		_, err = tx.Conn().PgConn().CopyFrom(ctx, cr, w.copySQL)
+		// CopyFrom can return (cancelled, or on a server error) while its
+		// goroutine is still reading cr, i.e. rec: wait it out before rec
+		// can be released.
+		cr.Close()
+		if err != nil {
 			if e := enc.Err(); e != nil {
 				return e
 			}
 			return s.wrap(err, "postgres sink %s: COPY into %s", s.server, w.target.Sanitize())
 		}
 	}
-	if _, err := tx.Exec(ctx, s.q.update, w.p.ID, cp); err != nil {
+	if _, err := tx.Exec(ctx, s.q.update, w.p.ID, w.key, flightsink.Next(last, cp)); err != nil {
 		return s.wrap(err, "postgres sink %s: update checkpoint of %q", s.server, w.p.ID)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -436,7 +528,7 @@ func (w *writer) create(ctx context.Context, tx pgx.Tx, sc *arrow.Schema) error 
 		if isDuplicate(err) {
 			// Another transaction created the table concurrently (IF NOT
 			// EXISTS does not serialise that): retrying finds the table.
-			return fmt.Errorf("%w: table %s was created concurrently; retry", flightline.ErrConflict, w.target.Sanitize())
+			return fmt.Errorf("%w: %w: table %s was created concurrently; retry", flightline.ErrConflict, errCreateRace, w.target.Sanitize())
 		}
 		return w.s.wrap(err, "postgres sink %s: create table %s", w.s.server, w.target.Sanitize())
 	}

@@ -287,7 +287,7 @@ func TestIntegrationBadCredentials(t *testing.T) {
 		cps := pgtest.Name("cps")
 		tgt := pgtest.Name("ro")
 		pgtest.Exec(t, c, `CREATE TABLE `+tgt+` (id bigint NOT NULL, name text)`)
-		pgtest.Exec(t, c, `CREATE TABLE `+cps+` (pipeline_id text PRIMARY KEY, checkpoint bytea, epoch bigint NOT NULL DEFAULT 0, updated_at timestamptz NOT NULL DEFAULT now())`)
+		pgtest.Exec(t, c, `CREATE TABLE `+cps+` (pipeline_id text NOT NULL, target text NOT NULL DEFAULT '', checkpoint bytea, epoch bigint NOT NULL DEFAULT 0, updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (pipeline_id, target))`)
 		pgtest.Exec(t, c, `GRANT SELECT, INSERT, UPDATE ON `+cps+` TO `+role)
 		pgtest.Exec(t, c, `GRANT SELECT ON `+tgt+` TO `+role)
 		s = newSink(t, withUser(role, password), postgres.Logger(log), postgres.CheckpointTable(cps))
@@ -339,4 +339,63 @@ func TestIntegrationConcurrentPipelinesOneTable(t *testing.T) {
 	}
 	got := ids(t, c, table)
 	require.Len(t, got, pipes*100)
+}
+
+// TestIntegrationCancelledCopyDoesNotReadReleasedBatch cancels WriteBatch
+// while COPY streams a large batch and releases the batch the moment
+// WriteBatch returns, as the Flight server does when its client is killed.
+// pgconn's CopyFrom returns on cancellation without waiting for the
+// goroutine that reads the COPY stream; before the sink closed that stream
+// first, the goroutine went on encoding the released batch and the process
+// died with a nil dereference (issue 12, bug 2).
+func TestIntegrationCancelledCopyDoesNotReadReleasedBatch(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	table := pgtest.Name("cancelcopy")
+	s := newSink(t, dsn)
+	for i := range 8 {
+		p := flightsink.Pipeline{ID: fmt.Sprintf("%s_%d", table, i), Target: table}
+		w, _, err := s.Open(context.Background(), p)
+		require.NoError(t, err)
+		rec := sinktest.Batch(mem, 0, 200_000)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(3+i*5)*time.Millisecond)
+		err = w.WriteBatch(ctx, rec, sinktest.CP(200_000))
+		rec.Release() // nothing may read it any more
+		cancel()
+		require.NoError(t, w.Close(context.Background()))
+		t.Logf("attempt %d: %v", i, err)
+	}
+	time.Sleep(200 * time.Millisecond) // let a stray reader goroutine, if any, run into the released batch
+}
+
+// TestIntegrationOldCheckpointTableMigrated: a checkpoint table from before
+// checkpoints were kept per (pipeline, target) keeps its checkpoints: they
+// become the default target's, readable before and after Open migrates it.
+func TestIntegrationOldCheckpointTableMigrated(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	c := pgtest.Conn(t)
+	ctx := context.Background()
+	cps := pgtest.Name("oldcps")
+	tbl := pgtest.Name("migrated")
+	pgtest.Exec(t, c, `CREATE TABLE `+cps+` (pipeline_id text PRIMARY KEY, checkpoint bytea, epoch bigint NOT NULL DEFAULT 0, updated_at timestamptz NOT NULL DEFAULT now())`)
+	_, err := c.Exec(ctx, `INSERT INTO `+cps+` (pipeline_id, checkpoint, epoch) VALUES ('old', $1, 3)`, sinktest.CP(7))
+	require.NoError(t, err)
+	s := newSink(t, dsn, postgres.CheckpointTable(cps), postgres.Table(tbl))
+	p := flightsink.Pipeline{ID: "old"}
+	cp, err := s.Checkpoint(ctx, p)
+	require.NoError(t, err)
+	require.Equal(t, string(sinktest.CP(7)), string(cp), "read before the migration")
+	w, cp, err := s.Open(ctx, p)
+	require.NoError(t, err)
+	require.Equal(t, string(sinktest.CP(7)), string(cp), "read after the migration")
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rec := sinktest.Batch(mem, 7, 9)
+	defer rec.Release()
+	require.NoError(t, w.WriteBatch(ctx, rec, sinktest.CP(9)))
+	require.NoError(t, w.Close(ctx))
+	cp, err = s.Checkpoint(ctx, flightsink.Pipeline{ID: "old"})
+	require.NoError(t, err)
+	require.Equal(t, string(sinktest.CP(9)), string(cp))
 }

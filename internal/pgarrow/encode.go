@@ -3,10 +3,12 @@ package pgarrow
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"math/bits"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -366,22 +368,45 @@ func divmod(hi, lo, d uint64) (qhi, qlo, rem uint64) {
 // CopyReader is an io.Reader over the binary COPY stream of a RowEncoder's
 // batch: header, one tuple per row, trailer. It encodes on demand into a
 // small reused buffer, so the stream is never materialised whole.
+//
+// Read and Close are safe to call from different goroutines: pgconn's
+// CopyFrom reads on a goroutine of its own, which it does not wait for when
+// it returns early (context cancelled, server error).
 type CopyReader struct {
-	enc  *RowEncoder
-	buf  []byte
-	off  int
-	row  int
-	done bool
+	mu     sync.Mutex // held while a Read encodes from the batch
+	closed bool
+	enc    *RowEncoder
+	buf    []byte
+	off    int
+	row    int
+	done   bool
 }
+
+// ErrCopyReaderClosed is what Read returns after Close.
+var ErrCopyReaderClosed = errors.New("pgarrow: copy reader closed")
 
 // NewCopyReader returns a reader over the COPY stream of enc.
 func NewCopyReader(enc *RowEncoder) *CopyReader {
 	return &CopyReader{enc: enc, buf: AppendCopyHeader(make([]byte, 0, 256<<10))}
 }
 
+// Close waits for a Read in progress to return and makes every later Read
+// fail with ErrCopyReaderClosed without touching the batch. Once Close
+// returns, the encoder's batch may be released. Close is idempotent.
+func (r *CopyReader) Close() {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+}
+
 // Read implements io.Reader. It returns the encoder's value error, if any,
 // which makes COPY fail and its transaction roll back.
 func (r *CopyReader) Read(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return 0, ErrCopyReaderClosed
+	}
 	n := 0
 	for n < len(p) {
 		if r.off == len(r.buf) {
