@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/flightsink"
 )
 
 // Header keys of checkpoint records. The value of a checkpoint record is
@@ -30,14 +31,19 @@ func hashPartition(key []byte, n int) int32 {
 var keyHasher = kgo.StickyKeyPartitioner(nil).ForTopic("")
 
 // readCheckpoint returns the value of the last committed record keyed
-// pipeline in the checkpoint topic, or nil. It reads the pipeline's
-// partition with read_committed from the log start up to the high
-// watermark the first fetch reports. Because read_committed fetches stop at
-// the last stable offset, it waits until every transaction open at that
-// moment — of any pipeline sharing the partition — has completed: a
-// checkpoint committed after another pipeline's transaction began sits
-// above that transaction's first offset and would otherwise be missed.
-func (s *Sink) readCheckpoint(ctx context.Context, pipeline string) ([]byte, error) {
+// CheckpointKey(p) in the checkpoint topic, or nil. It reads the
+// pipeline's partition with read_committed from the log start.
+//
+// With all, it reads up to the high watermark the first fetch reports.
+// Because read_committed fetches stop at the last stable offset, it then
+// waits until every transaction open at that moment — of any pipeline
+// sharing the partition — has completed: a checkpoint committed after
+// another pipeline's transaction began sits above that transaction's first
+// offset and would otherwise be missed. Open reads so, after fencing (which
+// aborts its own pipeline's open transaction at once). Without all, it
+// stops at the last stable offset and never waits (Checkpoint).
+func (s *Sink) readCheckpoint(ctx context.Context, p flightsink.Pipeline, all bool) ([]byte, error) {
+	pipeline := p.ID
 	md, err := s.metadata(ctx, s.cfg.cpTopic, false)
 	if errors.Is(err, flightline.ErrNotFound) {
 		return nil, nil
@@ -45,7 +51,7 @@ func (s *Sink) readCheckpoint(ctx context.Context, pipeline string) ([]byte, err
 	if err != nil {
 		return nil, err
 	}
-	key := []byte(pipeline)
+	key := CheckpointKey(p)
 	part := hashPartition(key, len(md.Partitions))
 	var (
 		last   []byte
@@ -85,6 +91,12 @@ func (s *Sink) readCheckpoint(ctx context.Context, pipeline string) ([]byte, err
 			frp := &resp.Topics[0].Partitions[0]
 			if target < 0 && frp.ErrorCode == 0 {
 				target = frp.HighWatermark
+				if !all && frp.LastStableOffset >= 0 {
+					target = frp.LastStableOffset
+				}
+			}
+			if offset >= target && target >= 0 {
+				return last, nil // nothing (more) to read
 			}
 			fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
 				Offset: offset, IsolationLevel: kgo.ReadCommitted(), Topic: s.cfg.cpTopic, Partition: part,

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -91,8 +92,27 @@ func (s *Sink) Guarantee() flightsink.Guarantee { return flightsink.ExactlyOnce 
 // producers until their Close.
 func (s *Sink) Close() { s.cl.Close() }
 
-// TransactionalID returns the transactional.id the sink uses for pipeline.
-func (s *Sink) TransactionalID(pipeline string) string { return s.cfg.txnPrefix + pipeline }
+// TransactionalID returns the transactional.id the sink uses for p: the
+// prefix and the pipeline id, and, for an explicit target, "|" and the
+// target topic, so one pipeline id writing two topics does not fence
+// itself.
+func (s *Sink) TransactionalID(p flightsink.Pipeline) string {
+	if p.Target == "" {
+		return s.cfg.txnPrefix + p.ID
+	}
+	return s.cfg.txnPrefix + p.ID + "|" + p.Target
+}
+
+// CheckpointKey is the key of p's records on the checkpoint topic: the
+// pipeline id for the default target (the layout before targets were
+// keys), else the JSON array [pipeline_id, target].
+func CheckpointKey(p flightsink.Pipeline) []byte {
+	if p.Target == "" {
+		return []byte(p.ID)
+	}
+	b, _ := json.Marshal([2]string{p.ID, p.Target})
+	return b
+}
 
 func (s *Sink) classify(err error, format string, args ...any) error {
 	if err == nil {
@@ -102,14 +122,20 @@ func (s *Sink) classify(err error, format string, args ...any) error {
 }
 
 // Checkpoint implements flightsink.Sink: the value of the last committed
-// record keyed p.ID on the checkpoint topic, read with read_committed up to
-// the end of the topic. It neither claims nor fences the pipeline. A
-// missing checkpoint topic means no checkpoint.
+// record keyed CheckpointKey(p) on the checkpoint topic, read with
+// read_committed up to the partition's last stable offset. It neither
+// claims nor fences the pipeline, and it does not wait for open
+// transactions: a dead writer's transaction stays open until the broker
+// times it out, and the checkpoint below it is the last committed one. (A
+// checkpoint committed above another pipeline's open transaction is not
+// seen until that one ends; the DoPut resume_after check turns such a
+// stale answer into a retry, never a duplicate.) A missing checkpoint topic
+// means no checkpoint.
 func (s *Sink) Checkpoint(ctx context.Context, p flightsink.Pipeline) ([]byte, error) {
 	if p.ID == "" {
 		return nil, fmt.Errorf("%w: empty pipeline id", flightline.ErrInvalidInput)
 	}
-	return s.readCheckpoint(ctx, p.ID)
+	return s.readCheckpoint(ctx, p, false)
 }
 
 // Open implements flightsink.Sink. It makes sure the checkpoint topic and
@@ -139,7 +165,7 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 	}
 	w := &writer{s: s, p: p, topic: topic, parts: ti.partitions, maxBytes: ti.maxMessageBytes}
 	opts := append(append([]kgo.Opt(nil), s.base...),
-		kgo.TransactionalID(s.TransactionalID(p.ID)),
+		kgo.TransactionalID(s.TransactionalID(p)),
 		kgo.TransactionTimeout(s.cfg.txnTimeout),
 		kgo.RecordPartitioner(&partitioner{sticky: &w.sticky}),
 		kgo.MaxBufferedRecords(s.cfg.maxBufRecords),
@@ -153,15 +179,15 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 	// InitProducerID: fences the previous producer of this transactional.id.
 	if _, _, err := w.cl.ProducerID(ctx); err != nil {
 		w.cl.Close()
-		return nil, nil, s.classify(err, "kafka sink: init producer for %q (transactional.id %q)", p.ID, s.TransactionalID(p.ID))
+		return nil, nil, s.classify(err, "kafka sink: init producer for %q (transactional.id %q)", p.ID, s.TransactionalID(p))
 	}
-	cp, err := s.readCheckpoint(ctx, p.ID)
+	cp, err := s.readCheckpoint(ctx, p, true)
 	if err != nil {
 		w.cl.Close()
 		return nil, nil, err
 	}
 	w.last = cp
-	s.log.Debug("kafka sink: pipeline opened", "pipeline", p.ID, "topic", topic, "transactional_id", s.TransactionalID(p.ID))
+	s.log.Debug("kafka sink: pipeline opened", "pipeline", p.ID, "topic", topic, "transactional_id", s.TransactionalID(p))
 	return w, cp, nil
 }
 

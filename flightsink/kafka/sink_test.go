@@ -461,3 +461,48 @@ func TestIntegrationBrokerGoneMidTransaction(t *testing.T) {
 	require.NoError(t, w.Close(ctx))
 	require.Equal(t, seq(0, 20), kcatIDs(t, topic, "read_committed"))
 }
+
+// TestIntegrationDeadWriterDoesNotStallRestart: a sink killed with a
+// transaction open leaves it open on the broker until the transaction
+// timeout. The next sink must serve at once: Checkpoint (what a remote
+// coordinator asks first) does not wait for that transaction, and Open
+// fences it (aborting it) before it reads. Before, Checkpoint waited the
+// whole transaction timeout (issue 12, bug 3).
+func TestIntegrationDeadWriterDoesNotStallRestart(t *testing.T) {
+	mem := checkedMem(t)
+	ctx := context.Background()
+	topic := createTopic(t, "deadwriter", 2, nil)
+	p := flightsink.Pipeline{ID: topic + "-pipe", Target: topic}
+	dead, _, err := newSink(t, kafkasink.TransactionTimeout(60*time.Second)).Open(ctx, p)
+	require.NoError(t, err)
+	require.NoError(t, write(t, mem, dead, 0, 5))
+	stuck := make(chan struct{})
+	release := make(chan struct{})
+	kafkasink.SetBeforeCommit(dead, func(context.Context) error {
+		close(stuck)
+		<-release // the process "dies" here, its transaction open
+		return errors.New("killed")
+	})
+	done := make(chan error, 1)
+	go func() { done <- write(t, mem, dead, 5, 10) }()
+	<-stuck
+	defer func() { close(release); <-done; _ = dead.Close(ctx) }()
+
+	s := newSink(t)
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	cp, err := s.Checkpoint(cctx, p)
+	require.NoError(t, err)
+	require.Equal(t, string(sinktest.CP(5)), string(cp))
+	require.Less(t, time.Since(start), 5*time.Second, "Checkpoint waited for the dead writer's transaction")
+
+	start = time.Now()
+	w, cp, err := s.Open(cctx, p)
+	require.NoError(t, err)
+	require.Equal(t, string(sinktest.CP(5)), string(cp))
+	require.Less(t, time.Since(start), 8*time.Second, "Open waited for the dead writer's transaction")
+	require.NoError(t, write(t, mem, w, 5, 10))
+	require.NoError(t, w.Close(ctx))
+	require.Equal(t, seq(0, 10), kcatIDs(t, topic, "read_committed"))
+}

@@ -290,27 +290,36 @@ func (b *inflight) describe(r *kgo.Record, err error) error {
 // transaction is aborted and nothing of it becomes visible to read_committed
 // consumers.
 func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byte) error {
+	if err := flightsink.CheckBatch(rec, cp); err != nil {
+		return err
+	}
 	switch {
 	case w.closed:
 		return fmt.Errorf("%w: writer of %q is closed", flightline.ErrInvalidInput, w.p.ID)
 	case w.broken != nil:
 		return w.broken
-	case len(cp) == 0:
-		return fmt.Errorf("%w: batch without checkpoint", flightline.ErrInvalidInput)
 	}
-	c, err := w.columns(rec)
-	if err != nil {
-		return err
-	}
+	var recs []kgo.Record
 	if flightsink.Replayed(w.last, cp) {
-		return nil
+		// Fencing wins over replay: a transaction holding only the
+		// unchanged checkpoint record writes nothing new, and fails if a
+		// newer writer has fenced this one.
+		if cap(w.recs) < 1 {
+			w.recs = make([]kgo.Record, 1)
+		}
+		recs = w.recs[:1]
+	} else {
+		c, err := w.columns(rec)
+		if err != nil {
+			return err
+		}
+		if recs, err = w.build(rec, c); err != nil {
+			return err
+		}
 	}
-	recs, err := w.build(rec, c)
-	if err != nil {
-		return err
-	}
+	next := flightsink.Next(w.last, cp) // merged Positions; a copy either way
 	cpr := &recs[len(recs)-1]
-	*cpr = kgo.Record{Topic: w.s.cfg.cpTopic, Partition: -1, Key: []byte(w.p.ID), Value: cp,
+	*cpr = kgo.Record{Topic: w.s.cfg.cpTopic, Partition: -1, Key: CheckpointKey(w.p), Value: next,
 		Headers: []kgo.RecordHeader{{Key: HeaderTarget, Value: []byte(w.topic)}}}
 	w.sticky.Add(1)
 
@@ -329,7 +338,7 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 	ferr := w.cl.Flush(ctx)
 	b.done()
 	b.mu.Lock()
-	err = b.err
+	err := b.err
 	b.mu.Unlock()
 	if err == nil {
 		err = ferr
@@ -350,7 +359,7 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 		}
 		return e
 	}
-	w.last = cp
+	w.last = next
 	return nil
 }
 
