@@ -292,7 +292,12 @@ func nonce() string {
 // a version holding the instance's domain with epoch+1 and a fresh writer
 // id, which fences every earlier writer of this pipeline instance (their
 // commits find the domain changed by someone else and fail with ErrFenced).
-// On a table that does not exist yet the claim rides on the first commit.
+// On a table that does not exist yet it writes a claim object
+// (_flightline/claims/<domain>/<epoch>, put-if-absent, outside the log and
+// ignored by readers) that every writer checks before committing while
+// the table does not exist; an older writer that committed between that
+// check and the claim is found by the newer writer's first commit, which
+// fails with ErrConflict (re-open) rather than duplicate.
 func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writer, []byte, error) {
 	if p.ID == "" {
 		return nil, nil, fmt.Errorf("%w: empty pipeline id", flightline.ErrInvalidInput)
@@ -321,9 +326,30 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 			st.Epoch, st.Seq = prev.Epoch+1, prev.Seq
 			st.setCP(prev.cp())
 		}
+		if claimed, err := w.claimedEpoch(ctx); err != nil {
+			return nil, nil, err
+		} else if claimed >= st.Epoch {
+			st.Epoch = claimed + 1
+		}
 		w.st = st
 		if snap.Version < 0 {
-			break // nothing to claim yet; the first commit claims
+			// No table yet, so no log to claim in: claim with a claim
+			// object instead; the writer checks the claims before every
+			// commit while the table does not exist.
+			err := w.t.Store().PutIfAbsent(ctx, w.claimKey(st.Epoch), []byte(w.id))
+			if errors.Is(err, objstore.ErrExists) && attempt < s.o.attempts {
+				continue // a racing Open took this epoch
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("delta sink %s: claim pipeline %q: %w", t.URL(), p.ID, err)
+			}
+			if _, err := snap.Update(ctx, t); err != nil {
+				return nil, nil, err
+			}
+			if snap.Version >= 0 {
+				continue // the table appeared meanwhile: claim in its log
+			}
+			break
 		}
 		acts := []deltalog.Action{{CommitInfo: w.commitInfo("FLIGHTLINE CLAIM", st, nil)}}
 		if !snap.Protocol.SupportsDomainMetadata() {

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -67,7 +69,12 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 		return fmt.Errorf("%w: batch without checkpoint", flightline.ErrInvalidInput)
 	}
 	if flightsink.Replayed(w.last, cp) {
-		return nil
+		// Fencing wins over replay: look for a newer claim first.
+		if err := w.checkClaims(ctx); err != nil {
+			return err
+		}
+		_, err := w.reconcile(ctx, cp)
+		return err
 	}
 	rec = parquetw.Storable(w.s.o.mem, rec, parquetw.StoredSchema(rec.Schema()))
 	defer rec.Release()
@@ -92,6 +99,9 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 			ModificationTime: time.Now().UnixMilli(), DataChange: true, Stats: deltalog.StatsJSON(st)}
 	}
 	for attempt := 0; ; attempt++ {
+		if err := w.checkClaims(ctx); err != nil {
+			return err
+		}
 		next := w.nextState(cp)
 		acts, err := w.actions(w.snap, next, batch, rec, add, cp)
 		if err != nil {
@@ -167,7 +177,14 @@ func (w *writer) reconcile(ctx context.Context, cp []byte) (bool, error) {
 				continue
 			}
 			var st state
-			if err := json.Unmarshal([]byte(a.DomainMetadata.Configuration), &st); err != nil || st.Writer != w.id {
+			if err := json.Unmarshal([]byte(a.DomainMetadata.Configuration), &st); err == nil && st.Writer != w.id && st.Epoch < w.st.Epoch {
+				// An older writer committed after this writer's claim: only
+				// possible while the table did not exist. The checkpoint
+				// this writer returned from Open is stale: re-open.
+				return false, fmt.Errorf("%w: pipeline %q moved since it was opened (a commit of epoch %d landed after the claim of epoch %d); re-open and resume from its checkpoint",
+					flightline.ErrConflict, w.p.ID, st.Epoch, w.st.Epoch)
+			}
+			if err != nil || st.Writer != w.id {
 				w.log.Warn("delta sink: fenced writer refused", "pipeline", w.p.ID, "instance", w.st.Instance, "epoch", w.st.Epoch, "new_epoch", st.Epoch)
 				return false, fmt.Errorf("%w: pipeline %q instance %q was claimed by another writer (epoch %d, ours %d)",
 					flightline.ErrFenced, w.p.ID, w.st.Instance, st.Epoch, w.st.Epoch)
@@ -307,3 +324,47 @@ func uuid() string {
 }
 
 func sortedKeys(p checkpoint.Positions) []string { return slices.Sorted(maps.Keys(p)) }
+
+// claimKey is the claim object of this writer's domain at epoch.
+func (w *writer) claimKey(epoch int64) string {
+	return claimsPrefix(w.domain) + fmt.Sprintf("%020d", epoch)
+}
+
+func claimsPrefix(domain string) string {
+	return "_flightline/claims/" + url.QueryEscape(domain) + "/"
+}
+
+// claimedEpoch returns the highest epoch claimed for this writer's domain
+// with claim objects, 0 when none.
+func (w *writer) claimedEpoch(ctx context.Context) (int64, error) {
+	keys, err := w.t.Store().List(ctx, claimsPrefix(w.domain), "")
+	if err != nil {
+		return 0, fmt.Errorf("delta sink %s: list claims: %w", w.t.URL(), err)
+	}
+	var top int64
+	for _, k := range keys {
+		if n, err := strconv.ParseInt(k[strings.LastIndex(k, "/")+1:], 10, 64); err == nil {
+			top = max(top, n)
+		}
+	}
+	return top, nil
+}
+
+// checkClaims fences this writer when a newer Open claimed the pipeline
+// with a claim object. Claim objects are written only while the table does
+// not exist, so only then is there anything to look at.
+func (w *writer) checkClaims(ctx context.Context) error {
+	if w.snap.Version >= 0 {
+		return nil
+	}
+	top, err := w.claimedEpoch(ctx)
+	if err != nil {
+		return err
+	}
+	if top > w.st.Epoch {
+		w.log.Warn("delta sink: fenced writer refused", "pipeline", w.p.ID, "instance", w.st.Instance, "epoch", w.st.Epoch, "new_epoch", top)
+		return fmt.Errorf("%w: pipeline %q instance %q was claimed by a newer writer (epoch %d, ours %d)",
+			flightline.ErrFenced, w.p.ID, w.st.Instance, top, w.st.Epoch)
+	}
+	return nil
+}
