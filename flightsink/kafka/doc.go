@@ -1,8 +1,8 @@
 // Package kafka is Flightline's exactly-once Kafka sink.
 //
 // Each WriteBatch is one Kafka transaction of the pipeline's transactional
-// producer (transactional.id = prefix + pipeline id, stable across
-// restarts):
+// producer (transactional.id = prefix + pipeline id, and "|" + target for
+// an explicit target; stable across restarts):
 //
 //  1. BeginTransaction.
 //  2. One record per row to the target topic: the value from the binary
@@ -11,8 +11,10 @@
 //     (list<struct<key: utf8, value: binary>>, the kafkadecode schema), the
 //     partition from an optional int32 column (PartitionColumn) or the
 //     default partitioner. Other columns are ignored.
-//  3. One checkpoint record on the compacted checkpoint topic: key the
-//     pipeline id, value the checkpoint bytes, header flightline.target.
+//  3. One checkpoint record on the compacted checkpoint topic: key
+//     CheckpointKey (the pipeline id, or [pipeline id, target]), value the
+//     checkpoint merged with the last one (flightsink.Next), header
+//     flightline.target.
 //  4. Flush, then EndTransaction(TryCommit). Any failure before the commit
 //     aborts the transaction: read_committed consumers see all of it or
 //     none of it.
@@ -21,8 +23,11 @@
 // checks the target topic, starts the producer — its InitProducerID bumps
 // the producer epoch, which fences every older producer of the pipeline
 // and completes its open transaction — and then reads the checkpoint: the
-// last record keyed by the pipeline id in its partition of the checkpoint
-// topic, read_committed, up to the high watermark of that moment. A zombie's
+// last record with the pipeline's key in its partition of the checkpoint
+// topic, read_committed, up to the high watermark of that moment.
+// Checkpoint reads only to the last stable offset and never waits for an
+// open transaction (a dead writer's would hold it for the transaction
+// timeout). A zombie's
 // next produce or commit fails with ProducerFenced / InvalidProducerEpoch,
 // reported as flightline.ErrFenced (gRPC FAILED_PRECONDITION).
 //
@@ -31,7 +36,8 @@
 // type) wraps flightline.ErrSchemaMismatch and ErrInvalidInput; a row whose
 // record would exceed the topic's max.message.bytes, or names a partition
 // the topic lacks, fails the batch with ErrInvalidInput naming the row.
-// Replays (flightsink.Replayed) produce nothing. A 0-row batch is a
+// Replays (flightsink.Replayed) produce no data: a transaction holding the
+// unchanged checkpoint record, which fails if the writer is fenced. A 0-row batch is a
 // transaction holding the checkpoint record alone.
 //
 // Errors: a missing topic the broker does not auto-create → ErrNotFound

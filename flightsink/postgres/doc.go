@@ -3,8 +3,9 @@
 // Each WriteBatch is one transaction:
 //
 //  1. SELECT epoch, checkpoint FROM __flightline_checkpoints WHERE
-//     pipeline_id = $1 FOR UPDATE — locks the pipeline's row; a different
-//     epoch than the writer's means a newer Open happened: ErrFenced.
+//     pipeline_id = $1 AND target = $2 FOR UPDATE — locks the row of the
+//     (pipeline, target); a different epoch than the writer's means a newer
+//     Open happened: ErrFenced.
 //  2. A checkpoint already committed (flightsink.Replayed) ends the
 //     transaction with nothing written.
 //  3. The target table is created from the Arrow schema if missing, or its
@@ -12,7 +13,8 @@
 //     column and both types) — before any row is sent.
 //  4. COPY target (cols) FROM STDIN (FORMAT binary), the stream encoded
 //     directly from the Arrow columns (internal/pgarrow).
-//  5. UPDATE the checkpoint row; COMMIT.
+//  5. UPDATE the checkpoint row with flightsink.Next (positions merged per
+//     key); COMMIT.
 //
 // Open bumps the epoch of the pipeline's row in its own (autocommitted)
 // statement. Because WriteBatch holds the row lock until it commits, a
@@ -25,6 +27,10 @@
 // 23xxx) → ErrInvalidInput. Passwords never appear in errors or logs.
 //
 // Pitfalls:
+//   - pgconn's CopyFrom can return (cancelled, server error) while its
+//     goroutine still reads the COPY stream, i.e. the batch: the stream is
+//     closed, and the read in progress waited for, before WriteBatch
+//     returns and the caller may release the batch.
 //   - If COMMIT itself fails with a lost connection, the outcome is unknown;
 //     the error is ErrUnavailable and the next Open's checkpoint tells the
 //     truth (a replay of the batch is then a no-op).
