@@ -117,6 +117,12 @@ func run(t *testing.T, h Harness) {
 		t.Run("CheckpointDoesNotFence", func(t *testing.T) { testCheckpointNoFence(t, h) })
 		t.Run("MergeablePositions", func(t *testing.T) { testMergeable(t, h) })
 	}
+	if h.Guarantee == flightsink.AtLeastOnce {
+		// The exactly-once checks above rest on a stored checkpoint. An
+		// at-least-once sink declares it keeps none; this check holds it
+		// to that instead of skipping them silently.
+		t.Run("AtLeastOnceKeepsNoCheckpoint", func(t *testing.T) { testNoCheckpoint(t, h) })
+	}
 	t.Run("TwoTargetsOnePipeline", func(t *testing.T) { testTwoTargets(t, h) })
 	t.Run("ConcurrentPipelines", func(t *testing.T) { testConcurrent(t, h) })
 }
@@ -541,4 +547,23 @@ func testConcurrent(t *testing.T, h Harness) {
 		}
 	}
 	require.Equal(t, want, sorted(h.IDs(t, e.p)))
+}
+
+// testNoCheckpoint: an at-least-once sink returns no checkpoint from
+// Checkpoint or Open, whatever it has written, so the source's own position
+// decides where a pipeline resumes.
+func testNoCheckpoint(t *testing.T, h Harness) {
+	e := setup(t, h)
+	w, cp := e.open(h.NewSink(t))
+	require.Nil(t, cp)
+	require.NoError(t, e.write(w, 0, 5))
+	require.NoError(t, w.Close(e.ctx))
+	s := h.NewSink(t)
+	cp, err := s.Checkpoint(e.ctx, e.p)
+	require.NoError(t, err)
+	require.Nil(t, cp, "an at-least-once sink declares it keeps no checkpoint")
+	w, cp = e.open(s)
+	require.Nil(t, cp)
+	require.NoError(t, w.Close(e.ctx))
+	require.Equal(t, seq(0, 5), sorted(h.IDs(t, e.p)))
 }
