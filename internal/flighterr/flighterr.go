@@ -41,6 +41,9 @@ const (
 	ReasonSchemaMismatch = "SCHEMA_MISMATCH"
 	ReasonFenced         = "FENCED"
 	ReasonConflict       = "CHECKPOINT_CONFLICT"
+	// ReasonInternalBug marks an Internal status that is not retryable: the
+	// endpoint recovered from a bug (a panic) handling the call.
+	ReasonInternalBug = "INTERNAL_BUG"
 )
 
 func reason(err error) string {
@@ -51,6 +54,8 @@ func reason(err error) string {
 		return ReasonFenced
 	case errors.Is(err, flightline.ErrConflict):
 		return ReasonConflict
+	case errors.Is(err, flightline.ErrInternal):
+		return ReasonInternalBug
 	}
 	return ""
 }
@@ -77,7 +82,7 @@ func Code(err error) codes.Code {
 	case errors.Is(err, context.DeadlineExceeded):
 		return codes.DeadlineExceeded
 	}
-	return codes.Internal
+	return codes.Internal // ErrInternal and everything unclassified
 }
 
 // remote is an error received from a Flight peer: it keeps the peer's message
@@ -127,6 +132,11 @@ func FromStatus(prefix string, err error) error {
 		sentinel = context.Canceled
 	case codes.DeadlineExceeded:
 		sentinel = context.DeadlineExceeded
+	case codes.Internal:
+		if !hasReason(st, ReasonInternalBug) {
+			return &remote{code: st.Code(), msg: prefix + ": " + st.Message()}
+		}
+		sentinel = flightline.ErrInternal
 	default:
 		return &remote{code: st.Code(), msg: prefix + ": " + st.Message()}
 	}
