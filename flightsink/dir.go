@@ -67,6 +67,9 @@ func NewDir(root string, mem memory.Allocator) (*Dir, error) {
 	return &Dir{root: root, mem: mem}, nil
 }
 
+// Root returns the directory the sink writes under.
+func (d *Dir) Root() string { return d.root }
+
 // Guarantee implements Guaranteer.
 func (d *Dir) Guarantee() Guarantee { return ExactlyOnce }
 
