@@ -74,12 +74,12 @@ func (d *Dir) Root() string { return d.root }
 func (d *Dir) Guarantee() Guarantee { return ExactlyOnce }
 
 func (d *Dir) dir(p Pipeline) (string, error) {
+	if err := CheckDirTarget(p.Target); err != nil {
+		return "", fmt.Errorf("dir sink: %w", err)
+	}
 	t := p.Target
 	if t == "" {
 		t = "default"
-	}
-	if strings.ContainsAny(t, `/\`) || t == "." || t == ".." || strings.HasPrefix(t, ".") {
-		return "", fmt.Errorf("%w: dir sink target %q must be a plain directory name", flightline.ErrInvalidInput, t)
 	}
 	return filepath.Join(d.root, t), nil
 }

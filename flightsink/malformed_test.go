@@ -1,14 +1,18 @@
 package flightsink_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/stretchr/testify/require"
 
+	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/internal/doputtest"
 )
@@ -81,3 +85,20 @@ func memoryStored(t *testing.T, s flightsink.Sink, _ int) {
 func FuzzDoPutDir(f *testing.F)    { doputtest.Fuzz(f, newDir, dirStored) }
 func FuzzDoPutMemory(f *testing.F) { doputtest.Fuzz(f, newMemory, memoryStored) }
 func FuzzDoPutNull(f *testing.F)   { doputtest.Fuzz(f, newNull, nil) }
+
+// TestDirTargetRule: Dir and Delta share one rule (flightsink.CheckDirTarget);
+// delta's test checks the same list.
+func TestDirTargetRule(t *testing.T) {
+	d := newDir(t)
+	for _, target := range BadTargets {
+		_, _, err := d.Open(context.Background(), flightsink.Pipeline{ID: "p", Target: target})
+		require.ErrorIs(t, err, flightline.ErrInvalidInput, "%q", target)
+		_, err = d.Checkpoint(context.Background(), flightsink.Pipeline{ID: "p", Target: target})
+		require.ErrorIs(t, err, flightline.ErrInvalidInput, "%q", target)
+	}
+	_, err := os.Stat(filepath.Join(d.(*flightsink.Dir).Root(), "..", "escaped"))
+	require.True(t, os.IsNotExist(err))
+}
+
+// BadTargets are targets every directory-backed sink refuses.
+var BadTargets = []string{"/abs", "/tmp/escaped", "../escaped", "..", ".", ".hidden", "a/b", `a\b`, "a\x00b", strings.Repeat("t", 2000)}

@@ -200,11 +200,17 @@ func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoAction
 	defer func() { err = flighterr.ToStatus(err) }()
 	defer flighterr.Recover(s.log, func() string { return fmt.Sprintf("DoAction %q", flighterr.Clip(a.Type)) }, &err)
 	ctx := stream.Context()
+	if len(a.Type) > endpoint.MaxNameSize {
+		return fmt.Errorf("%w: action type of %d bytes; at most %d are allowed", flightline.ErrInvalidInput, len(a.Type), endpoint.MaxNameSize)
+	}
 	switch a.Type {
 	case ActionCheckpoint:
 		var req PipelineRequest
 		if err := json.Unmarshal(a.Body, &req); err != nil || req.PipelineID == "" {
 			return status.Errorf(codes.InvalidArgument, "checkpoint action body must be JSON {\"pipeline_id\": ..., \"target\": ...}")
+		}
+		if err := checkNames(Pipeline{ID: req.PipelineID, Target: req.Target}); err != nil {
+			return err
 		}
 		cp, err := s.sink.Checkpoint(ctx, Pipeline{ID: req.PipelineID, Target: req.Target})
 		if err != nil {

@@ -11,7 +11,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/stretchr/testify/require"
 
+	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
 	delta "github.com/flightline/flightline/flightsink/delta"
 	"github.com/flightline/flightline/internal/doputtest"
@@ -75,3 +77,19 @@ func deltaStored(t *testing.T, s flightsink.Sink, acks int) {
 }
 
 func FuzzDoPutDelta(f *testing.F) { doputtest.Fuzz(f, newDelta, deltaStored) }
+
+// TestDeltaTargetRule: the rule Dir has (flightsink.CheckDirTarget): an
+// absolute target used to create a table under the root.
+func TestDeltaTargetRule(t *testing.T) {
+	s := newDelta(t)
+	root := deltaRoots[s]
+	for _, target := range []string{"/abs", "/tmp/escaped", "../escaped", "..", ".", ".hidden", "a/b", `a\b`, "a\x00b"} {
+		_, _, err := s.Open(context.Background(), flightsink.Pipeline{ID: "p", Target: target})
+		require.ErrorIs(t, err, flightline.ErrInvalidInput, "%q", target)
+		_, err = s.Checkpoint(context.Background(), flightsink.Pipeline{ID: "p", Target: target})
+		require.ErrorIs(t, err, flightline.ErrInvalidInput, "%q", target)
+	}
+	entries, err := os.ReadDir(root)
+	require.NoError(t, err)
+	require.Empty(t, entries, "nothing was created under the root")
+}
