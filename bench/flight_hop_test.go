@@ -236,3 +236,25 @@ func BenchmarkLoopbackTCPCeiling(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)*float64(size)/time.Since(start).Seconds()/1e9, "GB/s")
 }
+
+// BenchmarkValidateBatch is flightsink.ValidateBatch alone on the hop
+// benchmarks' batches: the server's per-batch validation cost without the
+// network's noise.
+func BenchmarkValidateBatch(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		batch func(memory.Allocator) arrow.RecordBatch
+	}{{"int64", int64Batch}, {"orders", ordersBatch}} {
+		b.Run(bc.name, func(b *testing.B) {
+			rec := bc.batch(memory.NewGoAllocator())
+			defer rec.Release()
+			b.SetBytes(int64(util.TotalRecordSize(rec)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := flightsink.ValidateBatch(rec); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

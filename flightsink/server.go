@@ -105,11 +105,11 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 	// and Release below, which run while the panic unwinds.
 	defer flighterr.Recover(s.log, func() string { return fmt.Sprintf("DoPut of pipeline %q", flighterr.Clip(pipeline)) }, &err)
 
-	in := &guardedStream{DataStreamReader: stream, max: s.maxBatch}
+	in := ipcguard.NewStream(stream, s.maxBatch)
 	rdr, err := flight.NewRecordReader(in, ipc.WithAllocator(s.mem))
 	if err != nil {
-		if in.err != nil {
-			return fmt.Errorf("%w: DoPut schema message: %v", flightline.ErrInvalidInput, in.err)
+		if in.Err() != nil {
+			return fmt.Errorf("%w: DoPut schema message: %v", flightline.ErrInvalidInput, in.Err())
 		}
 		if errors.Is(err, io.EOF) {
 			return fmt.Errorf("%w: DoPut stream ended before its schema", flightline.ErrInvalidInput)
@@ -157,8 +157,8 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 			return err // the batch is committed; the client re-reads the checkpoint
 		}
 	}
-	if in.err != nil {
-		return fmt.Errorf("%w: DoPut of pipeline %q: %v", flightline.ErrInvalidInput, flighterr.Clip(p.ID), in.err)
+	if in.Err() != nil {
+		return fmt.Errorf("%w: DoPut of pipeline %q: %v", flightline.ErrInvalidInput, flighterr.Clip(p.ID), in.Err())
 	}
 	if err := rdr.Err(); err != nil && !errors.Is(err, io.EOF) {
 		if st, ok := status.FromError(err); ok {
@@ -170,29 +170,6 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 		return fmt.Errorf("%w: reading DoPut stream: %v", flightline.ErrInvalidInput, err)
 	}
 	return nil
-}
-
-// guardedStream checks every IPC message it receives with ipcguard.Check
-// before arrow-go's reader sees it, and remembers the first refusal (the
-// reader reports a Recv error as its own, unclassified).
-type guardedStream struct {
-	flight.DataStreamReader
-	max int64
-	err error
-}
-
-func (g *guardedStream) Recv() (*flight.FlightData, error) {
-	fd, err := g.DataStreamReader.Recv()
-	if err != nil {
-		return nil, err
-	}
-	if len(fd.DataHeader) > 0 {
-		if _, err := ipcguard.Check(fd.DataHeader, fd.DataBody, g.max); err != nil {
-			g.err = err
-			return nil, err
-		}
-	}
-	return fd, nil
 }
 
 // DoAction answers "checkpoint" and "describe".

@@ -19,6 +19,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
 )
 
 // ErrMalformed is wrapped by every error Check returns.
@@ -405,3 +407,40 @@ func Locate(header []byte) (Layout, error) {
 	_, l.Compressed, err = fb.tableField(rb, 3)
 	return l, err
 }
+
+// Stream wraps a Flight data stream so that every message with an IPC
+// header is checked with Check (bound max) before the reader reading from
+// the Stream sees it. The first refusal ends the stream: Recv returns it,
+// and Err keeps it, because arrow-go's reader reports a Recv error as an
+// unclassified one of its own.
+type Stream struct {
+	flight.DataStreamReader
+	max int64
+	err error
+}
+
+// NewStream returns r guarded with bound max.
+func NewStream(r flight.DataStreamReader, max int64) *Stream {
+	return &Stream{DataStreamReader: r, max: max}
+}
+
+// Recv implements flight.DataStreamReader.
+func (s *Stream) Recv() (*flight.FlightData, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	fd, err := s.DataStreamReader.Recv()
+	if err != nil {
+		return nil, err
+	}
+	if len(fd.DataHeader) > 0 {
+		if _, err := Check(fd.DataHeader, fd.DataBody, s.max); err != nil {
+			s.err = err
+			return nil, err
+		}
+	}
+	return fd, nil
+}
+
+// Err returns the message refusal that ended the stream, if any.
+func (s *Stream) Err() error { return s.err }
