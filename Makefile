@@ -6,7 +6,15 @@ GO ?= go
 SERVICES := integration/services/services.sh
 GOTESTFLAGS ?= -race -count=1 -timeout 60m
 
-.PHONY: all build demo test test-unit services-up services-down bench fuzz vet
+.PHONY: all build demo test test-unit services-up services-down bench fuzz chaos fuzz-long vet
+
+# The fuzz targets of the wire boundary (package:Target). Their seed corpus
+# (internal/doputtest) replays in every `go test`; `make fuzz` mutates each
+# for FUZZTIME (part of `make test`), `make chaos` for CHAOSTIME.
+FUZZ_TARGETS := ./internal/ipcguard:FuzzCheck ./flightsink:FuzzDoPutNull ./flightsink:FuzzDoPutMemory \
+	./flightsink:FuzzDoPutDir ./flightsink/delta:FuzzDoPutDelta
+FUZZTIME ?= 10s
+CHAOSTIME ?= 15m
 
 all: build
 
@@ -24,7 +32,7 @@ test:
 	@$(SERVICES) up
 	@set -a; . integration/services/run/env; set +a; \
 	export FLIGHTLINE_REQUIRE_SERVICES=1; \
-	$(GO) vet ./... && $(GO) test $(GOTESTFLAGS) ./... ; rc=$$?; \
+	$(GO) vet ./... && $(GO) test $(GOTESTFLAGS) ./... && $(MAKE) --no-print-directory fuzz; rc=$$?; \
 	$(SERVICES) down; exit $$rc
 
 services-up:
@@ -38,3 +46,18 @@ bench:
 
 vet:
 	$(GO) vet ./...
+
+# Each target mutates its seeds for FUZZTIME; a crasher is written under the
+# package's testdata/fuzz/ and fails the run.
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "fuzz $$fn ($$pkg) for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
+
+# The same targets at length: malformed DoPut streams against every sink.
+chaos:
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(CHAOSTIME)
+
+fuzz-long: chaos

@@ -47,6 +47,14 @@ var (
 	// ErrNotFound marks an unknown stream, pipeline target or table.
 	// gRPC: NotFound.
 	ErrNotFound = errors.New("flightline: not found")
+
+	// ErrInternal marks a bug an endpoint hit while handling a call (a
+	// recovered panic): the call committed nothing, and the same input would
+	// hit the same bug again, so it is not retryable. The details are in the
+	// endpoint's log, not in the error. gRPC: Internal with the ErrorInfo
+	// reason INTERNAL_BUG. (Internal without that reason is an unclassified
+	// failure and stays retryable.)
+	ErrInternal = errors.New("flightline: internal error (a bug; see the endpoint's log)")
 )
 
 // IsRetryable reports whether err may succeed when retried after a backoff,
@@ -60,7 +68,7 @@ func IsRetryable(err error) bool {
 	case errors.Is(err, ErrInvalidInput), errors.Is(err, ErrSchemaMismatch),
 		errors.Is(err, ErrFenced), errors.Is(err, ErrUnauthenticated),
 		errors.Is(err, ErrPermissionDenied), errors.Is(err, ErrNotFound),
-		errors.Is(err, context.Canceled):
+		errors.Is(err, ErrInternal), errors.Is(err, context.Canceled):
 		return false
 	}
 	// ErrConflict, ErrUnavailable, deadlines and unclassified I/O errors.

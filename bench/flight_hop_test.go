@@ -124,12 +124,36 @@ func BenchmarkFlightHopDoGet(b *testing.B) {
 
 // BenchmarkFlightHopDoPut: one Flight hop on loopback, client to server,
 // through the flightsink Client's pipelined writer into a Null sink behind
-// flightsink.Server. Acks are awaited, 4 batches in flight.
-func BenchmarkFlightHopDoPut(b *testing.B) {
+// flightsink.Server. Acks are awaited, 4 batches in flight. The server
+// validates every batch (the default).
+func BenchmarkFlightHopDoPut(b *testing.B) { hopDoPut(b, int64Batch) }
+
+// BenchmarkFlightHopDoPutNoValidation is BenchmarkFlightHopDoPut with the
+// server's batch validation off: the difference is what
+// flightsink.ValidateBatch costs on the hop.
+func BenchmarkFlightHopDoPutNoValidation(b *testing.B) {
+	hopDoPut(b, int64Batch, flightsink.WithValidation(false))
+}
+
+// BenchmarkFlightHopDoPutOrders and ...OrdersNoValidation are the hop with
+// the generator's 64k orders (a string column, whose UTF-8 check is the
+// expensive part of validation) instead of int64 columns.
+func BenchmarkFlightHopDoPutOrders(b *testing.B) { hopDoPut(b, ordersBatch) }
+
+func BenchmarkFlightHopDoPutOrdersNoValidation(b *testing.B) {
+	hopDoPut(b, ordersBatch, flightsink.WithValidation(false))
+}
+
+func ordersBatch(mem memory.Allocator) arrow.RecordBatch {
+	return flightsrc.GenerateOrders(mem, 0, hopRows)
+}
+
+func hopDoPut(b *testing.B, batch func(memory.Allocator) arrow.RecordBatch, opts ...flightsink.ServerOption) {
 	mem := memory.NewGoAllocator()
-	rec := int64Batch(mem)
+	rec := batch(mem)
 	defer rec.Release()
-	url := flighttest.Serve(b, flightsink.NewServer(flightsink.NewNull(), flightsink.WithLogger(slog.New(slog.DiscardHandler))), endpoint.ServerConfig{})
+	opts = append([]flightsink.ServerOption{flightsink.WithLogger(slog.New(slog.DiscardHandler))}, opts...)
+	url := flighttest.Serve(b, flightsink.NewServer(flightsink.NewNull(), opts...), endpoint.ServerConfig{})
 	c, err := flightsink.Dial(url, flightsink.ClientConfig{})
 	if err != nil {
 		b.Fatal(err)
@@ -211,4 +235,26 @@ func BenchmarkLoopbackTCPCeiling(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)*float64(size)/time.Since(start).Seconds()/1e9, "GB/s")
+}
+
+// BenchmarkValidateBatch is flightsink.ValidateBatch alone on the hop
+// benchmarks' batches: the server's per-batch validation cost without the
+// network's noise.
+func BenchmarkValidateBatch(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		batch func(memory.Allocator) arrow.RecordBatch
+	}{{"int64", int64Batch}, {"orders", ordersBatch}} {
+		b.Run(bc.name, func(b *testing.B) {
+			rec := bc.batch(memory.NewGoAllocator())
+			defer rec.Release()
+			b.SetBytes(int64(util.TotalRecordSize(rec)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := flightsink.ValidateBatch(rec); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -42,6 +42,11 @@ type Coordinator struct {
 	maxAttempts    int
 	log            *slog.Logger
 	metrics        *metrics.Metrics
+	// validate runs flightsink.ValidateBatch on every batch before the
+	// sink's writer sees it: set when the batches were decoded from a
+	// remote source and the sink is in-process, so that no Flight server
+	// validates them on the way.
+	validate bool
 
 	mu    sync.Mutex
 	stats Stats
@@ -126,6 +131,9 @@ func New(src flightsrc.Source, sink flightsink.Sink, stream string, p flightsink
 			return nil, err
 		}
 	}
+	_, remoteSrc := src.(*flightsrc.Client)
+	_, remoteSink := sink.(*flightsink.Client)
+	c.validate = remoteSrc && !remoteSink
 	return c, nil
 }
 
@@ -266,6 +274,12 @@ func (c *Coordinator) produce(ctx context.Context, rd flightsrc.Reader, pw fligh
 		if rec.NumRows() == 0 && bytes.Equal(cp, last) {
 			rec.Release() // a heartbeat that moves nothing
 			continue
+		}
+		if c.validate {
+			if err := flightsink.ValidateBatch(rec); err != nil {
+				rec.Release()
+				return fmt.Errorf("batch from source: %w", err)
+			}
 		}
 		if c.transform != nil {
 			out, err := c.transform(ctx, rec)

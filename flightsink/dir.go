@@ -74,16 +74,19 @@ func NewDir(root string, mem memory.Allocator) (*Dir, error) {
 	return &Dir{root: root, mem: mem}, nil
 }
 
+// Root returns the directory the sink writes under.
+func (d *Dir) Root() string { return d.root }
+
 // Guarantee implements Guaranteer.
 func (d *Dir) Guarantee() Guarantee { return ExactlyOnce }
 
 func (d *Dir) dir(p Pipeline) (string, error) {
+	if err := CheckDirTarget(p.Target); err != nil {
+		return "", fmt.Errorf("dir sink: %w", err)
+	}
 	t := p.Target
 	if t == "" {
 		t = "default"
-	}
-	if strings.ContainsAny(t, `/\`) || t == "." || t == ".." || strings.HasPrefix(t, ".") {
-		return "", fmt.Errorf("%w: dir sink target %q must be a plain directory name", flightline.ErrInvalidInput, t)
 	}
 	return filepath.Join(d.root, t), nil
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightline/flightline"
 )
 
 // PipelinedWriter lets a caller keep several batches in flight: Submit hands
@@ -94,12 +96,13 @@ func (l *localPipe) run() {
 	}
 }
 
-// commit turns a panic in the sink into an error rather than a crash of the
-// process that hosts other pipelines.
+// commit turns a panic in the sink into flightline.ErrInternal rather than
+// a crash of the process that hosts other pipelines. It is not retryable:
+// the same batch would hit the same bug.
 func (l *localPipe) commit(q queued) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("flightsink: sink panicked in WriteBatch: %v", r)
+			err = fmt.Errorf("%w: sink panicked in WriteBatch: %v", flightline.ErrInternal, r)
 		}
 	}()
 	return l.w.WriteBatch(q.ctx, q.rec, q.cp)

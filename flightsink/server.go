@@ -18,7 +18,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/internal/endpoint"
 	"github.com/flightline/flightline/internal/flighterr"
+	"github.com/flightline/flightline/internal/ipcguard"
 	"github.com/flightline/flightline/internal/metrics"
 )
 
@@ -30,6 +32,9 @@ type Server struct {
 	mem     memory.Allocator
 	log     *slog.Logger
 	metrics *metrics.Metrics
+
+	validate bool  // ValidateBatch every batch before the Writer sees it
+	maxBatch int64 // bound on what one IPC message may make the reader allocate
 }
 
 // ServerOption configures a Server.
@@ -44,9 +49,28 @@ func WithLogger(l *slog.Logger) ServerOption { return func(s *Server) { s.log = 
 // WithMetrics records commits and errors in m.
 func WithMetrics(m *metrics.Metrics) ServerOption { return func(s *Server) { s.metrics = m } }
 
+// WithValidation turns the full validation of every received batch
+// (ValidateBatch) on or off; default on. Turn it off only to measure what
+// it costs: without it, a malformed batch reaches the sink's writer, which
+// may commit it or fail with INTERNAL.
+func WithValidation(on bool) ServerOption { return func(s *Server) { s.validate = on } }
+
+// WithMaxBatchBytes bounds what one received IPC message may make the
+// server allocate: the sum of the uncompressed lengths its compressed
+// buffers declare, and row counts at one bit per value. Default (and
+// ceiling, for n <= 0) endpoint.MaxMessageSize, the gRPC message limit.
+func WithMaxBatchBytes(n int64) ServerOption {
+	return func(s *Server) {
+		if n <= 0 || n > endpoint.MaxMessageSize {
+			n = endpoint.MaxMessageSize
+		}
+		s.maxBatch = n
+	}
+}
+
 // NewServer returns a Flight server for sink.
 func NewServer(sink Sink, opts ...ServerOption) *Server {
-	s := &Server{sink: sink, mem: memory.DefaultAllocator, log: slog.Default()}
+	s := &Server{sink: sink, mem: memory.DefaultAllocator, log: slog.Default(), validate: true, maxBatch: endpoint.MaxMessageSize}
 	for _, o := range opts {
 		o(s)
 	}
@@ -56,6 +80,15 @@ func NewServer(sink Sink, opts ...ServerOption) *Server {
 // DoPut claims the pipeline named by the descriptor, commits every batch
 // with the checkpoint in its app_metadata, and acknowledges each commit, in
 // order, with a PutResult whose app_metadata is that checkpoint.
+//
+// Every message is checked before arrow-go decodes it (ipcguard.Check:
+// metadata version, body length, buffers inside the body, declared
+// uncompressed sizes within the batch bound) and every decoded batch is
+// validated (ValidateBatch) before the Writer sees it; both failures are
+// INVALID_ARGUMENT with nothing committed. A panic in the Writer is
+// recovered: the Writer is closed (it commits nothing), the batch released,
+// the panic and its stack logged, and the call fails with
+// flightline.ErrInternal (INTERNAL, reason INTERNAL_BUG: do not retry).
 func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 	ctx := stream.Context()
 	pipeline := ""
@@ -64,13 +97,20 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 			err = flighterr.ToStatus(err)
 			s.metrics.Error("sink", pipeline, status.Code(err).String())
 			if status.Code(err) != codes.Canceled {
-				s.log.Warn("DoPut failed", "pipeline", pipeline, "err", err)
+				s.log.Warn("DoPut failed", "pipeline", flighterr.Clip(pipeline), "err", err)
 			}
 		}
 	}()
+	// Runs before the status mapping above and after the deferred Close
+	// and Release below, which run while the panic unwinds.
+	defer flighterr.Recover(s.log, func() string { return fmt.Sprintf("DoPut of pipeline %q", flighterr.Clip(pipeline)) }, &err)
 
-	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(s.mem))
+	in := ipcguard.NewStream(stream, s.maxBatch)
+	rdr, err := flight.NewRecordReader(in, ipc.WithAllocator(s.mem))
 	if err != nil {
+		if in.Err() != nil {
+			return fmt.Errorf("%w: DoPut schema message: %v", flightline.ErrInvalidInput, in.Err())
+		}
 		if errors.Is(err, io.EOF) {
 			return fmt.Errorf("%w: DoPut stream ended before its schema", flightline.ErrInvalidInput)
 		}
@@ -91,15 +131,15 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 		// (and so fence) the pipeline's live writer: look before claiming.
 		cur, err := s.sink.Checkpoint(ctx, p)
 		if err != nil {
-			return fmt.Errorf("reading the checkpoint of pipeline %q: %w", p.ID, err)
+			return fmt.Errorf("reading the checkpoint of pipeline %q: %w", flighterr.Clip(p.ID), err)
 		}
 		if !SameCheckpoint(expect, cur) {
-			return fmt.Errorf("%w: pipeline %q has moved since the writer read its checkpoint; re-read it and resume", flightline.ErrConflict, p.ID)
+			return fmt.Errorf("%w: pipeline %q has moved since the writer read its checkpoint; re-read it and resume", flightline.ErrConflict, flighterr.Clip(p.ID))
 		}
 	}
 	w, last, err := s.sink.Open(ctx, p)
 	if err != nil {
-		return fmt.Errorf("opening pipeline %q: %w", p.ID, err)
+		return fmt.Errorf("opening pipeline %q: %w", flighterr.Clip(p.ID), err)
 	}
 	defer func() {
 		if cerr := w.Close(context.WithoutCancel(ctx)); cerr != nil && err == nil {
@@ -108,21 +148,29 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 	}()
 	if check && !SameCheckpoint(expect, last) {
 		// It moved between the look and the claim.
-		return fmt.Errorf("%w: pipeline %q has moved since the writer read its checkpoint; re-read it and resume", flightline.ErrConflict, p.ID)
+		return fmt.Errorf("%w: pipeline %q has moved since the writer read its checkpoint; re-read it and resume", flightline.ErrConflict, flighterr.Clip(p.ID))
 	}
-	s.log.Debug("DoPut opened", "pipeline", p.ID, "target", p.Target, "schema", rdr.Schema())
+	s.log.Debug("DoPut opened", "pipeline", flighterr.Clip(p.ID), "target", flighterr.Clip(p.Target), "schema", rdr.Schema())
 
-	for rdr.Next() {
+	for n := 0; rdr.Next(); n++ {
 		rec := rdr.RecordBatch()
+		if s.validate {
+			if err := ValidateBatch(rec); err != nil {
+				return fmt.Errorf("batch %d of pipeline %q: %w", n, flighterr.Clip(p.ID), err)
+			}
+		}
 		cp := bytes.Clone(rdr.LatestAppMetadata())
 		start := time.Now()
 		if err := w.WriteBatch(ctx, rec, cp); err != nil {
-			return fmt.Errorf("committing batch of pipeline %q: %w", p.ID, err)
+			return fmt.Errorf("committing batch of pipeline %q: %w", flighterr.Clip(p.ID), err)
 		}
 		s.metrics.Committed("sink", p.ID, rec.NumRows(), int64(util.TotalRecordSize(rec)), time.Since(start))
 		if err := stream.Send(&flight.PutResult{AppMetadata: cp}); err != nil {
 			return err // the batch is committed; the client re-reads the checkpoint
 		}
+	}
+	if in.Err() != nil {
+		return fmt.Errorf("%w: DoPut of pipeline %q: %v", flightline.ErrInvalidInput, flighterr.Clip(p.ID), in.Err())
 	}
 	if err := rdr.Err(); err != nil && !errors.Is(err, io.EOF) {
 		if st, ok := status.FromError(err); ok {
@@ -137,13 +185,21 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 }
 
 // DoAction answers "checkpoint" and "describe".
-func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoActionServer) error {
+func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoActionServer) (err error) {
+	defer func() { err = flighterr.ToStatus(err) }()
+	defer flighterr.Recover(s.log, func() string { return fmt.Sprintf("DoAction %q", flighterr.Clip(a.Type)) }, &err)
 	ctx := stream.Context()
+	if len(a.Type) > endpoint.MaxNameSize {
+		return fmt.Errorf("%w: action type of %d bytes; at most %d are allowed", flightline.ErrInvalidInput, len(a.Type), endpoint.MaxNameSize)
+	}
 	switch a.Type {
 	case ActionCheckpoint:
 		var req PipelineRequest
 		if err := json.Unmarshal(a.Body, &req); err != nil || req.PipelineID == "" {
 			return status.Errorf(codes.InvalidArgument, "checkpoint action body must be JSON {\"pipeline_id\": ..., \"target\": ...}")
+		}
+		if err := checkNames(Pipeline{ID: req.PipelineID, Target: req.Target}); err != nil {
+			return err
 		}
 		cp, err := s.sink.Checkpoint(ctx, Pipeline{ID: req.PipelineID, Target: req.Target})
 		if err != nil {
@@ -157,7 +213,7 @@ func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoAction
 		body, _ := json.Marshal(Describe{Guarantee: GuaranteeOf(s.sink).String()})
 		return stream.Send(&flight.Result{Body: body})
 	}
-	return status.Errorf(codes.Unimplemented, "unknown action %q; this sink answers %q and %q", a.Type, ActionCheckpoint, ActionDescribe)
+	return status.Errorf(codes.Unimplemented, "unknown action %q; this sink answers %q and %q", flighterr.Clip(a.Type), ActionCheckpoint, ActionDescribe)
 }
 
 // ListActions lists the actions DoAction answers.

@@ -4,10 +4,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 
 	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/internal/endpoint"
+	"github.com/flightline/flightline/internal/flighterr"
 )
 
 // Action types a sink server answers. See docs/protocol.md.
@@ -43,6 +46,31 @@ type Describe struct {
 	Guarantee string `json:"guarantee"`
 }
 
+// checkNames refuses a pipeline id or target longer than
+// endpoint.MaxNameSize.
+func checkNames(p Pipeline) error {
+	if len(p.ID) > endpoint.MaxNameSize || len(p.Target) > endpoint.MaxNameSize {
+		return fmt.Errorf("%w: pipeline id of %d bytes, target of %d; at most %d are allowed", flightline.ErrInvalidInput, len(p.ID), len(p.Target), endpoint.MaxNameSize)
+	}
+	return nil
+}
+
+// CheckDirTarget is the rule for targets that name a directory under a
+// sink's root (Dir, Delta): empty (the default), or one plain directory
+// name: no '/' or '\', not absolute, not "." or "..", not hidden (a
+// leading '.'), no NUL, at most endpoint.MaxNameSize bytes. Anything else
+// is ErrInvalidInput, so no target can reach outside the root or into the
+// sink's own files.
+func CheckDirTarget(t string) error {
+	if t == "" {
+		return nil
+	}
+	if len(t) > endpoint.MaxNameSize || strings.ContainsAny(t, "/\\\x00") || strings.HasPrefix(t, ".") {
+		return fmt.Errorf("%w: target %q must be a plain directory name", flightline.ErrInvalidInput, flighterr.Clip(t))
+	}
+	return nil
+}
+
 // parseDescriptor reads the pipeline and optional expectation from a DoPut
 // descriptor: PATH [pipeline_id] or [pipeline_id, target], or CMD with a
 // PutCommand.
@@ -53,22 +81,25 @@ func parseDescriptor(d *flight.FlightDescriptor) (p Pipeline, expect []byte, che
 	switch d.Type {
 	case flight.DescriptorPATH:
 		if len(d.Path) < 1 || len(d.Path) > 2 || d.Path[0] == "" {
-			return p, nil, false, fmt.Errorf("%w: DoPut descriptor path must be [pipeline_id] or [pipeline_id, target], got %q", flightline.ErrInvalidInput, d.Path)
+			return p, nil, false, fmt.Errorf("%w: DoPut descriptor path must be [pipeline_id] or [pipeline_id, target], got %d elements", flightline.ErrInvalidInput, len(d.Path))
 		}
 		p.ID = d.Path[0]
 		if len(d.Path) == 2 {
 			p.Target = d.Path[1]
 		}
-		return p, nil, false, nil
+		return p, nil, false, checkNames(p)
 	case flight.DescriptorCMD:
 		var c PutCommand
 		if err := json.Unmarshal(d.Cmd, &c); err != nil {
-			return p, nil, false, fmt.Errorf("%w: DoPut command is not JSON: %v", flightline.ErrInvalidInput, err)
+			return p, nil, false, fmt.Errorf("%w: DoPut command is not JSON: %s", flightline.ErrInvalidInput, flighterr.Clip(err.Error()))
 		}
 		if c.PipelineID == "" {
 			return p, nil, false, fmt.Errorf("%w: DoPut command without pipeline_id", flightline.ErrInvalidInput)
 		}
 		p = Pipeline{ID: c.PipelineID, Target: c.Target}
+		if err := checkNames(p); err != nil {
+			return p, nil, false, err
+		}
 		if c.ResumeAfter == nil {
 			return p, nil, false, nil
 		}

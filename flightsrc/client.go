@@ -14,9 +14,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 
+	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/internal/endpoint"
 	"github.com/flightline/flightline/internal/flighterr"
+	"github.com/flightline/flightline/internal/ipcguard"
 )
 
 // Client is a Source backed by a remote Flight source endpoint. Safe for
@@ -108,23 +111,41 @@ func (c *Client) Read(ctx context.Context, req ReadRequest) (Reader, error) {
 		cancel()
 		return nil, flighterr.FromStatus("DoGet", err)
 	}
-	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(c.mem))
+	// The source is as untrusted as a sink's client: its messages are
+	// checked before arrow-go allocates what they declare.
+	in := ipcguard.NewStream(stream, endpoint.MaxMessageSize)
+	rdr, err := flight.NewRecordReader(in, ipc.WithAllocator(c.mem))
 	if err != nil {
 		cancel()
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, flighterr.FromStatus("DoGet", err)
+		if in.Err() != nil {
+			return nil, fmt.Errorf("%w: DoGet schema message: %v", flightline.ErrInvalidInput, in.Err())
+		}
+		return nil, streamErr(err)
 	}
-	r := &remoteReader{rdr: rdr, cancel: cancel, ch: make(chan item, 1), done: make(chan struct{})}
+	r := &remoteReader{rdr: rdr, in: in, cancel: cancel, ch: make(chan item, 1), done: make(chan struct{})}
 	go r.pump(sctx)
 	return r, nil
+}
+
+// streamErr classifies an error reading a DoGet stream: a gRPC status is
+// the server's (or the transport's) verdict; anything else is arrow-go's
+// IPC reader refusing what the source sent, which a retry would receive
+// again: ErrInvalidInput.
+func streamErr(err error) error {
+	if _, ok := status.FromError(err); ok {
+		return flighterr.FromStatus("DoGet", err)
+	}
+	return fmt.Errorf("%w: DoGet: the source sent a malformed stream: %v", flightline.ErrInvalidInput, err)
 }
 
 // remoteReader pumps the DoGet stream on its own goroutine so Next can
 // honour its context.
 type remoteReader struct {
 	rdr    *flight.Reader
+	in     *ipcguard.Stream
 	cancel context.CancelFunc
 	ch     chan item
 	done   chan struct{}
@@ -150,8 +171,10 @@ func (r *remoteReader) pump(ctx context.Context) {
 		err = io.EOF
 	} else if ctx.Err() != nil {
 		err = ctx.Err()
+	} else if r.in.Err() != nil {
+		err = fmt.Errorf("%w: DoGet: %v", flightline.ErrInvalidInput, r.in.Err())
 	} else {
-		err = flighterr.FromStatus("DoGet", err)
+		err = streamErr(err)
 	}
 	select {
 	case r.ch <- item{err: err}:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -94,13 +95,24 @@ func (g *Generator) Read(_ context.Context, req ReadRequest) (Reader, error) {
 		if !ok || len(p) != 1 {
 			return nil, fmt.Errorf("%w: generator checkpoint must hold exactly position %q, got %s", flightline.ErrInvalidInput, g.key(), req.After)
 		}
+		if n > math.MaxInt64-int64(g.batchRows) {
+			// Row n+batchRows would wrap past the largest int64 into
+			// negative positions.
+			return nil, fmt.Errorf("%w: generator position %d is past the last one it can serve (%d)", flightline.ErrInvalidInput, n, int64(math.MaxInt64-g.batchRows))
+		}
 		next = n
 	}
 	return &genReader{g: g, next: next}, nil
 }
 
-// Commit implements Source; the generator keeps no progress.
-func (g *Generator) Commit(context.Context, CommitRequest) error { return nil }
+// Commit implements Source; the generator keeps no progress, but a commit
+// naming a stream it does not serve is ErrNotFound, as a read would be.
+func (g *Generator) Commit(_ context.Context, req CommitRequest) error {
+	if req.Stream != g.stream {
+		return fmt.Errorf("%w: no stream %q (this generator serves %q)", flightline.ErrNotFound, req.Stream, g.stream)
+	}
+	return nil
+}
 
 type genReader struct {
 	g     *Generator
@@ -128,6 +140,9 @@ func (r *genReader) Next(ctx context.Context) (arrow.RecordBatch, []byte, error)
 		return nil, nil, err
 	}
 	r.first = true
+	if r.next > math.MaxInt64-int64(g.batchRows) {
+		return nil, nil, io.EOF // the largest position an int64 holds
+	}
 	end := r.next + int64(g.batchRows)
 	if g.rows > 0 && end > g.rows {
 		end = g.rows

@@ -69,6 +69,10 @@ type item struct {
 
 // DoGet streams the batches of the stream the ticket names, each with its
 // checkpoint as app_metadata, and heartbeats while the source is idle.
+//
+// A panic in the source (its Reader's Next included) is recovered: the call
+// fails with flightline.ErrInternal (INTERNAL, reason INTERNAL_BUG) and the
+// panic is logged.
 func (s *Server) DoGet(t *flight.Ticket, stream flight.FlightService_DoGetServer) (err error) {
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
@@ -85,6 +89,7 @@ func (s *Server) DoGet(t *flight.Ticket, stream flight.FlightService_DoGetServer
 			}
 		}
 	}()
+	defer flighterr.Recover(s.log, func() string { return fmt.Sprintf("DoGet of stream %q", req.Stream) }, &err)
 	rd, err := s.src.Read(ctx, req)
 	if err != nil {
 		return fmt.Errorf("opening stream %q: %w", req.Stream, err)
@@ -100,7 +105,7 @@ func (s *Server) DoGet(t *flight.Ticket, stream flight.FlightService_DoGetServer
 	go func() {
 		defer close(ch)
 		for {
-			rec, cp, err := rd.Next(ctx)
+			rec, cp, err := s.next(ctx, rd, req.Stream)
 			select {
 			case ch <- item{rec, cp, err}:
 			case <-ctx.Done():
@@ -173,6 +178,13 @@ func (s *Server) DoGet(t *flight.Ticket, stream flight.FlightService_DoGetServer
 	}
 }
 
+// next is rd.Next with a panic turned into ErrInternal: it runs on the
+// pump goroutine, where an unrecovered panic would end the process.
+func (s *Server) next(ctx context.Context, rd Reader, stream string) (rec arrow.RecordBatch, cp []byte, err error) {
+	defer flighterr.Recover(s.log, func() string { return fmt.Sprintf("reading stream %q", stream) }, &err)
+	return rd.Next(ctx)
+}
+
 func emptyColumns(mem memory.Allocator, sc *arrow.Schema) []arrow.Array {
 	cols := make([]arrow.Array, sc.NumFields())
 	for i, f := range sc.Fields() {
@@ -197,6 +209,9 @@ func (s *Server) stream(ctx context.Context, d *flight.FlightDescriptor) (Stream
 	if d == nil || d.Type != flight.DescriptorPATH || len(d.Path) != 1 {
 		return Stream{}, status.Error(codes.InvalidArgument, "descriptor must be a PATH naming one stream")
 	}
+	if err := checkName("stream", d.Path[0]); err != nil {
+		return Stream{}, flighterr.ToStatus(err)
+	}
 	streams, err := s.src.Streams(ctx)
 	if err != nil {
 		return Stream{}, flighterr.ToStatus(err)
@@ -206,11 +221,13 @@ func (s *Server) stream(ctx context.Context, d *flight.FlightDescriptor) (Stream
 			return st, nil
 		}
 	}
-	return Stream{}, flighterr.ToStatus(fmt.Errorf("%w: no stream %q", flightline.ErrNotFound, d.Path[0]))
+	return Stream{}, flighterr.ToStatus(fmt.Errorf("%w: no stream %q", flightline.ErrNotFound, flighterr.Clip(d.Path[0])))
 }
 
 // ListFlights lists every stream of the source.
-func (s *Server) ListFlights(_ *flight.Criteria, fs flight.FlightService_ListFlightsServer) error {
+func (s *Server) ListFlights(_ *flight.Criteria, fs flight.FlightService_ListFlightsServer) (err error) {
+	defer func() { err = flighterr.ToStatus(err) }()
+	defer flighterr.Recover(s.log, func() string { return "ListFlights" }, &err)
 	streams, err := s.src.Streams(fs.Context())
 	if err != nil {
 		return flighterr.ToStatus(err)
@@ -226,7 +243,9 @@ func (s *Server) ListFlights(_ *flight.Criteria, fs flight.FlightService_ListFli
 
 // GetFlightInfo describes one stream; its endpoint's ticket reads it from
 // the source's default start.
-func (s *Server) GetFlightInfo(ctx context.Context, d *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+func (s *Server) GetFlightInfo(ctx context.Context, d *flight.FlightDescriptor) (fi *flight.FlightInfo, err error) {
+	defer func() { err = flighterr.ToStatus(err) }()
+	defer flighterr.Recover(s.log, func() string { return "GetFlightInfo" }, &err)
 	st, err := s.stream(ctx, d)
 	if err != nil {
 		return nil, err
@@ -235,7 +254,9 @@ func (s *Server) GetFlightInfo(ctx context.Context, d *flight.FlightDescriptor) 
 }
 
 // GetSchema returns one stream's schema.
-func (s *Server) GetSchema(ctx context.Context, d *flight.FlightDescriptor) (*flight.SchemaResult, error) {
+func (s *Server) GetSchema(ctx context.Context, d *flight.FlightDescriptor) (sr *flight.SchemaResult, err error) {
+	defer func() { err = flighterr.ToStatus(err) }()
+	defer flighterr.Recover(s.log, func() string { return "GetSchema" }, &err)
 	st, err := s.stream(ctx, d)
 	if err != nil {
 		return nil, err
@@ -244,7 +265,12 @@ func (s *Server) GetSchema(ctx context.Context, d *flight.FlightDescriptor) (*fl
 }
 
 // DoAction answers "commit", the advisory progress report.
-func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoActionServer) error {
+func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoActionServer) (err error) {
+	defer func() { err = flighterr.ToStatus(err) }()
+	defer flighterr.Recover(s.log, func() string { return fmt.Sprintf("DoAction %q", flighterr.Clip(a.Type)) }, &err)
+	if err := checkName("action type", a.Type); err != nil {
+		return err
+	}
 	if a.Type != ActionCommit {
 		return status.Errorf(codes.Unimplemented, "unknown action %q; this source answers %q", a.Type, ActionCommit)
 	}
@@ -252,8 +278,13 @@ func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoAction
 	if err := json.Unmarshal(a.Body, &b); err != nil || b.Stream == "" || len(b.Checkpoint) == 0 {
 		return status.Error(codes.InvalidArgument, `commit action body must be JSON {"stream", "pipeline_id", "checkpoint": <base64>}`)
 	}
-	err := s.src.Commit(stream.Context(), CommitRequest{Stream: b.Stream, Pipeline: b.PipelineID, Checkpoint: b.Checkpoint})
-	return flighterr.ToStatus(err)
+	if err := checkName("stream", b.Stream); err != nil {
+		return err
+	}
+	if err := checkName("pipeline_id", b.PipelineID); err != nil {
+		return err
+	}
+	return s.src.Commit(stream.Context(), CommitRequest{Stream: b.Stream, Pipeline: b.PipelineID, Checkpoint: b.Checkpoint})
 }
 
 // ListActions lists the actions DoAction answers.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/internal/endpoint"
 )
 
 // ActionCommit is the advisory progress action a source server answers.
@@ -37,9 +38,24 @@ func parseTicket(b []byte) (ReadRequest, error) {
 	if t.Stream == "" {
 		return ReadRequest{}, fmt.Errorf("%w: DoGet ticket without stream", flightline.ErrInvalidInput)
 	}
+	if err := checkName("stream", t.Stream); err != nil {
+		return ReadRequest{}, err
+	}
+	if err := checkName("pipeline_id", t.PipelineID); err != nil {
+		return ReadRequest{}, err
+	}
 	req := ReadRequest{Stream: t.Stream, Pipeline: t.PipelineID}
 	if len(t.Checkpoint) > 0 {
 		req.After = t.Checkpoint
 	}
 	return req, nil
+}
+
+// checkName refuses a client-supplied name longer than
+// endpoint.MaxNameSize.
+func checkName(what, name string) error {
+	if len(name) > endpoint.MaxNameSize {
+		return fmt.Errorf("%w: %s of %d bytes; at most %d are allowed", flightline.ErrInvalidInput, what, len(name), endpoint.MaxNameSize)
+	}
+	return nil
 }

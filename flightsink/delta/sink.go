@@ -159,8 +159,10 @@ func (s *Sink) Guarantee() flightsink.Guarantee { return flightsink.ExactlyOnce 
 func (s *Sink) URL(target string) string { return objstore.Sub(s.root, target).URL() }
 
 func (s *Sink) table(target string) (*deltalog.Table, error) {
-	if strings.Contains(target, "..") {
-		return nil, fmt.Errorf("%w: bad target %q", flightline.ErrInvalidInput, target)
+	// The rule Dir has: one plain directory name under the location, so
+	// an absolute or dotted target cannot leave it.
+	if err := flightsink.CheckDirTarget(target); err != nil {
+		return nil, fmt.Errorf("delta sink: %w", err)
 	}
 	return deltalog.NewTable(objstore.Sub(s.root, target), s.o.mem), nil
 }

@@ -31,6 +31,11 @@ import (
 // directions. gRPC's 4 MiB default is too small for 64k-row batches.
 const MaxMessageSize = 512 << 20
 
+// MaxNameSize bounds the names a client sends: stream names, pipeline ids,
+// targets and action types. Longer ones are refused with INVALID_ARGUMENT
+// (docs/protocol.md) instead of travelling into status messages and logs.
+const MaxNameSize = 1024
+
 // ServerConfig configures a Flightline gRPC server. The zero value serves
 // plaintext without authentication (loopback and tests only).
 type ServerConfig struct {

@@ -6,6 +6,10 @@ package flighterr
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"unicode/utf8"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -23,7 +27,7 @@ func ToStatus(err error) error {
 	if _, ok := status.FromError(err); ok {
 		return err
 	}
-	st := status.New(Code(err), err.Error())
+	st := status.New(Code(err), clipMessage(err.Error()))
 	if r := reason(err); r != "" {
 		if d, derr := st.WithDetails(&errdetails.ErrorInfo{Domain: Domain, Reason: r}); derr == nil {
 			st = d
@@ -41,6 +45,9 @@ const (
 	ReasonSchemaMismatch = "SCHEMA_MISMATCH"
 	ReasonFenced         = "FENCED"
 	ReasonConflict       = "CHECKPOINT_CONFLICT"
+	// ReasonInternalBug marks an Internal status that is not retryable: the
+	// endpoint recovered from a bug (a panic) handling the call.
+	ReasonInternalBug = "INTERNAL_BUG"
 )
 
 func reason(err error) string {
@@ -51,6 +58,8 @@ func reason(err error) string {
 		return ReasonFenced
 	case errors.Is(err, flightline.ErrConflict):
 		return ReasonConflict
+	case errors.Is(err, flightline.ErrInternal):
+		return ReasonInternalBug
 	}
 	return ""
 }
@@ -77,7 +86,7 @@ func Code(err error) codes.Code {
 	case errors.Is(err, context.DeadlineExceeded):
 		return codes.DeadlineExceeded
 	}
-	return codes.Internal
+	return codes.Internal // ErrInternal and everything unclassified
 }
 
 // remote is an error received from a Flight peer: it keeps the peer's message
@@ -127,6 +136,11 @@ func FromStatus(prefix string, err error) error {
 		sentinel = context.Canceled
 	case codes.DeadlineExceeded:
 		sentinel = context.DeadlineExceeded
+	case codes.Internal:
+		if !hasReason(st, ReasonInternalBug) {
+			return &remote{code: st.Code(), msg: prefix + ": " + st.Message()}
+		}
+		sentinel = flightline.ErrInternal
 	default:
 		return &remote{code: st.Code(), msg: prefix + ": " + st.Message()}
 	}
@@ -140,4 +154,56 @@ func hasReason(st *status.Status, r string) bool {
 		}
 	}
 	return false
+}
+
+// MaxEcho is how many bytes of a client-supplied string (a name, an action
+// type, a message quoting one) Clip keeps.
+const MaxEcho = 256
+
+// Clip returns s cut to MaxEcho bytes on a UTF-8 boundary, with the number
+// of bytes cut appended, for status messages and log lines that echo what a
+// client sent: a 1 MiB stream name must not become a 1 MiB trailer or log
+// line.
+func Clip(s string) string {
+	if len(s) <= MaxEcho {
+		return s
+	}
+	cut := MaxEcho
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s…(%d more bytes)", s[:cut], len(s)-cut)
+}
+
+// maxMessage bounds a status message: it travels in a gRPC trailer, and
+// clients refuse trailers over a few KiB (grpc-go: 16 KiB), turning the
+// error into a bare INTERNAL.
+const maxMessage = 2048
+
+func clipMessage(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	cut := maxMessage
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s…(%d more bytes)", s[:cut], len(s)-cut)
+}
+
+// Recover, deferred directly by a Flight handler or a goroutine serving
+// one, turns a panic into an error wrapping flightline.ErrInternal in
+// *errp (INTERNAL with reason INTERNAL_BUG on the wire: not retryable) and
+// logs the panic and its stack; the panic's message stays out of the
+// status. call names the call for both; it is evaluated after the panic.
+// Deferred functions registered after Recover (closing the writer,
+// releasing the batch) have run by then.
+func Recover(log *slog.Logger, call func() string, errp *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	c := call()
+	log.Error(c+" panicked; the call fails with INTERNAL", "panic", Clip(fmt.Sprint(r)), "stack", string(debug.Stack()))
+	*errp = fmt.Errorf("%w: %s", flightline.ErrInternal, c)
 }

@@ -27,6 +27,7 @@ func TestRoundTrip(t *testing.T) {
 		{flightline.ErrPermissionDenied, codes.PermissionDenied},
 		{flightline.ErrNotFound, codes.NotFound},
 		{context.Canceled, codes.Canceled},
+		{flightline.ErrInternal, codes.Internal},
 	} {
 		wrapped := fmt.Errorf("writing batch 3: %w", tc.err)
 		st := ToStatus(wrapped)
@@ -43,4 +44,12 @@ func TestUnknownIsInternal(t *testing.T) {
 	require.Equal(t, codes.Internal, status.Code(st))
 	back := FromStatus("x", st)
 	require.True(t, flightline.IsRetryable(back))
+}
+
+func TestInternalBugIsNotRetryable(t *testing.T) {
+	st := ToStatus(fmt.Errorf("DoPut of %q: %w", "p", flightline.ErrInternal))
+	require.Equal(t, codes.Internal, status.Code(st))
+	back := FromStatus("x", st)
+	require.ErrorIs(t, back, flightline.ErrInternal)
+	require.False(t, flightline.IsRetryable(back))
 }

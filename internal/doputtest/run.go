@@ -1,0 +1,145 @@
+package doputtest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"slices"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/internal/endpoint"
+	"github.com/flightline/flightline/internal/flighttest"
+)
+
+// NewSink returns a fresh sink of the kind under test.
+type NewSink func(t testing.TB) flightsink.Sink
+
+// runner runs one DoPut.
+type runner func(ctx context.Context, msgs []*flight.FlightData) ([][]byte, error)
+
+// Run sends every case of the corpus to a sink of one kind, in-process
+// (Server.DoPut on a Stream) and over Flight (a loopback gRPC server), and
+// checks that each is refused with INVALID_ARGUMENT, acknowledges and
+// commits nothing (the case's pipeline has no checkpoint), and leaves no
+// byte of the server's checked allocator behind; then that the server still
+// commits every valid stream (but those named in unsupported, of types the
+// sink cannot store), and that the Go heap is back where it was.
+func Run(t *testing.T, newSink NewSink, unsupported ...string) {
+	for _, mode := range []string{"in-process", "flight"} {
+		t.Run(mode, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the sink's and the server's cleanups
+			sink := newSink(t)
+			var logs bytes.Buffer
+			srv := flightsink.NewServer(sink, flightsink.WithAllocator(mem),
+				flightsink.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			var run runner = func(ctx context.Context, msgs []*flight.FlightData) ([][]byte, error) {
+				return InProcess(ctx, srv, msgs)
+			}
+			if mode == "flight" {
+				url := flighttest.Serve(t, srv, endpoint.ServerConfig{})
+				conn, err := endpoint.Dial(url, endpoint.ClientConfig{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close()
+				run = func(ctx context.Context, msgs []*flight.FlightData) ([][]byte, error) {
+					return OverFlight(ctx, conn, msgs)
+				}
+			}
+			ctx := context.Background()
+			before := heapInUse()
+			for i, c := range Cases() {
+				p := flightsink.Pipeline{ID: fmt.Sprintf("case-%d", i), Target: fmt.Sprintf("c%d", i)}
+				desc := &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{p.ID, p.Target}}
+				acks, err := run(ctx, FlightData(desc, c.Messages))
+				if status.Code(err) != codes.InvalidArgument {
+					t.Errorf("%s: got %v, want INVALID_ARGUMENT\nserver log:\n%s", c.Name, err, tail(logs.String()))
+					continue
+				}
+				if len(acks) != 0 {
+					t.Errorf("%s: %d batches acknowledged", c.Name, len(acks))
+				}
+				cp, err := sink.Checkpoint(ctx, p)
+				if err != nil || cp != nil {
+					t.Errorf("%s: pipeline checkpoint %q, %v after a refused stream; want none", c.Name, cp, err)
+				}
+				if n := mem.CurrentAlloc(); n != 0 {
+					t.Errorf("%s: %d bytes of the server's allocator still held", c.Name, n)
+				}
+			}
+			for i, v := range Valid() {
+				if slices.Contains(unsupported, v.Name) {
+					continue
+				}
+				p := flightsink.Pipeline{ID: fmt.Sprintf("valid-%d", i), Target: fmt.Sprintf("v%d", i)}
+				desc := &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{p.ID, p.Target}}
+				acks, err := run(ctx, FlightData(desc, v.Messages))
+				if err != nil || len(acks) != 1 || !bytes.Equal(acks[0], Checkpoint(1)) {
+					t.Fatalf("valid stream %q after the corpus: acks %q, %v\nserver log:\n%s", v.Name, acks, err, tail(logs.String()))
+				}
+			}
+			// Allow for the sink's own state and the runtime's caches; a
+			// bomb that got allocated would be hundreds of MiB.
+			if after := heapInUse(); after > before+64<<20 {
+				t.Errorf("heap in use grew from %d to %d bytes over the corpus", before, after)
+			}
+		})
+	}
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
+}
+
+func tail(s string) string {
+	if len(s) > 4000 {
+		return "…" + s[len(s)-4000:]
+	}
+	return s
+}
+
+// Fuzz is the body of a DoPut fuzz target: it seeds f with the valid
+// streams and the corpus, and for each input runs one in-process DoPut on a
+// fresh sink. Any status but OK or INVALID_ARGUMENT fails (INTERNAL means
+// a writer panicked and was recovered); stored, when not nil, is then
+// called to check what the sink committed (every acknowledged batch must
+// pass full validation); and the server's allocator must be empty.
+func Fuzz(f *testing.F, newSink NewSink, stored func(t *testing.T, sink flightsink.Sink, acks int)) {
+	for _, v := range Valid() {
+		f.Add(Marshal(v.Messages))
+	}
+	for _, c := range Cases() {
+		f.Add(Marshal(c.Messages))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		msgs := Unmarshal(b)
+		if len(msgs) == 0 {
+			return
+		}
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		sink := newSink(t)
+		var logs bytes.Buffer
+		srv := flightsink.NewServer(sink, flightsink.WithAllocator(mem),
+			flightsink.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+		acks, err := InProcess(context.Background(), srv, FlightData(Descriptor, msgs))
+		if c := status.Code(err); c != codes.OK && c != codes.InvalidArgument {
+			t.Fatalf("DoPut: %v\nserver log:\n%s", err, tail(logs.String()))
+		}
+		if stored != nil {
+			stored(t, sink, len(acks))
+		}
+		mem.AssertSize(t, 0)
+	})
+}
