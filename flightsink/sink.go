@@ -18,8 +18,8 @@ import (
 //
 // A sink keeps one checkpoint, and one fencing claim, per (ID, Target): one
 // pipeline id may write two targets without fencing itself, and each target
-// resumes from its own checkpoint. Target is compared as given (an empty
-// Target and the default destination's explicit name are two keys).
+// resumes from its own checkpoint. An empty Target and the explicit name of
+// the sink's default destination are the same key.
 type Pipeline struct {
 	ID     string
 	Target string

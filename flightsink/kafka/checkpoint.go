@@ -52,6 +52,14 @@ func (s *Sink) readCheckpoint(ctx context.Context, p flightsink.Pipeline, all bo
 		return nil, err
 	}
 	key := CheckpointKey(p)
+	// Before checkpoints were kept per target, every record was keyed by
+	// the pipeline id alone, whatever its topic: for an explicit target,
+	// the last such record naming that topic is the checkpoint until the
+	// first record under the new key.
+	var legacyKey, legacy []byte
+	if p.Target != "" {
+		legacyKey = []byte(p.ID)
+	}
 	part := hashPartition(key, len(md.Partitions))
 	var (
 		last   []byte
@@ -96,7 +104,7 @@ func (s *Sink) readCheckpoint(ctx context.Context, p flightsink.Pipeline, all bo
 				}
 			}
 			if offset >= target && target >= 0 {
-				return last, nil // nothing (more) to read
+				return pick(last, legacy), nil // nothing (more) to read
 			}
 			fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
 				Offset: offset, IsolationLevel: kgo.ReadCommitted(), Topic: s.cfg.cpTopic, Partition: part,
@@ -109,13 +117,16 @@ func (s *Sink) readCheckpoint(ctx context.Context, p flightsink.Pipeline, all bo
 				perr = fp.Err
 			default:
 				for _, r := range fp.Records {
-					if bytes.Equal(r.Key, key) {
+					switch {
+					case bytes.Equal(r.Key, key):
 						last = bytes.Clone(r.Value)
+					case legacyKey != nil && bytes.Equal(r.Key, legacyKey) && headerIs(r, HeaderTarget, p.Target):
+						legacy = bytes.Clone(r.Value)
 					}
 				}
 				offset = next
 				if offset >= target {
-					return last, nil
+					return pick(last, legacy), nil
 				}
 				continue
 			}
@@ -142,4 +153,21 @@ func kafkaconnFatal(err error) error {
 		return nil
 	}
 	return err
+}
+
+// pick prefers the checkpoint under the current key.
+func pick(last, legacy []byte) []byte {
+	if last != nil {
+		return last
+	}
+	return legacy
+}
+
+func headerIs(r *kgo.Record, key, value string) bool {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value) == value
+		}
+	}
+	return false
 }

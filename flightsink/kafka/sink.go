@@ -93,14 +93,24 @@ func (s *Sink) Guarantee() flightsink.Guarantee { return flightsink.ExactlyOnce 
 func (s *Sink) Close() { s.cl.Close() }
 
 // TransactionalID returns the transactional.id the sink uses for p: the
-// prefix and the pipeline id, and, for an explicit target, "|" and the
-// target topic, so one pipeline id writing two topics does not fence
-// itself.
+// prefix and the pipeline id, and, for a target other than the sink's
+// default topic, "|" and the target topic, so one pipeline id writing two
+// topics does not fence itself.
 func (s *Sink) TransactionalID(p flightsink.Pipeline) string {
+	p = s.normal(p)
 	if p.Target == "" {
 		return s.cfg.txnPrefix + p.ID
 	}
 	return s.cfg.txnPrefix + p.ID + "|" + p.Target
+}
+
+// normal names the sink's default topic "" in p, so an empty target and
+// the default topic's explicit name are one pipeline.
+func (s *Sink) normal(p flightsink.Pipeline) flightsink.Pipeline {
+	if p.Target == s.cfg.topic {
+		p.Target = ""
+	}
+	return p
 }
 
 // CheckpointKey is the key of p's records on the checkpoint topic: the
@@ -135,7 +145,7 @@ func (s *Sink) Checkpoint(ctx context.Context, p flightsink.Pipeline) ([]byte, e
 	if p.ID == "" {
 		return nil, fmt.Errorf("%w: empty pipeline id", flightline.ErrInvalidInput)
 	}
-	return s.readCheckpoint(ctx, p, false)
+	return s.readCheckpoint(ctx, s.normal(p), false)
 }
 
 // Open implements flightsink.Sink. It makes sure the checkpoint topic and
@@ -163,7 +173,7 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 	if err != nil {
 		return nil, nil, err
 	}
-	w := &writer{s: s, p: p, topic: topic, parts: ti.partitions, maxBytes: ti.maxMessageBytes}
+	w := &writer{s: s, p: s.normal(p), topic: topic, parts: ti.partitions, maxBytes: ti.maxMessageBytes}
 	opts := append(append([]kgo.Opt(nil), s.base...),
 		kgo.TransactionalID(s.TransactionalID(p)),
 		kgo.TransactionTimeout(s.cfg.txnTimeout),
@@ -181,7 +191,7 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 		w.cl.Close()
 		return nil, nil, s.classify(err, "kafka sink: init producer for %q (transactional.id %q)", p.ID, s.TransactionalID(p))
 	}
-	cp, err := s.readCheckpoint(ctx, p, true)
+	cp, err := s.readCheckpoint(ctx, s.normal(p), true)
 	if err != nil {
 		w.cl.Close()
 		return nil, nil, err

@@ -196,7 +196,7 @@ func (s *Sink) ensureCheckpointTable(ctx context.Context) error {
 
 // migrate brings a checkpoint table from before checkpoints were kept per
 // (pipeline, target) to the current layout: existing rows become the
-// pipelines' default-target rows (target ”), which is what they were.
+// pipelines' default-target rows (an empty target), which is what they were.
 func (s *Sink) migrate(ctx context.Context) error {
 	var has bool
 	if err := s.pool.QueryRow(ctx, s.q.hasTarget, s.cp.Sanitize()).Scan(&has); err != nil {
@@ -239,7 +239,7 @@ func (s *Sink) Checkpoint(ctx context.Context, p flightsink.Pipeline) ([]byte, e
 	if p.ID == "" {
 		return nil, fmt.Errorf("%w: empty pipeline id", flightline.ErrInvalidInput)
 	}
-	key, err := targetKey(p.Target)
+	key, err := s.targetKey(p.Target)
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +268,7 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 		return nil, nil, fmt.Errorf("%w: empty pipeline id", flightline.ErrInvalidInput)
 	}
 	target := s.table
-	key, err := targetKey(p.Target)
+	key, err := s.targetKey(p.Target)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -291,15 +291,19 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 }
 
 // targetKey is the checkpoint row's target column for a Pipeline.Target:
-// ” for the sink's default table, else the parsed name sanitised, so
-// orders, "orders" and public.orders-as-written each name one key.
-func targetKey(target string) (string, error) {
+// the empty string for the sink's default table, named or not, else the
+// parsed name sanitised (orders and "orders" are one key; public.orders
+// another).
+func (s *Sink) targetKey(target string) (string, error) {
 	if target == "" {
 		return "", nil
 	}
 	id, err := pgerr.ParseIdent(target)
 	if err != nil {
 		return "", err
+	}
+	if len(s.table) > 0 && id.Sanitize() == s.table.Sanitize() {
+		return "", nil
 	}
 	return id.Sanitize(), nil
 }

@@ -399,3 +399,24 @@ func TestIntegrationOldCheckpointTableMigrated(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, string(sinktest.CP(9)), string(cp))
 }
+
+// TestIntegrationDefaultTableNamedIsOneKey: a pipeline written with an empty
+// target (the sink's default table) and read with that table's name is one
+// checkpoint, not two.
+func TestIntegrationDefaultTableNamedIsOneKey(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	ctx := context.Background()
+	tbl := pgtest.Name("deftable")
+	s := newSink(t, dsn, postgres.Table(tbl))
+	w, _, err := s.Open(ctx, flightsink.Pipeline{ID: "def"})
+	require.NoError(t, err)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rec := sinktest.Batch(mem, 0, 3)
+	defer rec.Release()
+	require.NoError(t, w.WriteBatch(ctx, rec, sinktest.CP(3)))
+	require.NoError(t, w.Close(ctx))
+	cp, err := s.Checkpoint(ctx, flightsink.Pipeline{ID: "def", Target: tbl})
+	require.NoError(t, err)
+	require.Equal(t, string(sinktest.CP(3)), string(cp))
+}
