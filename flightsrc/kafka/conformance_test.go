@@ -30,7 +30,9 @@ import (
 // The source runs without group membership: with it a Read's assignment
 // arrives through a rebalance that ends the first Reader with
 // ErrRebalanced (retried by the coordinator, not by the suite); membership
-// has its own tests. Batches cut by BatchWait depend on timing, so the
+// has its own tests. The group is configured: the ticket of GetFlightInfo's
+// endpoint names no pipeline, and without a group_id the source refuses a
+// read without one (INVALID_ARGUMENT). Batches cut by BatchWait depend on timing, so the
 // source does not declare deterministic boundaries (TestKfakeDeterministic
 // Boundaries checks the row-cut ones).
 func conformance(brokers []string) srctest.Harness {
@@ -62,7 +64,7 @@ func conformance(brokers []string) srctest.Harness {
 			require.NoError(t, cl.ProduceSync(ctx, recs...).FirstErr())
 		},
 		NewSource: func(t *testing.T, mem memory.Allocator, topic string) flightsrc.Source {
-			s, err := kafka.New(kafka.Brokers(brokers...), kafka.Topics(topic), kafka.WithoutGroupMembership(),
+			s, err := kafka.New(kafka.Brokers(brokers...), kafka.Topics(topic), kafka.GroupID(topic+"-g"), kafka.WithoutGroupMembership(),
 				kafka.AutoOffsetReset(kafka.Earliest), kafka.BatchRows(4), kafka.BatchWait(30*time.Millisecond),
 				kafka.Allocator(mem), kafka.Logger(quietLog()))
 			require.NoError(t, err)

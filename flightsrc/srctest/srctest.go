@@ -57,6 +57,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
@@ -152,6 +153,7 @@ func Run(t *testing.T, h Harness) {
 			run("BadCheckpointInvalid", testBadCheckpoint)
 			run("CloseMidStream", testClose)
 			if overFlight {
+				run("Discovery", testDiscovery)
 				run("Heartbeats", testHeartbeats)
 				run("MalformedTickets", testMalformedTickets)
 			}
@@ -703,6 +705,59 @@ func (e *env) doGetCode(fc flight.Client, ticket []byte) codes.Code {
 			return status.Code(err)
 		}
 	}
+}
+
+// testDiscovery reads the stream as a client written from
+// docs/protocol.md would: ListFlights and GetFlightInfo describe it, and the
+// ticket of GetFlightInfo's endpoint reads it from the default start.
+func testDiscovery(e *env) {
+	e.append(firstRecords)
+	e.source() // serves e.url
+	fc := e.rawClient()
+	d := &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{e.stream}}
+	fi, err := fc.GetFlightInfo(e.ctx, d)
+	require.NoError(e.t, err)
+	require.Equal(e.t, []string{e.stream}, fi.GetFlightDescriptor().GetPath())
+	sc, err := flight.DeserializeSchema(fi.Schema, e.mem)
+	require.NoError(e.t, err)
+	sr, err := fc.GetSchema(e.ctx, d)
+	require.NoError(e.t, err)
+	sc2, err := flight.DeserializeSchema(sr.Schema, e.mem)
+	require.NoError(e.t, err)
+	require.True(e.t, sc.Equal(sc2), "GetFlightInfo and GetSchema agree")
+
+	lf, err := fc.ListFlights(e.ctx, &flight.Criteria{})
+	require.NoError(e.t, err)
+	listed := false
+	for {
+		info, err := lf.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(e.t, err)
+		listed = listed || slices.Equal(info.GetFlightDescriptor().GetPath(), []string{e.stream})
+	}
+	require.Truef(e.t, listed, "ListFlights lists %q", e.stream)
+
+	require.Len(e.t, fi.Endpoint, 1)
+	ctx, cancel := context.WithTimeout(e.ctx, time.Minute)
+	defer cancel()
+	st, err := fc.DoGet(ctx, fi.Endpoint[0].Ticket)
+	require.NoError(e.t, err)
+	rd, err := flight.NewRecordReader(st, ipc.WithAllocator(e.mem))
+	require.NoError(e.t, err)
+	defer rd.Release()
+	require.Truef(e.t, sc.Equal(rd.Schema()), "the stream's schema %s, GetFlightInfo's %s", rd.Schema(), sc)
+	var recs []Record
+	for (e.h.Bounded || int64(len(recs)) < e.appended) && rd.Next() {
+		require.NotEmpty(e.t, rd.LatestAppMetadata(), "every message carries a checkpoint")
+		recs = append(recs, e.h.Records(e.t, e.stream, rd.RecordBatch())...)
+	}
+	if e.h.Bounded {
+		require.NoError(e.t, rd.Err(), "a bounded stream ends cleanly")
+	}
+	cancel() // an unbounded stream is abandoned here
+	e.exactlyOnce(recs, e.appended, "a read with GetFlightInfo's ticket")
 }
 
 func testMalformedTickets(e *env) {
