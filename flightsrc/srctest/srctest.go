@@ -15,6 +15,8 @@
 //     checkpoint.Positions form, and coverage is per partition: a record is
 //     covered when its offset is below its partition's position;
 //   - checkpoints are never empty, on every batch, heartbeats included;
+//     Positions checkpoints only move forward, within a read and from the
+//     checkpoint it started after: no position moves back, no key vanishes;
 //   - Commit is advisory: committing a checkpoint changes nothing about where
 //     a read after an explicit checkpoint starts;
 //   - a Bounded stream ends with io.EOF after its last record; an unbounded
@@ -282,10 +284,11 @@ func (e *env) next(ctx context.Context, rd flightsrc.Reader) (batch, error) {
 	return batch{recs: recs, cp: cp}, nil
 }
 
-// read reads rd until it has returned every id in want — or, for a Bounded
-// source, until io.EOF — and returns every batch, 0-row ones included. It
-// fails the test if that takes longer than a minute.
-func (e *env) read(rd flightsrc.Reader, want []int64) []batch {
+// read reads rd, opened after the checkpoint after, until it has returned
+// every id in want — or, for a Bounded source, until io.EOF — and returns
+// every batch, 0-row ones included. It fails the test if that takes longer
+// than a minute, and checks that Positions checkpoints only move forward.
+func (e *env) read(rd flightsrc.Reader, after []byte, want []int64) []batch {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(e.ctx, time.Minute)
 	defer cancel()
@@ -304,15 +307,38 @@ func (e *env) read(rd flightsrc.Reader, want []int64) []batch {
 			delete(missing, r.ID)
 		}
 		out = append(out, b)
+		e.forward(after, b.cp)
+		after = b.cp
 	}
 	return out
+}
+
+// forward asserts that when prev and cp are both Positions, cp holds every
+// key of prev at the same or a later position: within a read, and from the
+// checkpoint a read started after, a source never moves a partition back
+// or drops one (a sink that stores checkpoints as they come would lose the
+// dropped partition's position).
+func (e *env) forward(prev, cp []byte) {
+	e.t.Helper()
+	p, err := checkpoint.Parse(prev)
+	if err != nil {
+		return
+	}
+	c, err := checkpoint.Parse(cp)
+	if err != nil {
+		return
+	}
+	for k, v := range p {
+		n, ok := c[k]
+		require.Truef(e.t, ok && n >= v, "checkpoint %s after %s: position %q must not move back or vanish", cp, prev, k)
+	}
 }
 
 // readFrom opens a new source, reads after cp and closes the reader.
 func (e *env) readFrom(cp []byte, want []int64) []batch {
 	rd := e.open(e.source(), cp)
 	defer rd.Close()
-	return e.read(rd, want)
+	return e.read(rd, cp, want)
 }
 
 func seq(from, to int64) []int64 {
@@ -456,7 +482,7 @@ func testResume(e *env) {
 	} else {
 		rd := e.open(e.source(), first[mid].cp)
 		e.append(moreRecords)
-		after = e.read(rd, without(n, flatten(first[:mid+1])))
+		after = e.read(rd, first[mid].cp, without(n, flatten(first[:mid+1])))
 		require.NoError(e.t, rd.Close())
 	}
 	e.checkResume(first, mid, flatten(after), n)
@@ -515,7 +541,7 @@ func testEnd(e *env) {
 	if e.h.Bounded {
 		// read already returned at io.EOF; a read after the last checkpoint
 		// ends at once, without records.
-		rest := e.read(rd, nil)
+		rest := e.read(rd, last, nil)
 		require.Empty(e.t, flatten(rest), "a read after the last checkpoint of a bounded stream returns nothing")
 		return
 	}
@@ -541,7 +567,7 @@ func testCommit(e *env) {
 	require.NoError(e.t, src.Commit(e.ctx, flightsrc.CommitRequest{Stream: e.stream, Pipeline: e.pipeline, Checkpoint: first[last].cp}),
 		"committing a checkpoint the source made")
 	rd := e.open(src, first[mid].cp)
-	after := e.read(rd, without(e.appended, flatten(first[:mid+1])))
+	after := e.read(rd, first[mid].cp, without(e.appended, flatten(first[:mid+1])))
 	require.NoError(e.t, rd.Close())
 	e.checkResume(first, mid, flatten(after), e.appended)
 
@@ -656,7 +682,7 @@ func testHeartbeats(e *env) {
 	// The heartbeats after the last record of a read, and those of a read
 	// that starts idle, after that last checkpoint.
 	rd := e.open(e.source(), nil)
-	bs := e.read(rd, seq(0, e.appended))
+	bs := e.read(rd, nil, seq(0, e.appended))
 	e.heartbeats(rd, bs[len(bs)-1].cp)
 	require.NoError(e.t, rd.Close())
 

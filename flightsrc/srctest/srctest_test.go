@@ -37,6 +37,7 @@ func TestSuiteFailsBrokenSources(t *testing.T) {
 		fail     []string // checks that must fail, in both modes
 		pass     []string // checks that must pass, in both modes
 		failOnly []string // mode-qualified checks that must fail
+		msg      string   // in the output, when set
 	}{
 		{how: "resume-skips-a-record", fail: []string{"ResumeAfterCheckpoint", "CommitIsAdvisory"}, pass: []string{"UnknownStreamNotFound", "CloseMidStream"}},
 		{how: "empty-checkpoint", fail: []string{"ResumeAfterCheckpoint"}, pass: []string{"UnknownStreamNotFound", "BadCheckpointInvalid"}},
@@ -46,6 +47,7 @@ func TestSuiteFailsBrokenSources(t *testing.T) {
 		// to its end before the client closes, and nothing is left to leak.
 		{how: "close-leaks", failOnly: []string{"Local/CloseMidStream"}, pass: []string{"BadCheckpointInvalid"}},
 		{how: "declared-unbounded", fail: []string{"EndOfStream"}},
+		{how: "position-moves-back", fail: []string{"ResumeAfterCheckpoint"}, msg: "must not move back or vanish"},
 		{how: "idle-moves-checkpoint", failOnly: []string{"Flight/Heartbeats"}, pass: []string{"ResumeAfterCheckpoint", "EndOfStream"}},
 	}
 	for _, c := range cases {
@@ -65,6 +67,7 @@ func TestSuiteFailsBrokenSources(t *testing.T) {
 			for _, check := range c.failOnly {
 				require.Contains(t, string(out), "--- FAIL: TestBrokenSource/"+check+" ", "%s", out)
 			}
+			require.Contains(t, string(out), c.msg)
 		})
 	}
 }
@@ -109,6 +112,12 @@ func (r *brokenReader) Next(ctx context.Context) (arrow.RecordBatch, []byte, err
 		rec, cp, err := r.Reader.Next(ctx)
 		if r.n == 2 {
 			cp = nil
+		}
+		return rec, cp, err
+	case "position-moves-back":
+		rec, cp, err := r.Reader.Next(ctx)
+		if r.n == 3 && err == nil {
+			cp = checkpoint.Positions{r.key: 1}.Encode()
 		}
 		return rec, cp, err
 	case "random-boundaries":
