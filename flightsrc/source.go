@@ -36,13 +36,17 @@ type CommitRequest struct {
 }
 
 // Source produces record batches. Implementations are safe for concurrent
-// use; each Read returns an independent Reader.
+// use; each Read returns an independent Reader. The conformance suite
+// flightsrc/srctest checks this contract, in-process and over Flight; every
+// source runs it (docs/sources.md).
 type Source interface {
 	// Streams lists the streams the source offers.
 	Streams(ctx context.Context) ([]Stream, error)
 
 	// Read opens a stream positioned after req.After. ctx bounds Read only;
-	// the Reader lives until Close.
+	// the Reader lives until Close. An unknown stream is
+	// flightline.ErrNotFound, whatever req.After holds; an After the source
+	// cannot parse is flightline.ErrInvalidInput, from Read itself.
 	Read(ctx context.Context, req ReadRequest) (Reader, error)
 
 	// Commit records progress advisorily, e.g. as a Kafka group commit so
@@ -58,8 +62,9 @@ type Reader interface {
 	Schema() *arrow.Schema
 
 	// Next blocks until the next batch is ready and returns it with the
-	// checkpoint reached once that batch is durably written downstream. The
-	// caller owns the batch and must Release it. A batch may have zero rows:
+	// checkpoint reached once that batch is durably written downstream,
+	// never empty. The caller owns the batch and must Release it; it stays
+	// valid after Close. A batch may have zero rows:
 	// a heartbeat that says the source is alive (its checkpoint may or may
 	// not have moved). Next returns io.EOF at the end of a bounded stream,
 	// and ctx.Err() when ctx ends first.

@@ -24,7 +24,9 @@
 // the new position; an unreachable broker is retried with backoff (each
 // attempt logged with the broker address) until UnavailableAfter, then Next
 // fails with flightline.ErrUnavailable and the coordinator restarts from
-// the sink's checkpoint.
+// the sink's checkpoint. Resolving start positions retries retriable
+// protocol errors (COORDINATOR_NOT_AVAILABLE from a broker still creating
+// __consumer_offsets, LEADER_NOT_AVAILABLE on a new topic) the same way.
 //
 // # Resume and checkpoints
 //

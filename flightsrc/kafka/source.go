@@ -354,10 +354,14 @@ func (s *Source) startOffsets(ctx context.Context, group, topic string, parts []
 	if len(parts) == 0 {
 		return out, why, nil
 	}
-	committed, err := s.adm.FetchOffsets(ctx, group)
-	if errors.Is(err, kerr.GroupIDNotFound) {
-		committed, err = nil, nil // a group that never committed
-	}
+	var committed kadm.OffsetResponses
+	err := s.retry(ctx, "fetching committed offsets of group "+group, func() (err error) {
+		committed, err = s.adm.FetchOffsets(ctx, group)
+		if errors.Is(err, kerr.GroupIDNotFound) {
+			committed, err = nil, nil // a group that never committed
+		}
+		return err
+	})
 	if err != nil {
 		return nil, nil, s.classify(fmt.Errorf("kafka: fetching committed offsets of group %q: %w", group, err))
 	}
@@ -383,21 +387,21 @@ func (s *Source) startOffsets(ctx context.Context, group, topic string, parts []
 
 // resetOffsets applies auto_offset_reset to parts.
 func (s *Source) resetOffsets(ctx context.Context, topic string, parts []int32) (map[int32]int64, error) {
-	var (
-		lo  kadm.ListedOffsets
-		err error
-	)
-	switch {
-	case s.cfg.reset == Earliest:
-		lo, err = s.adm.ListStartOffsets(ctx, topic)
-	case s.cfg.readCommitted:
-		lo, err = s.adm.ListCommittedOffsets(ctx, topic)
-	default:
-		lo, err = s.adm.ListEndOffsets(ctx, topic)
-	}
-	if err == nil {
-		err = lo.Error()
-	}
+	var lo kadm.ListedOffsets
+	err := s.retry(ctx, "listing "+s.cfg.reset.String()+" offsets of "+topic, func() (err error) {
+		switch {
+		case s.cfg.reset == Earliest:
+			lo, err = s.adm.ListStartOffsets(ctx, topic)
+		case s.cfg.readCommitted:
+			lo, err = s.adm.ListCommittedOffsets(ctx, topic)
+		default:
+			lo, err = s.adm.ListEndOffsets(ctx, topic)
+		}
+		if err == nil {
+			err = lo.Error()
+		}
+		return err
+	})
 	if err != nil {
 		return nil, s.classify(fmt.Errorf("kafka: listing %s offsets of %q: %w", s.cfg.reset, topic, err))
 	}
@@ -412,7 +416,30 @@ func (s *Source) resetOffsets(ctx context.Context, topic string, parts []int32) 
 	return out, nil
 }
 
-// classify wraps err with the flightline sentinel callers branch on.
+// retry runs op until it succeeds, fails with an error that is not a
+// retriable Kafka protocol error, ctx ends or UnavailableAfter has passed,
+// and returns op's last error. A broker that has just started answers
+// group requests with COORDINATOR_NOT_AVAILABLE while it creates
+// __consumer_offsets, and a new topic's offsets with LEADER_NOT_AVAILABLE,
+// for longer than kgo's own request retries last.
+func (s *Source) retry(ctx context.Context, what string, op func() error) error {
+	deadline := time.Now().Add(s.cfg.unavailableAfter)
+	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+		err := op()
+		if err == nil || !kafkaconn.IsRetriableKerr(err) || time.Now().Add(backoff).After(deadline) {
+			return err
+		}
+		s.log.Warn("kafka: retrying", "what", what, "in", backoff, "err", err)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
 // classify wraps err with the flightline sentinel callers branch on.
 func (s *Source) classify(err error) error { return kafkaconn.Classify(err, s.cfg.saslName) }
 
