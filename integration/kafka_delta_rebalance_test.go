@@ -148,24 +148,30 @@ func TestIntegrationKafkaDeltaRebalance(t *testing.T) {
 		require.NoError(t, <-in.done)
 	}
 
+	da, db := sinkdelta.Domain(pl.ID, "a"), sinkdelta.Domain(pl.ID, "b")
+	states := map[string]checkpoint.Positions{}
+	committedBy := func(domain string) bool {
+		for _, c := range readDeltaLog(t, table) {
+			for d, p := range c.states {
+				states[d] = p
+			}
+		}
+		_, ok := states[domain]
+		return ok
+	}
+	// Waits on what the instances did, not on the clock: a loaded machine
+	// makes joins and first commits slow.
 	a := startInstance("a")
-	time.Sleep(2 * time.Second)
+	require.Eventually(t, func() bool { return committedBy(da) }, 90*time.Second, 100*time.Millisecond, "a never committed")
 	b := startInstance("b") // rebalance: b takes partitions from a
-	time.Sleep(3 * time.Second)
+	require.Eventually(t, func() bool { return committedBy(db) }, 90*time.Second, 100*time.Millisecond, "b never committed")
+	time.Sleep(time.Second)
 	stop(b) // rebalance: a takes them back
 	time.Sleep(2 * time.Second)
 
 	// On resume, b's pipeline checkpoint is the per-partition max over both
 	// instances' states, not b's own (stale) positions.
-	commits := readDeltaLog(t, table)
-	states := map[string]checkpoint.Positions{}
-	for _, c := range commits {
-		for d, p := range c.states {
-			states[d] = p
-		}
-	}
-	da, db := sinkdelta.Domain(pl.ID, "a"), sinkdelta.Domain(pl.ID, "b")
-	require.Contains(t, states, db, "b committed before it left")
+	committedBy(db)
 	b = startInstance("b") // rebalance again
 	cp, err := b.r.Checkpoint(ctx)
 	require.NoError(t, err)
@@ -195,7 +201,7 @@ func TestIntegrationKafkaDeltaRebalance(t *testing.T) {
 
 	// Read the whole log back: positions merged to the max, never
 	// under-resumed; a partition changed hands.
-	commits = readDeltaLog(t, table)
+	commits := readDeltaLog(t, table)
 	merged := checkpoint.Positions{}
 	owners := map[int64]map[string]bool{}
 	last := map[string]checkpoint.Positions{}
