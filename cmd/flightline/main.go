@@ -29,7 +29,6 @@ import (
 	"github.com/flightline/flightline/coordinator"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsrc"
-	"github.com/flightline/flightline/flightsrc/kafka"
 	"github.com/flightline/flightline/internal/endpoint"
 	"github.com/flightline/flightline/internal/metrics"
 )
@@ -262,11 +261,6 @@ func serveSource(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeSrc()
-	if ks, ok := src.(*kafka.Source); ok {
-		// Ship compact key/value columns, not the fetch buffers their
-		// views point into (see kafka.Compacted).
-		src = kafka.Compacted(ks, nil)
-	}
 	stopMetrics, err := c.serveMetrics(m, log)
 	if err != nil {
 		return err

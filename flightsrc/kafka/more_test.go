@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -142,31 +141,6 @@ func TestKfakeDeadLetters(t *testing.T) {
 	err = c.Run(ctx)
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
 	require.Contains(t, err.Error(), "offset 1")
-}
-
-func TestKfakePipelineHelper(t *testing.T) {
-	brokers := fakeCluster(t, 2, "helper")
-	produce(t, brokers, "helper", 0, 300, 0)
-	mem := checkedMem(t)
-	sink := flightsink.NewMemory()
-	defer sink.Release()
-	r, err := kafka.Pipeline(kafka.PipelineConfig{
-		Topic:       "helper",
-		Pipeline:    flightsink.Pipeline{ID: "helper-pipe", Target: "t"},
-		Source:      []kafka.Option{kafka.Brokers(brokers...), kafka.Allocator(mem), kafka.Logger(quietLog()), kafka.BatchWait(10 * time.Millisecond), kafka.SessionTimeout(time.Second)},
-		Coordinator: []coordinator.Option{coordinator.WithLogger(quietLog()), coordinator.Backoff(10*time.Millisecond, 100*time.Millisecond)},
-	}, sink)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	require.Eventually(t, func() bool { return countRows(sink, "t") >= 300 }, 20*time.Second, 10*time.Millisecond)
-	cancel()
-	require.NoError(t, <-done)
-	checkExactlyOnce(t, sinkRows(t, sink, "t"), 300)
-	_, err = kafka.Pipeline(kafka.PipelineConfig{Topic: "helper"}, sink)
-	require.ErrorIs(t, err, flightline.ErrInvalidInput)
-	_ = strings.TrimSpace
 }
 
 // A broker that goes away mid-stream: the fetcher retries, then Next fails
