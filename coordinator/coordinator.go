@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/util"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
@@ -93,12 +94,23 @@ func MaxAttempts(n int) Option {
 	return func(c *Coordinator) error { c.maxAttempts = n; return nil }
 }
 
-// WithLogger sets the logger. Default slog.Default().
-func WithLogger(l *slog.Logger) Option { return func(c *Coordinator) error { c.log = l; return nil } }
+// WithLogger sets the logger; nil means slog.Default(), the default.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *Coordinator) error {
+		if l == nil {
+			l = slog.Default()
+		}
+		c.log = l
+		return nil
+	}
+}
 
-// WithMetrics records progress in m.
-func WithMetrics(m *metrics.Metrics) Option {
-	return func(c *Coordinator) error { c.metrics = m; return nil }
+// WithMetrics records progress in Flightline's metrics (rows, bytes,
+// batches, commit latency, checkpoint age; role "coordinator") registered
+// on reg. Components given the same reg share the collectors. nil records
+// nothing, the default.
+func WithMetrics(reg prometheus.Registerer) Option {
+	return func(c *Coordinator) error { c.metrics = metrics.For(reg); return nil }
 }
 
 // New returns a Coordinator that moves stream from src into pipeline p of

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 
+	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/internal/endpoint"
 	"github.com/flightline/flightline/internal/flighterr"
 )
@@ -27,8 +28,9 @@ type Client struct {
 	mem  memory.Allocator
 }
 
-// ClientConfig configures a Client connection; see endpoint.ClientConfig.
-type ClientConfig = endpoint.ClientConfig
+// ClientConfig configures a Client connection: TLS, mTLS and a bearer
+// token. It is flightline.ClientConfig, shared with the other side.
+type ClientConfig = flightline.ClientConfig
 
 // Dial connects to the source endpoint at url (grpc://host:port or
 // grpc+tls://host:port). The connection is lazy.

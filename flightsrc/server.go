@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/util"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -68,8 +69,12 @@ func WithLogger(l *slog.Logger) ServerOption {
 // returns true.
 func CompactViews(on bool) ServerOption { return func(s *Server) { s.compact = &on } }
 
-// WithMetrics records what the server sends in m.
-func WithMetrics(m *metrics.Metrics) ServerOption { return func(s *Server) { s.metrics = m } }
+// WithMetrics records what the server sends in Flightline's metrics (role
+// "source") registered on reg. Components given the same reg share the
+// collectors. nil records nothing, the default.
+func WithMetrics(reg prometheus.Registerer) ServerOption {
+	return func(s *Server) { s.metrics = metrics.For(reg) }
+}
 
 // WithHeartbeat sets how long a DoGet stream may stay silent before the
 // server sends a heartbeat: a 0-row batch carrying the last checkpoint.

@@ -141,8 +141,8 @@ func demo(ctx context.Context, args []string, out io.Writer) error {
 	table := filepath.Join(*dir, "orders")
 	var opts []pipelines.Option
 	opts = append(opts, pipelines.DeltaOptions(delta.Logger(log)), pipelines.ValueColumns(),
-		pipelines.Loopback([]flightsrc.ServerOption{flightsrc.WithLogger(log), flightsrc.WithMetrics(m)},
-			[]flightsink.ServerOption{flightsink.WithLogger(log), flightsink.WithMetrics(m)}))
+		pipelines.Loopback([]flightsrc.ServerOption{flightsrc.WithLogger(log), flightsrc.WithMetrics(m.Registry())},
+			[]flightsink.ServerOption{flightsink.WithLogger(log), flightsink.WithMetrics(m.Registry())}))
 	if *interval > 0 {
 		opts = append(opts, pipelines.Transform(pause(*interval)))
 	}
@@ -157,7 +157,7 @@ func demo(ctx context.Context, args []string, out io.Writer) error {
 			kafka.ValueDecoder(func() (kafkadecode.ValueDecoder, error) { return kafkadecode.NewJSONDecoder(sc) }),
 			kafka.Logger(log), kafka.Registerer(m.Registry()),
 		},
-		Coordinator: []coordinator.Option{coordinator.WithLogger(log), coordinator.WithMetrics(m)},
+		Coordinator: []coordinator.Option{coordinator.WithLogger(log), coordinator.WithMetrics(m.Registry())},
 	}, table, opts...)
 	if err != nil {
 		return err

@@ -266,7 +266,7 @@ func serveSource(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stopMetrics()
-	return serveFlight(ctx, flightsrc.NewServer(src, flightsrc.WithLogger(log), flightsrc.WithMetrics(m), flightsrc.WithHeartbeat(*heartbeat)), &sf, log)
+	return serveFlight(ctx, flightsrc.NewServer(src, flightsrc.WithLogger(log), flightsrc.WithMetrics(m.Registry()), flightsrc.WithHeartbeat(*heartbeat)), &sf, log)
 }
 
 func serveSink(ctx context.Context, args []string) error {
@@ -297,7 +297,7 @@ func serveSink(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stopMetrics()
-	return serveFlight(ctx, flightsink.NewServer(sink, flightsink.WithLogger(log), flightsink.WithMetrics(m)), &sf, log)
+	return serveFlight(ctx, flightsink.NewServer(sink, flightsink.WithLogger(log), flightsink.WithMetrics(m.Registry())), &sf, log)
 }
 
 func runPipeline(ctx context.Context, args []string) error {
@@ -351,7 +351,7 @@ func runPipeline(ctx context.Context, args []string) error {
 	}
 	defer stopMetrics()
 	co, err := coordinator.New(src, sink, *stream, flightsink.Pipeline{ID: *pipeline, Target: *target},
-		coordinator.Window(*window), coordinator.WithLogger(log), coordinator.WithMetrics(m), coordinator.MaxAttempts(*maxAttempts))
+		coordinator.Window(*window), coordinator.WithLogger(log), coordinator.WithMetrics(m.Registry()), coordinator.MaxAttempts(*maxAttempts))
 	if err != nil {
 		return err
 	}

@@ -43,12 +43,12 @@ func CheckpointTable(name string) Option {
 	return func(o *options) error { o.cpTable = name; return nil }
 }
 
-// Logger sets the logger (default slog.Default()). Nothing logged contains
-// the password.
+// Logger sets the logger; nil means slog.Default(), the default.
+// Nothing logged contains the password.
 func Logger(l *slog.Logger) Option {
 	return func(o *options) error {
 		if l == nil {
-			return fmt.Errorf("%w: nil logger", flightline.ErrInvalidInput)
+			l = slog.Default()
 		}
 		o.logger = l
 		return nil

@@ -276,12 +276,28 @@ func RevokeTimeout(d time.Duration) Option {
 	return func(c *config) error { c.revokeTimeout = d; return nil }
 }
 
-// Allocator sets the allocator batches are built with. Default
-// memory.DefaultAllocator.
-func Allocator(mem memory.Allocator) Option { return func(c *config) error { c.mem = mem; return nil } }
+// Allocator sets the allocator batches are built with; nil means
+// memory.DefaultAllocator, the default.
+func Allocator(mem memory.Allocator) Option {
+	return func(c *config) error {
+		if mem == nil {
+			mem = memory.DefaultAllocator
+		}
+		c.mem = mem
+		return nil
+	}
+}
 
-// Logger sets the logger. Default slog.Default().
-func Logger(l *slog.Logger) Option { return func(c *config) error { c.log = l; return nil } }
+// Logger sets the logger; nil means slog.Default(), the default.
+func Logger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			l = slog.Default()
+		}
+		c.log = l
+		return nil
+	}
+}
 
 // Registerer registers the per-partition lag gauges with r.
 func Registerer(r prometheus.Registerer) Option {

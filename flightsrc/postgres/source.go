@@ -110,22 +110,23 @@ func BatchSize(n int) Option {
 	}
 }
 
-// Allocator sets the allocator of the batches (default memory.DefaultAllocator).
+// Allocator sets the allocator of the batches; nil means
+// memory.DefaultAllocator, the default.
 func Allocator(mem memory.Allocator) Option {
 	return func(o *options) error {
 		if mem == nil {
-			return fmt.Errorf("%w: nil allocator", flightline.ErrInvalidInput)
+			mem = memory.DefaultAllocator
 		}
 		o.mem = mem
 		return nil
 	}
 }
 
-// Logger sets the logger (default slog.Default()).
+// Logger sets the logger; nil means slog.Default(), the default.
 func Logger(l *slog.Logger) Option {
 	return func(o *options) error {
 		if l == nil {
-			return fmt.Errorf("%w: nil logger", flightline.ErrInvalidInput)
+			l = slog.Default()
 		}
 		o.log = l
 		return nil
