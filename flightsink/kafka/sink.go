@@ -88,8 +88,12 @@ func New(brokers []string, opts ...Option) (*Sink, error) {
 func (s *Sink) Guarantee() flightsink.Guarantee { return flightsink.ExactlyOnce }
 
 // Close closes the sink's admin connections. Writers keep their own
-// producers until their Close.
-func (s *Sink) Close() { s.cl.Close() }
+// producers until their Close. It returns nil; the error is there so every
+// connector closes alike (io.Closer).
+func (s *Sink) Close() error {
+	s.cl.Close()
+	return nil
+}
 
 // TransactionalID returns the transactional.id the sink uses for pipeline.
 func (s *Sink) TransactionalID(pipeline string) string { return s.cfg.txnPrefix + pipeline }

@@ -141,7 +141,12 @@ func New(dsn string, opts ...Option) (*Sink, error) {
 func (s *Sink) Guarantee() flightsink.Guarantee { return flightsink.ExactlyOnce }
 
 // Close closes the connection pool. Writers of the sink fail afterwards.
-func (s *Sink) Close() { s.pool.Close() }
+// It returns nil; the error is there so every connector closes alike
+// (io.Closer).
+func (s *Sink) Close() error {
+	s.pool.Close()
+	return nil
+}
 
 // Ping checks that the database is reachable with the configured
 // credentials.
