@@ -60,21 +60,7 @@ func New(brokers []string, opts ...Option) (*Sink, error) {
 		return nil, fmt.Errorf("%w: kafka sink needs bootstrap servers", flightline.ErrInvalidInput)
 	}
 	s := &Sink{cfg: c, brokers: brokers, log: c.log.With("sink", "kafka")}
-	s.base = []kgo.Opt{
-		kgo.SeedBrokers(brokers...),
-		kgo.ClientID(c.clientID),
-		kgo.RetryTimeout(10 * time.Second),
-		kgo.WithLogger(kafkaconn.Logger{L: s.log}),
-	}
-	if c.tls != nil {
-		s.base = append(s.base, kgo.DialTLSConfig(c.tls))
-	}
-	if c.sasl != nil {
-		s.base = append(s.base, kgo.SASL(c.sasl))
-	}
-	if c.dial != nil {
-		s.base = append(s.base, kgo.Dialer(c.dial))
-	}
+	s.base = kafkaconn.Config{Brokers: brokers, ClientID: c.clientID, TLS: c.tls, SASL: c.sasl, SASLName: c.saslName, Dial: c.dial}.Opts(s.log)
 	cl, err := kgo.NewClient(s.base...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: kafka client: %v", flightline.ErrInvalidInput, err)
@@ -149,7 +135,6 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 		kgo.MaxBufferedRecords(s.cfg.maxBufRecords),
 		kgo.ProducerBatchMaxBytes(ti.maxMessageBytes),
 		kgo.RecordDeliveryTimeout(s.cfg.batchTimeout),
-		kgo.RequestRetries(5),
 	)
 	if w.cl, err = kgo.NewClient(opts...); err != nil {
 		return nil, nil, fmt.Errorf("%w: kafka producer: %v", flightline.ErrInvalidInput, err)

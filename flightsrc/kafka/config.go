@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"net"
 	"regexp"
 	"time"
 
@@ -69,6 +70,7 @@ type config struct {
 	tls           *tls.Config
 	sasl          sasl.Mechanism
 	saslName      string
+	dial          func(ctx context.Context, network, host string) (net.Conn, error)
 	valueDecoder  func() (kafkadecode.ValueDecoder, error)
 	deadLetters   DeadLetterHandler
 	membership    bool
@@ -157,6 +159,17 @@ func SASLScram(mechanism, user, pass string) Option {
 		c.saslName = mechanism
 		return nil
 	}
+}
+
+// Dialer sets the function broker connections are dialed with (tests use
+// it to cut the network).
+func Dialer(fn func(ctx context.Context, network, host string) (net.Conn, error)) Option {
+	return func(c *config) error { c.dial = fn; return nil }
+}
+
+// conn is the connection configuration the sink shares.
+func (c *config) conn() kafkaconn.Config {
+	return kafkaconn.Config{Brokers: c.brokers, ClientID: c.clientID, TLS: c.tls, SASL: c.sasl, SASLName: c.saslName, Dial: c.dial}
 }
 
 // ValueDecoder decodes record values into a struct column with a decoder
