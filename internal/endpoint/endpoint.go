@@ -31,7 +31,7 @@ import (
 
 // MaxMessageSize bounds one gRPC message (one record batch) in both
 // directions. gRPC's 4 MiB default is too small for 64k-row batches.
-const MaxMessageSize = 512 << 20
+const MaxMessageSize = flightline.MaxMessageSize
 
 // ServerConfig configures a Flightline gRPC server. The zero value serves
 // plaintext without authentication (loopback and tests only).
