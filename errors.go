@@ -1,5 +1,6 @@
-// Package flightline holds the error vocabulary shared by every Flightline
-// source, sink and the coordinator.
+// Package flightline holds the vocabulary shared by every Flightline source,
+// sink and the coordinator: the errors, and the configuration of a client
+// connection to an endpoint (ClientConfig).
 //
 // Callers branch on these sentinels with errors.Is; they are mapped to gRPC
 // status codes only at the Flight boundary (see docs/protocol.md), and mapped

@@ -170,7 +170,7 @@ func kdRunGo(b *testing.B, brokers []string, n int, loopback bool) kdResult {
 	}
 	table := filepath.Join(b.TempDir(), "orders")
 	t0, c0 := time.Now(), cpuSeconds()
-	r, err := pipelines.KafkaToDelta(context.Background(), kafka.PipelineConfig{
+	r, err := pipelines.KafkaToDelta(context.Background(), pipelines.KafkaConfig{
 		Topic:    kdTopic,
 		Pipeline: flightsink.Pipeline{ID: "bench"},
 		// A fresh group per op: a used group's advisory commit would start

@@ -11,21 +11,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/util"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/internal/metrics"
+	"github.com/flightline/flightline/transform"
 )
-
-// Transform rewrites a batch between source and sink. It must accept
-// zero-row batches (they carry checkpoints) and keep its output schema
-// stable. It receives a batch it does not own and returns a batch the caller will Release (it may return
-// its input after Retaining it). Its error stops the pipeline: wrap
-// flightline.ErrInvalidInput for bad data, so the pipeline does not retry.
-type Transform func(ctx context.Context, rec arrow.RecordBatch) (arrow.RecordBatch, error)
 
 // Coordinator moves one stream of a source into one pipeline of a sink.
 type Coordinator struct {
@@ -35,7 +29,7 @@ type Coordinator struct {
 	pipeline flightsink.Pipeline
 
 	window         int
-	transform      Transform
+	transform      transform.Func
 	minBackoff     time.Duration
 	maxBackoff     time.Duration
 	commitInterval time.Duration
@@ -74,8 +68,9 @@ func Window(n int) Option {
 	}
 }
 
-// WithTransform runs f over every batch between source and sink.
-func WithTransform(f Transform) Option {
+// WithTransform runs f over every batch between source and sink (see
+// transform.Func for what f may and must do; transform.Chain runs several).
+func WithTransform(f transform.Func) Option {
 	return func(c *Coordinator) error { c.transform = f; return nil }
 }
 
@@ -104,12 +99,23 @@ func MaxAttempts(n int) Option {
 	return func(c *Coordinator) error { c.maxAttempts = n; return nil }
 }
 
-// WithLogger sets the logger. Default slog.Default().
-func WithLogger(l *slog.Logger) Option { return func(c *Coordinator) error { c.log = l; return nil } }
+// WithLogger sets the logger; nil means slog.Default(), the default.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *Coordinator) error {
+		if l == nil {
+			l = slog.Default()
+		}
+		c.log = l
+		return nil
+	}
+}
 
-// WithMetrics records progress in m.
-func WithMetrics(m *metrics.Metrics) Option {
-	return func(c *Coordinator) error { c.metrics = m; return nil }
+// WithMetrics records progress in Flightline's metrics (rows, bytes,
+// batches, commit latency, checkpoint age; role "coordinator") registered
+// on reg. Components given the same reg share the collectors. nil records
+// nothing, the default.
+func WithMetrics(reg prometheus.Registerer) Option {
+	return func(c *Coordinator) error { c.metrics = metrics.For(reg); return nil }
 }
 
 // New returns a Coordinator that moves stream from src into pipeline p of

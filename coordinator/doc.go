@@ -25,6 +25,10 @@
 //
 // Sources and sinks may be local Go values or remote Flight endpoints
 // (flightsrc.Dial, flightsink.Dial): the coordinator cannot tell them apart.
-// Transform leaves room for a stage between them; a Flight DoExchange
-// transform service can later be wrapped as a Transform.
+// WithTransform leaves room for a stage between them (a transform.Func); a
+// Flight DoExchange transform service can later be wrapped as one.
+//
+// The coordinator is the only core package that imports both flightsrc and
+// flightsink; connectors import neither it nor the other side (see
+// pipelines for one-call assemblies).
 package coordinator

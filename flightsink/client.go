@@ -30,8 +30,9 @@ type Client struct {
 	mem  memory.Allocator
 }
 
-// ClientConfig configures a Client connection; see endpoint.ClientConfig.
-type ClientConfig = endpoint.ClientConfig
+// ClientConfig configures a Client connection: TLS, mTLS and a bearer
+// token. It is flightline.ClientConfig, shared with the other side.
+type ClientConfig = flightline.ClientConfig
 
 // Dial connects to the sink endpoint at url (grpc://host:port or
 // grpc+tls://host:port). The connection is lazy: an unreachable endpoint

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/util"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -40,14 +41,33 @@ type Server struct {
 // ServerOption configures a Server.
 type ServerOption func(*Server)
 
-// WithAllocator sets the allocator incoming batches are decoded into.
-func WithAllocator(mem memory.Allocator) ServerOption { return func(s *Server) { s.mem = mem } }
+// WithAllocator sets the allocator incoming batches are decoded into; nil
+// means memory.DefaultAllocator, the default.
+func WithAllocator(mem memory.Allocator) ServerOption {
+	return func(s *Server) {
+		if mem == nil {
+			mem = memory.DefaultAllocator
+		}
+		s.mem = mem
+	}
+}
 
-// WithLogger sets the logger; default slog.Default().
-func WithLogger(l *slog.Logger) ServerOption { return func(s *Server) { s.log = l } }
+// WithLogger sets the logger; nil means slog.Default(), the default.
+func WithLogger(l *slog.Logger) ServerOption {
+	return func(s *Server) {
+		if l == nil {
+			l = slog.Default()
+		}
+		s.log = l
+	}
+}
 
-// WithMetrics records commits and errors in m.
-func WithMetrics(m *metrics.Metrics) ServerOption { return func(s *Server) { s.metrics = m } }
+// WithMetrics records what the server commits in Flightline's metrics (role
+// "sink") registered on reg. Components given the same reg share the
+// collectors. nil records nothing, the default.
+func WithMetrics(reg prometheus.Registerer) ServerOption {
+	return func(s *Server) { s.metrics = metrics.For(reg) }
+}
 
 // WithValidation turns the full validation of every received batch
 // (ValidateBatch) on or off; default on. Turn it off only to measure what

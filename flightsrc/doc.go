@@ -9,7 +9,13 @@
 //
 // NewServer exposes any Source as a Flight server (DoGet, ListFlights,
 // GetFlightInfo, GetSchema, DoAction "commit"); Dial returns a Source backed
-// by a remote Flight server. The wire contract is docs/protocol.md.
+// by a remote Flight server. The wire contract is docs/protocol.md. A Source
+// whose batches hold view columns pointing into much larger buffers
+// implements WireCompacter, and the server sends those columns compacted.
+//
+// Source packages (flightsrc/...) import this package and leaf packages
+// (checkpoint, transform, internal/...), never the sink side or the
+// coordinator; pipelines joins them (layering_test.go checks it).
 //
 // Pitfalls:
 //   - The checkpoint of a batch must cover exactly the records up to and

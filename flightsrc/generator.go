@@ -54,8 +54,16 @@ func GenBatchRows(n int) GeneratorOption { return func(g *Generator) { g.batchRo
 // GenInterval pauses between batches, to simulate a slow source.
 func GenInterval(d time.Duration) GeneratorOption { return func(g *Generator) { g.interval = d } }
 
-// GenAllocator sets the allocator batches are built with.
-func GenAllocator(mem memory.Allocator) GeneratorOption { return func(g *Generator) { g.mem = mem } }
+// GenAllocator sets the allocator batches are built with; nil means
+// memory.DefaultAllocator, the default.
+func GenAllocator(mem memory.Allocator) GeneratorOption {
+	return func(g *Generator) {
+		if mem == nil {
+			mem = memory.DefaultAllocator
+		}
+		g.mem = mem
+	}
+}
 
 // NewGenerator returns a Generator.
 func NewGenerator(opts ...GeneratorOption) (*Generator, error) {

@@ -16,12 +16,14 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/util"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/internal/flighterr"
 	"github.com/flightline/flightline/internal/metrics"
+	"github.com/flightline/flightline/internal/viewcopy"
 )
 
 // Server serves a Source over Arrow Flight. Register it with
@@ -33,24 +35,69 @@ type Server struct {
 	log       *slog.Logger
 	metrics   *metrics.Metrics
 	heartbeat time.Duration
+	compact   *bool // nil: as the Source says (WireCompacter)
 }
 
 // ServerOption configures a Server.
 type ServerOption func(*Server)
 
-// WithAllocator sets the allocator for heartbeats and schema messages.
-func WithAllocator(mem memory.Allocator) ServerOption { return func(s *Server) { s.mem = mem } }
+// WithAllocator sets the allocator for heartbeats, schema messages and the
+// copies CompactViews makes; nil means memory.DefaultAllocator.
+func WithAllocator(mem memory.Allocator) ServerOption {
+	return func(s *Server) {
+		if mem == nil {
+			mem = memory.DefaultAllocator
+		}
+		s.mem = mem
+	}
+}
 
-// WithLogger sets the logger; default slog.Default().
-func WithLogger(l *slog.Logger) ServerOption { return func(s *Server) { s.log = l } }
+// WithLogger sets the logger; nil means slog.Default(), the default.
+func WithLogger(l *slog.Logger) ServerOption {
+	return func(s *Server) {
+		if l == nil {
+			l = slog.Default()
+		}
+		s.log = l
+	}
+}
 
-// WithMetrics records what the server sends in m.
-func WithMetrics(m *metrics.Metrics) ServerOption { return func(s *Server) { s.metrics = m } }
+// CompactViews sets whether the server copies the top-level view columns
+// of every batch into plain binary and string columns before sending it
+// (see WireCompacter), whatever the Source declares. Without this option
+// the server compacts exactly when the Source implements WireCompacter and
+// returns true.
+func CompactViews(on bool) ServerOption { return func(s *Server) { s.compact = &on } }
+
+// WithMetrics records what the server sends in Flightline's metrics (role
+// "source") registered on reg. Components given the same reg share the
+// collectors. nil records nothing, the default.
+func WithMetrics(reg prometheus.Registerer) ServerOption {
+	return func(s *Server) { s.metrics = metrics.For(reg) }
+}
 
 // WithHeartbeat sets how long a DoGet stream may stay silent before the
 // server sends a heartbeat: a 0-row batch carrying the last checkpoint.
 // Default 5s; 0 disables heartbeats.
 func WithHeartbeat(d time.Duration) ServerOption { return func(s *Server) { s.heartbeat = d } }
+
+// compacts reports whether batches and schemas go out with their view
+// columns compacted.
+func (s *Server) compacts() bool {
+	if s.compact != nil {
+		return *s.compact
+	}
+	wc, ok := s.src.(WireCompacter)
+	return ok && wc.CompactOnWire()
+}
+
+// wireSchema is the schema the server sends for a stream of schema sc.
+func (s *Server) wireSchema(sc *arrow.Schema, compact bool) *arrow.Schema {
+	if compact && sc != nil {
+		return viewcopy.Schema(sc)
+	}
+	return sc
+}
 
 // NewServer returns a Flight server for src.
 func NewServer(src Source, opts ...ServerOption) *Server {
@@ -96,7 +143,9 @@ func (s *Server) DoGet(t *flight.Ticket, stream flight.FlightService_DoGetServer
 	}
 	defer rd.Close()
 
-	w := flight.NewRecordWriter(stream, ipc.WithSchema(rd.Schema()), ipc.WithAllocator(s.mem))
+	compact := s.compacts()
+	schema := s.wireSchema(rd.Schema(), compact)
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(s.mem))
 	defer w.Close()
 
 	// A pump goroutine reads the source so this one can send heartbeats
@@ -144,8 +193,8 @@ func (s *Server) DoGet(t *flight.Ticket, stream flight.FlightService_DoGetServer
 			if len(last) == 0 {
 				continue // nothing to carry yet: app_metadata must be non-empty
 			}
-			cols := emptyColumns(s.mem, rd.Schema())
-			hb := array.NewRecordBatch(rd.Schema(), cols, 0)
+			cols := emptyColumns(s.mem, schema)
+			hb := array.NewRecordBatch(schema, cols, 0)
 			for _, c := range cols {
 				c.Release() // the batch holds its own references
 			}
@@ -164,9 +213,14 @@ func (s *Server) DoGet(t *flight.Ticket, stream flight.FlightService_DoGetServer
 			if it.err != nil {
 				return it.err
 			}
-			err := w.WriteWithAppMetadata(it.rec, it.cp)
-			s.metrics.Moved("source", req.Stream, it.rec.NumRows(), int64(util.TotalRecordSize(it.rec)))
-			it.rec.Release()
+			rec := it.rec
+			if compact {
+				rec = viewcopy.Copy(s.mem, it.rec, schema)
+				it.rec.Release()
+			}
+			err := w.WriteWithAppMetadata(rec, it.cp)
+			s.metrics.Moved("source", req.Stream, rec.NumRows(), int64(util.TotalRecordSize(rec)))
+			rec.Release()
 			if err != nil {
 				return err
 			}
@@ -193,10 +247,10 @@ func emptyColumns(mem memory.Allocator, sc *arrow.Schema) []arrow.Array {
 	return cols
 }
 
-func (s *Server) info(st Stream) (*flight.FlightInfo, error) {
+func (s *Server) info(st Stream, compact bool) (*flight.FlightInfo, error) {
 	ticket, _ := json.Marshal(Ticket{Stream: st.Name})
 	return &flight.FlightInfo{
-		Schema:           flight.SerializeSchema(st.Schema, s.mem),
+		Schema:           flight.SerializeSchema(s.wireSchema(st.Schema, compact), s.mem),
 		FlightDescriptor: &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{st.Name}},
 		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: ticket}}},
 		TotalRecords:     -1,
@@ -232,8 +286,9 @@ func (s *Server) ListFlights(_ *flight.Criteria, fs flight.FlightService_ListFli
 	if err != nil {
 		return flighterr.ToStatus(err)
 	}
+	compact := s.compacts()
 	for _, st := range streams {
-		fi, _ := s.info(st)
+		fi, _ := s.info(st, compact)
 		if err := fs.Send(fi); err != nil {
 			return err
 		}
@@ -250,7 +305,7 @@ func (s *Server) GetFlightInfo(ctx context.Context, d *flight.FlightDescriptor) 
 	if err != nil {
 		return nil, err
 	}
-	return s.info(st)
+	return s.info(st, s.compacts())
 }
 
 // GetSchema returns one stream's schema.
@@ -261,7 +316,7 @@ func (s *Server) GetSchema(ctx context.Context, d *flight.FlightDescriptor) (sr 
 	if err != nil {
 		return nil, err
 	}
-	return &flight.SchemaResult{Schema: flight.SerializeSchema(st.Schema, s.mem)}, nil
+	return &flight.SchemaResult{Schema: flight.SerializeSchema(s.wireSchema(st.Schema, s.compacts()), s.mem)}, nil
 }
 
 // DoAction answers "commit", the advisory progress report.

@@ -74,3 +74,21 @@ type Reader interface {
 	// to call at any time, also while no Next is running.
 	Close() error
 }
+
+// WireCompacter is an optional Source ability that Server honours.
+//
+// Flight's IPC writer sends the data buffers of a view column (binary_view,
+// string_view) whole. A Source whose batches hold view columns pointing into
+// buffers much larger than the batch (the Kafka source's key and value point
+// into whole fetch responses: about 35 times the batch for 10k-row batches
+// of 100-byte values) implements WireCompacter and returns true. Server then
+// copies the top-level view columns of every batch into plain binary and
+// string columns before sending it, and lists, describes and sends the
+// stream's schema to match. In-process consumers of the Source read the
+// views as they are. The ServerOption CompactViews overrides the Source's
+// answer.
+type WireCompacter interface {
+	// CompactOnWire reports whether Server should compact the Source's
+	// batches. It is asked once per call to the Server.
+	CompactOnWire() bool
+}

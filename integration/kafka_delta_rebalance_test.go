@@ -128,7 +128,7 @@ func TestIntegrationKafkaDeltaRebalance(t *testing.T) {
 		done chan error
 	}
 	startInstance := func(name string) *instance {
-		r, err := pipelines.KafkaToDelta(ctx, kafka.PipelineConfig{
+		r, err := pipelines.KafkaToDelta(ctx, pipelines.KafkaConfig{
 			Topic:    topic,
 			Pipeline: pl,
 			Source: []kafka.Option{kafka.Brokers(strings.Split(brokers, ",")...), kafka.GroupID(group),

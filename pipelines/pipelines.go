@@ -1,5 +1,8 @@
-// Package pipelines holds one-call constructors for common pipelines. It
-// imports heavy sinks (Delta Lake's Parquet and object-store code); the core
+// Package pipelines holds one-call constructors for common pipelines: a
+// source, a sink and the coordinator between them. It is the one place
+// that imports both sides: connectors import only their own side's
+// contract (flightsrc or flightsink), never the coordinator. It imports
+// heavy sinks (Delta Lake's Parquet and object-store code); the core
 // packages do not import it.
 package pipelines
 
@@ -8,7 +11,6 @@ import (
 	"fmt"
 	"net"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -19,43 +21,59 @@ import (
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/flightsrc/kafka"
 	"github.com/flightline/flightline/internal/endpoint"
+	"github.com/flightline/flightline/transform"
 )
 
-// Option configures KafkaToDelta. Options are validated once, in
-// KafkaToDelta.
+// KafkaConfig configures a Kafka pipeline (Kafka, KafkaToDelta).
+type KafkaConfig struct {
+	// Topic is the topic to read (the stream). Required.
+	Topic string
+	// Pipeline names the pipeline in the sink (its checkpoint key) and the
+	// target inside the sink (table, directory, topic). Pipeline.ID is
+	// required and is the consumer group unless Source sets kafka.GroupID.
+	Pipeline flightsink.Pipeline
+	// Source holds the Kafka source options: kafka.Brokers is required;
+	// kafka.Topics is added from Topic.
+	Source []kafka.Option
+	// Coordinator holds coordinator options (window, backoff, logger, ...).
+	Coordinator []coordinator.Option
+}
+
+// Option configures Kafka and KafkaToDelta. Options are validated once,
+// in the constructor.
 type Option func(*options) error
 
 type options struct {
 	delta    []delta.Option
 	columns  bool
-	then     coordinator.Transform
+	then     transform.Func
 	mem      memory.Allocator
 	loopback bool
 	srcOpts  []flightsrc.ServerOption
 	sinkOpts []flightsink.ServerOption
 }
 
-// DeltaOptions passes options to the Delta sink (storage options,
-// Instance, checkpoint interval, allocator, ...).
+// DeltaOptions passes options to the Delta sink KafkaToDelta opens
+// (storage options, Instance, checkpoint interval, allocator, ...). Kafka,
+// which is given its sink, refuses it.
 func DeltaOptions(opts ...delta.Option) Option {
 	return func(o *options) error { o.delta = append(o.delta, opts...); return nil }
 }
 
 // ValueColumns stores the fields of the decoded value (the source needs a
-// kafka.ValueDecoder, e.g. JSON with a schema) as top-level table columns
-// next to partition, offset, timestamp, key and headers, instead of one
-// struct column. See kafka.ValueColumns.
+// kafka.ValueDecoder, e.g. JSON with a schema) as top-level columns next
+// to partition, offset, timestamp, key and headers, instead of one struct
+// column. See kafka.ValueColumns.
 func ValueColumns() Option { return func(o *options) error { o.columns = true; return nil } }
 
 // Transform runs f over every batch after the pipeline's own transforms
-// (ValueColumns), just before the sink. Ownership follows
-// coordinator.Transform.
-func Transform(f coordinator.Transform) Option {
+// (ValueColumns), just before the sink. Ownership follows transform.Func.
+func Transform(f transform.Func) Option {
 	return func(o *options) error { o.then = f; return nil }
 }
 
-// Allocator is the allocator of the copies the pipeline's transforms make
-// (nil: the default allocator).
+// Allocator is the allocator of the copies the pipeline's transforms and
+// its loopback source server make (nil: the default allocator).
 func Allocator(mem memory.Allocator) Option {
 	return func(o *options) error { o.mem = mem; return nil }
 }
@@ -71,15 +89,16 @@ func Loopback(src []flightsrc.ServerOption, sink []flightsink.ServerOption) Opti
 	}
 }
 
-// Runner is a ready Kafka → Delta pipeline. Run it once; Close releases it
-// when Run was never called.
+// Runner is a ready Kafka pipeline. Run it once; Close releases it when
+// Run was never called.
 type Runner struct {
 	// Coordinator moves the batches; its Stats report progress.
 	Coordinator *coordinator.Coordinator
-	// Source is the in-process Kafka source, Sink the Delta sink (also when
-	// Loopback puts Flight between them and the coordinator).
+	// Source is the in-process Kafka source and Sink the sink (also when
+	// Loopback puts Flight between them and the coordinator). With
+	// KafkaToDelta, Sink is a *delta.Sink.
 	Source *kafka.Source
-	Sink   *delta.Sink
+	Sink   flightsink.Sink
 	// Pipeline is the pipeline the coordinator runs (its checkpoint key).
 	Pipeline flightsink.Pipeline
 	// SourceURL and SinkURL are the loopback Flight endpoints (Loopback
@@ -89,13 +108,42 @@ type Runner struct {
 	closers []func()
 }
 
+// Kafka returns a one-call Kafka → sink pipeline for any flightsink.Sink.
+// For Kafka → Delta Lake, KafkaToDelta also opens the table:
+//
+//	r, err := pipelines.Kafka(pipelines.KafkaConfig{
+//		Topic:    "orders",
+//		Pipeline: flightsink.Pipeline{ID: "orders-to-files", Target: "orders"},
+//		Source:   []kafka.Option{kafka.Brokers("127.0.0.1:9092")},
+//	}, sink)
+//	if err == nil {
+//		err = r.Run(ctx)
+//	}
+//
+// The pipeline is exactly-once when the sink is: the sink's checkpoint is
+// the resume authority, the consumer group's commit is advisory. The
+// Runner does not close sink.
+func Kafka(cfg KafkaConfig, sink flightsink.Sink, opts ...Option) (*Runner, error) {
+	o, err := parse(opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(o.delta) > 0 {
+		return nil, fmt.Errorf("%w: DeltaOptions applies to KafkaToDelta, not to a pipeline given its sink", flightline.ErrInvalidInput)
+	}
+	if sink == nil {
+		return nil, fmt.Errorf("%w: kafka pipeline needs a sink", flightline.ErrInvalidInput)
+	}
+	return build(cfg, sink, o)
+}
+
 // KafkaToDelta returns a Kafka → Delta Lake pipeline: the Go counterpart of
 // the kafka_to_delta(...) helper Python pipeline users know. tableURI is a
 // local path or s3://bucket/prefix (with DeltaOptions(delta.StorageOptions
 // (...))); cfg.Pipeline.ID keys the checkpoint in the table and is the
-// consumer group unless cfg.Source sets GroupID. Raw keys and values are
-// stored as Delta binary columns; with a kafka.ValueDecoder the value is a
-// struct column, or one column per field with ValueColumns.
+// consumer group unless cfg.Source sets kafka.GroupID. Raw keys and values
+// are stored as Delta binary columns; with a kafka.ValueDecoder the value
+// is a struct column, or one column per field with ValueColumns.
 //
 // The pipeline is exactly-once: every batch and its per-partition offsets
 // are one Delta commit, and the table's checkpoint is the resume authority
@@ -104,7 +152,7 @@ type Runner struct {
 // per process: the group shares the partitions and the Delta sink merges
 // per-partition positions across instances (docs/sources/kafka.md).
 //
-//	r, err := pipelines.KafkaToDelta(ctx, kafka.PipelineConfig{
+//	r, err := pipelines.KafkaToDelta(ctx, pipelines.KafkaConfig{
 //		Topic:    "orders",
 //		Pipeline: flightsink.Pipeline{ID: "orders-to-delta"},
 //		Source:   []kafka.Option{kafka.Brokers("127.0.0.1:9092")},
@@ -114,17 +162,45 @@ type Runner struct {
 //	}
 //
 // ctx bounds opening the table, not the pipeline's lifetime.
-func KafkaToDelta(ctx context.Context, cfg kafka.PipelineConfig, tableURI string, opts ...Option) (*Runner, error) {
+func KafkaToDelta(ctx context.Context, cfg KafkaConfig, tableURI string, opts ...Option) (*Runner, error) {
+	o, err := parse(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	sink, err := delta.New(ctx, tableURI, o.delta...)
+	if err != nil {
+		return nil, err
+	}
+	return build(cfg, sink, o)
+}
+
+func parse(opts []Option) (options, error) {
 	var o options
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
-			return nil, err
+			return o, err
 		}
 	}
+	return o, nil
+}
+
+func (cfg KafkaConfig) check() error {
 	if cfg.Topic == "" || cfg.Pipeline.ID == "" {
-		return nil, fmt.Errorf("%w: kafka to delta needs a topic and a pipeline id", flightline.ErrInvalidInput)
+		return fmt.Errorf("%w: kafka pipeline needs a topic and a pipeline id", flightline.ErrInvalidInput)
 	}
-	r := &Runner{Pipeline: cfg.Pipeline}
+	return nil
+}
+
+// build opens the source and, with Loopback, the servers and clients, and
+// returns the Runner; on error it closes what it opened.
+func build(cfg KafkaConfig, sink flightsink.Sink, o options) (*Runner, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	r := &Runner{Pipeline: cfg.Pipeline, Sink: sink}
 	ok := false
 	defer func() {
 		if !ok {
@@ -132,20 +208,23 @@ func KafkaToDelta(ctx context.Context, cfg kafka.PipelineConfig, tableURI string
 		}
 	}()
 	var err error
-	if r.Sink, err = delta.New(ctx, tableURI, o.delta...); err != nil {
-		return nil, err
-	}
 	if r.Source, err = kafka.New(append(append([]kafka.Option{}, cfg.Source...), kafka.Topics(cfg.Topic))...); err != nil {
 		return nil, err
 	}
 	r.closers = append(r.closers, func() { r.Source.Close() })
 	var src flightsrc.Source = r.Source
-	var sink flightsink.Sink = r.Sink
 	if o.loopback {
-		if r.SourceURL, err = r.serve(flightsrc.NewServer(kafka.Compacted(r.Source, o.mem), o.srcOpts...)); err != nil {
+		// The source server compacts the Kafka source's view columns
+		// (flightsrc.WireCompacter); its copies come from o.mem unless the
+		// caller's server options say otherwise.
+		srcOpts := o.srcOpts
+		if o.mem != nil {
+			srcOpts = append([]flightsrc.ServerOption{flightsrc.WithAllocator(o.mem)}, srcOpts...)
+		}
+		if r.SourceURL, err = r.serve(flightsrc.NewServer(r.Source, srcOpts...)); err != nil {
 			return nil, err
 		}
-		if r.SinkURL, err = r.serve(flightsink.NewServer(r.Sink, o.sinkOpts...)); err != nil {
+		if r.SinkURL, err = r.serve(flightsink.NewServer(sink, o.sinkOpts...)); err != nil {
 			return nil, err
 		}
 		sc, err := flightsrc.Dial(r.SourceURL, flightsrc.ClientConfig{})
@@ -161,7 +240,11 @@ func KafkaToDelta(ctx context.Context, cfg kafka.PipelineConfig, tableURI string
 		src, sink = sc, kc
 	}
 	co := append([]coordinator.Option{}, cfg.Coordinator...)
-	if t := chain(o); t != nil {
+	var first transform.Func
+	if o.columns {
+		first = kafka.ValueColumns(o.mem)
+	}
+	if t := transform.Chain(first, o.then); t != nil {
 		co = append(co, coordinator.WithTransform(t))
 	}
 	if r.Coordinator, err = coordinator.New(src, sink, cfg.Topic, cfg.Pipeline, co...); err != nil {
@@ -169,29 +252,6 @@ func KafkaToDelta(ctx context.Context, cfg kafka.PipelineConfig, tableURI string
 	}
 	ok = true
 	return r, nil
-}
-
-// chain is the pipeline's transform: ValueColumns, then Transform's.
-func chain(o options) coordinator.Transform {
-	var first coordinator.Transform
-	if o.columns {
-		first = kafka.ValueColumns(o.mem)
-	}
-	switch {
-	case first == nil:
-		return o.then
-	case o.then == nil:
-		return first
-	}
-	then := o.then
-	return func(ctx context.Context, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
-		mid, err := first(ctx, rec)
-		if err != nil {
-			return nil, err
-		}
-		defer mid.Release()
-		return then(ctx, mid)
-	}
 }
 
 // serve serves svc on an ephemeral loopback port until Close.
@@ -218,14 +278,14 @@ func (r *Runner) Run(ctx context.Context) error {
 	return r.Coordinator.Run(ctx)
 }
 
-// Checkpoint returns the pipeline's committed checkpoint in the table,
-// read from the sink directly (nil before the first commit).
+// Checkpoint returns the pipeline's committed checkpoint, read from the
+// sink directly (nil before the first commit).
 func (r *Runner) Checkpoint(ctx context.Context) ([]byte, error) {
 	return r.Sink.Checkpoint(ctx, r.Pipeline)
 }
 
-// Close stops the loopback servers, closes the clients and the source. It
-// is idempotent and safe after Run.
+// Close stops the loopback servers, closes the clients and the source (not
+// a sink given to Kafka). It is idempotent and safe after Run.
 func (r *Runner) Close() {
 	for i := len(r.closers) - 1; i >= 0; i-- {
 		r.closers[i]()

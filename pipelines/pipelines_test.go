@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/coordinator"
 	"github.com/flightline/flightline/flightsink"
@@ -45,7 +46,7 @@ func TestKafkaToDelta(t *testing.T) {
 	quiet := slog.New(slog.DiscardHandler)
 	dir := t.TempDir()
 	pl := flightsink.Pipeline{ID: "orders-to-delta"}
-	r, err := pipelines.KafkaToDelta(context.Background(), kafka.PipelineConfig{
+	r, err := pipelines.KafkaToDelta(context.Background(), pipelines.KafkaConfig{
 		Topic:       "orders",
 		Pipeline:    pl,
 		Source:      []kafka.Option{kafka.Brokers(c.ListenAddrs()...), kafka.BatchRows(100), kafka.BatchWait(20 * time.Millisecond), kafka.Allocator(mem), kafka.Logger(quiet), kafka.SessionTimeout(time.Second)},
@@ -110,7 +111,7 @@ func TestKafkaToDeltaLoopbackValueColumns(t *testing.T) {
 	require.NoError(t, err)
 	dir := t.TempDir()
 	pl := flightsink.Pipeline{ID: "orders-to-delta"}
-	r, err := pipelines.KafkaToDelta(context.Background(), kafka.PipelineConfig{
+	r, err := pipelines.KafkaToDelta(context.Background(), pipelines.KafkaConfig{
 		Topic:    "orders",
 		Pipeline: pl,
 		Source: []kafka.Option{kafka.Brokers(c.ListenAddrs()...), kafka.WithoutGroupMembership(), kafka.BatchRows(64),
@@ -178,4 +179,66 @@ func TestKafkaToDeltaLoopbackValueColumns(t *testing.T) {
 	for id, k := range ids {
 		require.Equalf(t, 1, k, "id %d", id)
 	}
+}
+
+// Kafka into any sink (here the in-memory one): every record arrives once,
+// and a config without a sink or a pipeline id is refused.
+func TestKafkaToMemory(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "helper"), kfake.GroupMinSessionTimeout(100*time.Millisecond))
+	require.NoError(t, err)
+	defer c.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic("helper"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	require.NoError(t, err)
+	const n = 300
+	for i := range n {
+		require.NoError(t, cl.ProduceSync(context.Background(), &kgo.Record{Key: fmt.Appendf(nil, "k%d", i)}).FirstErr())
+	}
+	cl.Close()
+
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	quiet := slog.New(slog.DiscardHandler)
+	sink := flightsink.NewMemory()
+	defer sink.Release()
+	cfg := pipelines.KafkaConfig{
+		Topic:       "helper",
+		Pipeline:    flightsink.Pipeline{ID: "helper-pipe", Target: "t"},
+		Source:      []kafka.Option{kafka.Brokers(c.ListenAddrs()...), kafka.Allocator(mem), kafka.Logger(quiet), kafka.BatchWait(10 * time.Millisecond), kafka.SessionTimeout(time.Second)},
+		Coordinator: []coordinator.Option{coordinator.WithLogger(quiet), coordinator.Backoff(10*time.Millisecond, 100*time.Millisecond)},
+	}
+	r, err := pipelines.Kafka(cfg, sink)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	rows := func() int {
+		total := 0
+		for _, b := range sink.Batches("t") {
+			total += int(b.NumRows())
+			b.Release()
+		}
+		return total
+	}
+	require.Eventually(t, func() bool { return rows() >= n }, 20*time.Second, 10*time.Millisecond)
+	cancel()
+	require.NoError(t, <-done)
+	seen := map[string]int{}
+	for _, b := range sink.Batches("t") {
+		keys := b.Column(3).(*array.BinaryView)
+		for i := range keys.Len() {
+			seen[string(keys.Value(i))]++
+		}
+		b.Release()
+	}
+	require.Len(t, seen, n)
+	for k, c := range seen {
+		require.Equal(t, 1, c, k)
+	}
+
+	_, err = pipelines.Kafka(pipelines.KafkaConfig{Topic: "helper"}, sink)
+	require.ErrorIs(t, err, flightline.ErrInvalidInput)
+	_, err = pipelines.Kafka(cfg, nil)
+	require.ErrorIs(t, err, flightline.ErrInvalidInput)
+	_, err = pipelines.Kafka(cfg, sink, pipelines.DeltaOptions(delta.Logger(quiet)))
+	require.ErrorIs(t, err, flightline.ErrInvalidInput)
 }

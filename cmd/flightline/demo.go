@@ -22,6 +22,7 @@ import (
 	"github.com/flightline/flightline/internal/metrics"
 	"github.com/flightline/flightline/kafkadecode"
 	"github.com/flightline/flightline/pipelines"
+	"github.com/flightline/flightline/transform"
 )
 
 // demoOrder is one generated order, as JSON in the embedded topic and as
@@ -140,13 +141,13 @@ func demo(ctx context.Context, args []string, out io.Writer) error {
 	table := filepath.Join(*dir, "orders")
 	var opts []pipelines.Option
 	opts = append(opts, pipelines.DeltaOptions(delta.Logger(log)), pipelines.ValueColumns(),
-		pipelines.Loopback([]flightsrc.ServerOption{flightsrc.WithLogger(log), flightsrc.WithMetrics(m)},
-			[]flightsink.ServerOption{flightsink.WithLogger(log), flightsink.WithMetrics(m)}))
+		pipelines.Loopback([]flightsrc.ServerOption{flightsrc.WithLogger(log), flightsrc.WithMetrics(m.Registry())},
+			[]flightsink.ServerOption{flightsink.WithLogger(log), flightsink.WithMetrics(m.Registry())}))
 	if *interval > 0 {
 		opts = append(opts, pipelines.Transform(pause(*interval)))
 	}
 	p := flightsink.Pipeline{ID: *pipeline}
-	r, err := pipelines.KafkaToDelta(ctx, kafka.PipelineConfig{
+	r, err := pipelines.KafkaToDelta(ctx, pipelines.KafkaConfig{
 		Topic:    "orders",
 		Pipeline: p,
 		Source: []kafka.Option{
@@ -156,7 +157,7 @@ func demo(ctx context.Context, args []string, out io.Writer) error {
 			kafka.ValueDecoder(func() (kafkadecode.ValueDecoder, error) { return kafkadecode.NewJSONDecoder(sc) }),
 			kafka.Logger(log), kafka.Registerer(m.Registry()),
 		},
-		Coordinator: []coordinator.Option{coordinator.WithLogger(log), coordinator.WithMetrics(m)},
+		Coordinator: []coordinator.Option{coordinator.WithLogger(log), coordinator.WithMetrics(m.Registry())},
 	}, table, opts...)
 	if err != nil {
 		return err
@@ -242,7 +243,7 @@ func covered(cp []byte, ends checkpoint.Positions) bool {
 }
 
 // pause is a transform that waits d before passing each batch on.
-func pause(d time.Duration) coordinator.Transform {
+func pause(d time.Duration) transform.Func {
 	return func(ctx context.Context, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 		t := time.NewTimer(d)
 		defer t.Stop()

@@ -87,5 +87,5 @@ func openKafkaSink(_ *url.URL, q query) (flightsink.Sink, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return s, s.Close, nil
+	return s, func() { s.Close() }, nil
 }

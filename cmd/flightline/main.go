@@ -29,7 +29,6 @@ import (
 	"github.com/flightline/flightline/coordinator"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsrc"
-	"github.com/flightline/flightline/flightsrc/kafka"
 	"github.com/flightline/flightline/internal/endpoint"
 	"github.com/flightline/flightline/internal/metrics"
 )
@@ -262,17 +261,12 @@ func serveSource(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeSrc()
-	if ks, ok := src.(*kafka.Source); ok {
-		// Ship compact key/value columns, not the fetch buffers their
-		// views point into (see kafka.Compacted).
-		src = kafka.Compacted(ks, nil)
-	}
 	stopMetrics, err := c.serveMetrics(m, log)
 	if err != nil {
 		return err
 	}
 	defer stopMetrics()
-	return serveFlight(ctx, flightsrc.NewServer(src, flightsrc.WithLogger(log), flightsrc.WithMetrics(m), flightsrc.WithHeartbeat(*heartbeat)), &sf, log)
+	return serveFlight(ctx, flightsrc.NewServer(src, flightsrc.WithLogger(log), flightsrc.WithMetrics(m.Registry()), flightsrc.WithHeartbeat(*heartbeat)), &sf, log)
 }
 
 func serveSink(ctx context.Context, args []string) error {
@@ -303,7 +297,7 @@ func serveSink(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stopMetrics()
-	return serveFlight(ctx, flightsink.NewServer(sink, flightsink.WithLogger(log), flightsink.WithMetrics(m)), &sf, log)
+	return serveFlight(ctx, flightsink.NewServer(sink, flightsink.WithLogger(log), flightsink.WithMetrics(m.Registry())), &sf, log)
 }
 
 func runPipeline(ctx context.Context, args []string) error {
@@ -357,7 +351,7 @@ func runPipeline(ctx context.Context, args []string) error {
 	}
 	defer stopMetrics()
 	co, err := coordinator.New(src, sink, *stream, flightsink.Pipeline{ID: *pipeline, Target: *target},
-		coordinator.Window(*window), coordinator.WithLogger(log), coordinator.WithMetrics(m), coordinator.MaxAttempts(*maxAttempts))
+		coordinator.Window(*window), coordinator.WithLogger(log), coordinator.WithMetrics(m.Registry()), coordinator.MaxAttempts(*maxAttempts))
 	if err != nil {
 		return err
 	}

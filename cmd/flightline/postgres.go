@@ -75,7 +75,7 @@ func init() {
 			if err != nil {
 				return nil, nil, err
 			}
-			return s, s.Close, nil
+			return s, func() { s.Close() }, nil
 		},
 	}
 	sinkKinds["postgres"] = sink

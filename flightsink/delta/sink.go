@@ -93,16 +93,23 @@ func CheckpointInterval(n int) Option {
 // schema difference is ErrSchemaMismatch.
 func SchemaEvolution(on bool) Option { return func(o *options) error { o.evolve = on; return nil } }
 
-// Allocator sets the allocator for Parquet encoding (default Go allocator).
+// Allocator sets the allocator for Parquet encoding; nil means
+// memory.DefaultAllocator, the default.
 func Allocator(mem memory.Allocator) Option {
-	return func(o *options) error { o.mem = mem; return nil }
+	return func(o *options) error {
+		if mem == nil {
+			mem = memory.DefaultAllocator
+		}
+		o.mem = mem
+		return nil
+	}
 }
 
-// Logger sets the logger (default slog.Default()).
+// Logger sets the logger; nil means slog.Default(), the default.
 func Logger(l *slog.Logger) Option {
 	return func(o *options) error {
 		if l == nil {
-			return fmt.Errorf("%w: nil logger", flightline.ErrInvalidInput)
+			l = slog.Default()
 		}
 		o.log = l
 		return nil
@@ -121,9 +128,30 @@ func MaxCommitAttempts(n int) Option {
 	}
 }
 
-// ParquetOptions passes options to the Parquet writer (for benchmarks).
-func ParquetOptions(opts ...parquetw.Option) Option {
-	return func(o *options) error { o.pqOptions = opts; return nil }
+// ParquetDictionary sets which columns the Parquet writer
+// dictionary-encodes: "auto" (the default: the columns whose sampled
+// cardinality makes it pay), "always" or "never".
+func ParquetDictionary(mode string) Option {
+	return func(o *options) error {
+		opt, err := parquetw.DictionaryMode(mode)
+		if err != nil {
+			return err
+		}
+		o.pqOptions = append(o.pqOptions, opt)
+		return nil
+	}
+}
+
+// ParquetRowGroupRows bounds the rows of one Parquet row group (default
+// 1M, more than a batch usually holds: one row group per file).
+func ParquetRowGroupRows(n int64) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("%w: Parquet row group rows %d < 1", flightline.ErrInvalidInput, n)
+		}
+		o.pqOptions = append(o.pqOptions, parquetw.MaxRowGroupRows(n))
+		return nil
+	}
 }
 
 // Sink is an exactly-once Delta Lake sink on local disk or S3. It is safe

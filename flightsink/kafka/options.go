@@ -166,11 +166,11 @@ func Dialer(fn func(ctx context.Context, network, host string) (net.Conn, error)
 	return func(c *config) error { c.dial = fn; return nil }
 }
 
-// Logger sets the logger. Default slog.Default().
+// Logger sets the logger; nil means slog.Default(), the default.
 func Logger(l *slog.Logger) Option {
 	return func(c *config) error {
 		if l == nil {
-			return fmt.Errorf("%w: nil logger", flightline.ErrInvalidInput)
+			l = slog.Default()
 		}
 		c.log = l
 		return nil

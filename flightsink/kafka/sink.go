@@ -61,21 +61,7 @@ func New(brokers []string, opts ...Option) (*Sink, error) {
 		return nil, fmt.Errorf("%w: kafka sink needs bootstrap servers", flightline.ErrInvalidInput)
 	}
 	s := &Sink{cfg: c, brokers: brokers, log: c.log.With("sink", "kafka")}
-	s.base = []kgo.Opt{
-		kgo.SeedBrokers(brokers...),
-		kgo.ClientID(c.clientID),
-		kgo.RetryTimeout(10 * time.Second),
-		kgo.WithLogger(kafkaconn.Logger{L: s.log}),
-	}
-	if c.tls != nil {
-		s.base = append(s.base, kgo.DialTLSConfig(c.tls))
-	}
-	if c.sasl != nil {
-		s.base = append(s.base, kgo.SASL(c.sasl))
-	}
-	if c.dial != nil {
-		s.base = append(s.base, kgo.Dialer(c.dial))
-	}
+	s.base = kafkaconn.Config{Brokers: brokers, ClientID: c.clientID, TLS: c.tls, SASL: c.sasl, SASLName: c.saslName, Dial: c.dial}.Opts(s.log)
 	cl, err := kgo.NewClient(s.base...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: kafka client: %v", flightline.ErrInvalidInput, err)
@@ -89,8 +75,12 @@ func New(brokers []string, opts ...Option) (*Sink, error) {
 func (s *Sink) Guarantee() flightsink.Guarantee { return flightsink.ExactlyOnce }
 
 // Close closes the sink's admin connections. Writers keep their own
-// producers until their Close.
-func (s *Sink) Close() { s.cl.Close() }
+// producers until their Close. It returns nil; the error is there so every
+// connector closes alike (io.Closer).
+func (s *Sink) Close() error {
+	s.cl.Close()
+	return nil
+}
 
 // TransactionalID returns the transactional.id the sink uses for p: the
 // prefix and the pipeline id, and, for a target other than the sink's
@@ -181,7 +171,6 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 		kgo.MaxBufferedRecords(s.cfg.maxBufRecords),
 		kgo.ProducerBatchMaxBytes(ti.maxMessageBytes),
 		kgo.RecordDeliveryTimeout(s.cfg.batchTimeout),
-		kgo.RequestRetries(5),
 	)
 	if w.cl, err = kgo.NewClient(opts...); err != nil {
 		return nil, nil, fmt.Errorf("%w: kafka producer: %v", flightline.ErrInvalidInput, err)

@@ -50,7 +50,7 @@ func newSink(t *testing.T, opts ...kafkasink.Option) *kafkasink.Sink {
 	t.Helper()
 	s, err := kafkasink.New(brokers(t), opts...)
 	require.NoError(t, err)
-	t.Cleanup(s.Close)
+	t.Cleanup(func() { s.Close() })
 	return s
 }
 

@@ -43,12 +43,12 @@ func CheckpointTable(name string) Option {
 	return func(o *options) error { o.cpTable = name; return nil }
 }
 
-// Logger sets the logger (default slog.Default()). Nothing logged contains
-// the password.
+// Logger sets the logger; nil means slog.Default(), the default.
+// Nothing logged contains the password.
 func Logger(l *slog.Logger) Option {
 	return func(o *options) error {
 		if l == nil {
-			return fmt.Errorf("%w: nil logger", flightline.ErrInvalidInput)
+			l = slog.Default()
 		}
 		o.logger = l
 		return nil
@@ -151,7 +151,12 @@ func New(dsn string, opts ...Option) (*Sink, error) {
 func (s *Sink) Guarantee() flightsink.Guarantee { return flightsink.ExactlyOnce }
 
 // Close closes the connection pool. Writers of the sink fail afterwards.
-func (s *Sink) Close() { s.pool.Close() }
+// It returns nil; the error is there so every connector closes alike
+// (io.Closer).
+func (s *Sink) Close() error {
+	s.pool.Close()
+	return nil
+}
 
 // Ping checks that the database is reachable with the configured
 // credentials.

@@ -30,7 +30,7 @@ func newSink(t *testing.T, dsn string, opts ...postgres.Option) *postgres.Sink {
 	t.Helper()
 	s, err := postgres.New(dsn, opts...)
 	require.NoError(t, err)
-	t.Cleanup(s.Close)
+	t.Cleanup(func() { s.Close() })
 	return s
 }
 

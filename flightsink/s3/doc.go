@@ -1,10 +1,10 @@
-// Package s3sink is Flightline's at-least-once S3 sink: every batch becomes
+// Package s3 is Flightline's at-least-once S3 sink: every batch becomes
 // one snappy-compressed Parquet object at a key derived from the batch's
 // checkpoints, so a replay of the same batch after a crash overwrites the
 // object it wrote before instead of adding a second one.
 //
-//	sink, err := s3sink.New("my-bucket/events",
-//		s3sink.StorageOptions(map[string]string{"AWS_REGION": "eu-west-1"}))
+//	sink, err := s3.New("my-bucket/events",
+//		s3.StorageOptions(map[string]string{"AWS_REGION": "eu-west-1"}))
 //
 // # Layout
 //
@@ -107,4 +107,4 @@
 //   - Buckets with versioning keep every overwritten replay as an old
 //     version; add a lifecycle rule expiring noncurrent versions.
 //   - A Writer is used by one goroutine at a time; the Sink by any number.
-package s3sink
+package s3

@@ -1,4 +1,4 @@
-package s3sink
+package s3
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package s3sink
+package s3
 
 import (
 	"context"
@@ -43,17 +43,24 @@ func StorageOptions(o map[string]string) Option {
 	}
 }
 
-// Allocator sets the allocator Parquet encoding draws from (default: the
-// Go allocator). Everything drawn is released before WriteBatch returns.
+// Allocator sets the allocator Parquet encoding draws from; nil means
+// memory.DefaultAllocator, the default. Everything drawn is released
+// before WriteBatch returns.
 func Allocator(mem memory.Allocator) Option {
-	return func(o *options) error { o.mem = mem; return nil }
+	return func(o *options) error {
+		if mem == nil {
+			mem = memory.DefaultAllocator
+		}
+		o.mem = mem
+		return nil
+	}
 }
 
-// Logger sets the logger (default slog.Default()).
+// Logger sets the logger; nil means slog.Default(), the default.
 func Logger(l *slog.Logger) Option {
 	return func(o *options) error {
 		if l == nil {
-			return fmt.Errorf("%w: s3 sink: nil logger", flightline.ErrInvalidInput)
+			l = slog.Default()
 		}
 		o.log = l
 		return nil
@@ -61,9 +68,8 @@ func Logger(l *slog.Logger) Option {
 }
 
 // Multipart sets the part size of multipart uploads and the object size
-// above which they are used (defaults objstore.DefaultPartSize, 16 MiB, and
-// objstore.MultipartThreshold, 32 MiB). AWS S3 needs parts of at least
-// 5 MiB.
+// above which they are used (defaults 16 MiB and 32 MiB). AWS S3 needs
+// parts of at least 5 MiB.
 func Multipart(partSize, threshold int) Option {
 	return func(o *options) error {
 		if partSize < 1 || threshold < 1 {
@@ -74,9 +80,30 @@ func Multipart(partSize, threshold int) Option {
 	}
 }
 
-// ParquetOptions passes options to the Parquet writer (for benchmarks).
-func ParquetOptions(opts ...parquetw.Option) Option {
-	return func(o *options) error { o.pqOptions = opts; return nil }
+// ParquetDictionary sets which columns the Parquet writer
+// dictionary-encodes: "auto" (the default: the columns whose sampled
+// cardinality makes it pay), "always" or "never".
+func ParquetDictionary(mode string) Option {
+	return func(o *options) error {
+		opt, err := parquetw.DictionaryMode(mode)
+		if err != nil {
+			return err
+		}
+		o.pqOptions = append(o.pqOptions, opt)
+		return nil
+	}
+}
+
+// ParquetRowGroupRows bounds the rows of one Parquet row group (default
+// 1M, more than a batch usually holds: one row group per file).
+func ParquetRowGroupRows(n int64) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("%w: Parquet row group rows %d < 1", flightline.ErrInvalidInput, n)
+		}
+		o.pqOptions = append(o.pqOptions, parquetw.MaxRowGroupRows(n))
+		return nil
+	}
 }
 
 // Sink is the at-least-once S3 sink: one snappy Parquet object per batch,

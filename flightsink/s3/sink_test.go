@@ -1,4 +1,4 @@
-package s3sink
+package s3
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/middleware"
 	"github.com/stretchr/testify/require"
 
@@ -337,12 +337,12 @@ func TestIntegrationS3MissingBucket(t *testing.T) {
 
 // failUploadPart makes every UploadPart with part number n fail before it
 // is sent, as a connection reset would.
-func failUploadPart(n int32) func(*s3.Options) {
-	return func(o *s3.Options) {
+func failUploadPart(n int32) func(*awss3.Options) {
+	return func(o *awss3.Options) {
 		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
 			return st.Initialize.Add(middleware.InitializeMiddlewareFunc("flightline-fail-part",
 				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-					if up, ok := in.Parameters.(*s3.UploadPartInput); ok && aws.ToInt32(up.PartNumber) == n {
+					if up, ok := in.Parameters.(*awss3.UploadPartInput); ok && aws.ToInt32(up.PartNumber) == n {
 						return middleware.InitializeOutput{}, middleware.Metadata{}, errors.New("injected failure: connection reset during part upload")
 					}
 					return next.HandleInitialize(ctx, in)
@@ -405,7 +405,7 @@ func TestIntegrationS3MultipartFailureLeavesNothing(t *testing.T) {
 	_, err = raw.Get(ctx, key)
 	require.ErrorIs(t, err, objstore.ErrNotExist, "a failed multipart upload leaves no object")
 	b, prefix, _ := ParseLocation(loc)
-	ups, err := raw.Client().ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(b), Prefix: aws.String(prefix + "/")})
+	ups, err := raw.Client().ListMultipartUploads(ctx, &awss3.ListMultipartUploadsInput{Bucket: aws.String(b), Prefix: aws.String(prefix + "/")})
 	require.NoError(t, err)
 	require.Empty(t, ups.Uploads, "the failed upload was aborted")
 	ids, _ := readIDs(t, raw, "big")

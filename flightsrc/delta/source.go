@@ -76,8 +76,17 @@ func PollInterval(d time.Duration) Option {
 	return func(s *Source) error { s.poll = d; return nil }
 }
 
-// Allocator sets the allocator batches are built with.
-func Allocator(mem memory.Allocator) Option { return func(s *Source) error { s.mem = mem; return nil } }
+// Allocator sets the allocator batches are built with; nil means
+// memory.DefaultAllocator, the default.
+func Allocator(mem memory.Allocator) Option {
+	return func(s *Source) error {
+		if mem == nil {
+			mem = memory.DefaultAllocator
+		}
+		s.mem = mem
+		return nil
+	}
+}
 
 // Source serves one Delta table. It is safe for concurrent use.
 type Source struct {

@@ -20,9 +20,10 @@ import (
 	"github.com/flightline/flightline/internal/endpoint"
 )
 
-// A Compacted source over Flight ships batches about their own size with
-// plain binary keys and values (not the fetch buffers their views point
-// into), and keeps exactly-once.
+// The Kafka source served over Flight ships batches about their own size
+// with plain binary keys and values (not the fetch buffers their views
+// point into), and keeps exactly-once: flightsrc.Server honours its
+// WireCompacter without being told.
 func TestKfakeCompactedOverFlight(t *testing.T) {
 	brokers := fakeCluster(t, 2, "orders")
 	produce(t, brokers, "orders", 0, 2000, 0)
@@ -34,7 +35,7 @@ func TestKfakeCompactedOverFlight(t *testing.T) {
 
 	gs, _, err := endpoint.NewServer(endpoint.ServerConfig{})
 	require.NoError(t, err)
-	flight.RegisterFlightServiceServer(gs, flightsrc.NewServer(kafka.Compacted(src, mem), flightsrc.WithAllocator(mem),
+	flight.RegisterFlightServiceServer(gs, flightsrc.NewServer(src, flightsrc.WithAllocator(mem),
 		flightsrc.WithLogger(slog.New(slog.DiscardHandler))))
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"net"
 	"regexp"
 	"time"
 
@@ -69,6 +70,7 @@ type config struct {
 	tls           *tls.Config
 	sasl          sasl.Mechanism
 	saslName      string
+	dial          func(ctx context.Context, network, host string) (net.Conn, error)
 	valueDecoder  func() (kafkadecode.ValueDecoder, error)
 	deadLetters   DeadLetterHandler
 	membership    bool
@@ -157,6 +159,17 @@ func SASLScram(mechanism, user, pass string) Option {
 		c.saslName = mechanism
 		return nil
 	}
+}
+
+// Dialer sets the function broker connections are dialed with (tests use
+// it to cut the network).
+func Dialer(fn func(ctx context.Context, network, host string) (net.Conn, error)) Option {
+	return func(c *config) error { c.dial = fn; return nil }
+}
+
+// conn is the connection configuration the sink shares.
+func (c *config) conn() kafkaconn.Config {
+	return kafkaconn.Config{Brokers: c.brokers, ClientID: c.clientID, TLS: c.tls, SASL: c.sasl, SASLName: c.saslName, Dial: c.dial}
 }
 
 // ValueDecoder decodes record values into a struct column with a decoder
@@ -276,12 +289,28 @@ func RevokeTimeout(d time.Duration) Option {
 	return func(c *config) error { c.revokeTimeout = d; return nil }
 }
 
-// Allocator sets the allocator batches are built with. Default
-// memory.DefaultAllocator.
-func Allocator(mem memory.Allocator) Option { return func(c *config) error { c.mem = mem; return nil } }
+// Allocator sets the allocator batches are built with; nil means
+// memory.DefaultAllocator, the default.
+func Allocator(mem memory.Allocator) Option {
+	return func(c *config) error {
+		if mem == nil {
+			mem = memory.DefaultAllocator
+		}
+		c.mem = mem
+		return nil
+	}
+}
 
-// Logger sets the logger. Default slog.Default().
-func Logger(l *slog.Logger) Option { return func(c *config) error { c.log = l; return nil } }
+// Logger sets the logger; nil means slog.Default(), the default.
+func Logger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			l = slog.Default()
+		}
+		c.log = l
+		return nil
+	}
+}
 
 // Registerer registers the per-partition lag gauges with r.
 func Registerer(r prometheus.Registerer) Option {

@@ -10,11 +10,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightline/flightline"
-	"github.com/flightline/flightline/coordinator"
 	"github.com/flightline/flightline/kafkadecode"
+	"github.com/flightline/flightline/transform"
 )
 
-// ValueColumns returns a coordinator.Transform that replaces the decoded
+// ValueColumns returns a transform.Func that replaces the decoded
 // value column (a struct, with ValueDecoder) by its fields as top-level
 // columns, so a table gets one column per value field: partition, offset,
 // timestamp, key, <value fields...>, headers. A null value makes every
@@ -25,7 +25,7 @@ import (
 // struct. Field arrays are shared, not copied, unless the value column has
 // nulls: then each field gets a validity bitmap from mem (nil: the default
 // allocator). The returned batch is the caller's to Release.
-func ValueColumns(mem memory.Allocator) coordinator.Transform {
+func ValueColumns(mem memory.Allocator) transform.Func {
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}

@@ -71,19 +71,7 @@ func New(opts ...Option) (*Source, error) {
 		return nil, err
 	}
 	s := &Source{cfg: c, log: c.log.With("source", "kafka"), members: map[memberKey]*member{}}
-	s.opts = []kgo.Opt{
-		kgo.SeedBrokers(c.brokers...),
-		kgo.ClientID(c.clientID),
-		kgo.RequestRetries(3),
-		kgo.RetryTimeout(10 * time.Second),
-		kgo.WithLogger(kafkaconn.Logger{L: s.log}),
-	}
-	if c.tls != nil {
-		s.opts = append(s.opts, kgo.DialTLSConfig(c.tls))
-	}
-	if c.sasl != nil {
-		s.opts = append(s.opts, kgo.SASL(c.sasl))
-	}
+	s.opts = c.conn().Opts(s.log)
 	cl, err := kgo.NewClient(s.opts...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: kafka client: %v", flightline.ErrInvalidInput, err)

@@ -3,7 +3,7 @@
 // Each stream is one table read in (watermark, key) order: a watermark
 // column that only grows for new or changed rows (updated_at, a serial id)
 // and a tie-breaker key that makes (watermark, key) unique. Reading starts
-// with a snapshot of every row after the checkpoint, in pages of BatchSize
+// with a snapshot of every row after the checkpoint, in pages of BatchRows
 // rows (keyset pagination: WHERE (wm, key) > (…) ORDER BY wm, key LIMIT n),
 // then polls at PollInterval; an idle poll yields a heartbeat, a zero-row
 // batch carrying the unchanged checkpoint.
@@ -99,33 +99,40 @@ func PollInterval(d time.Duration) Option {
 	}
 }
 
-// BatchSize sets the maximum rows per batch. Default 10000.
-func BatchSize(n int) Option {
+// BatchRows sets the maximum rows per batch (the name every source uses).
+// Default 10000.
+func BatchRows(n int) Option {
 	return func(o *options) error {
 		if n < 1 {
-			return fmt.Errorf("%w: batch size %d", flightline.ErrInvalidInput, n)
+			return fmt.Errorf("%w: batch rows %d", flightline.ErrInvalidInput, n)
 		}
 		o.batch = n
 		return nil
 	}
 }
 
-// Allocator sets the allocator of the batches (default memory.DefaultAllocator).
+// BatchSize is BatchRows.
+//
+// Deprecated: use BatchRows, the name every source uses.
+func BatchSize(n int) Option { return BatchRows(n) }
+
+// Allocator sets the allocator of the batches; nil means
+// memory.DefaultAllocator, the default.
 func Allocator(mem memory.Allocator) Option {
 	return func(o *options) error {
 		if mem == nil {
-			return fmt.Errorf("%w: nil allocator", flightline.ErrInvalidInput)
+			mem = memory.DefaultAllocator
 		}
 		o.mem = mem
 		return nil
 	}
 }
 
-// Logger sets the logger (default slog.Default()).
+// Logger sets the logger; nil means slog.Default(), the default.
 func Logger(l *slog.Logger) Option {
 	return func(o *options) error {
 		if l == nil {
-			return fmt.Errorf("%w: nil logger", flightline.ErrInvalidInput)
+			l = slog.Default()
 		}
 		o.log = l
 		return nil

@@ -49,7 +49,7 @@ func TestIntegrationSourceSnapshotPollResume(t *testing.T) {
 			FROM generate_series($1::int, $2::int - 1) i ORDER BY random()`, from, to)
 	}
 	insert(0, 25)
-	s := newSource(t, mem, postgres.Table(table, "ts", "id"), postgres.BatchSize(10), postgres.PollInterval(50*time.Millisecond))
+	s := newSource(t, mem, postgres.Table(table, "ts", "id"), postgres.BatchRows(10), postgres.PollInterval(50*time.Millisecond))
 
 	streams, err := s.Streams(context.Background())
 	require.NoError(t, err)

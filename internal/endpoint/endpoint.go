@@ -25,11 +25,13 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/flightline/flightline"
 )
 
 // MaxMessageSize bounds one gRPC message (one record batch) in both
 // directions. gRPC's 4 MiB default is too small for 64k-row batches.
-const MaxMessageSize = 512 << 20
+const MaxMessageSize = flightline.MaxMessageSize
 
 // MaxNameSize bounds the names a client sends: stream names, pipeline ids,
 // targets and action types. Longer ones are refused with INVALID_ARGUMENT
@@ -147,18 +149,9 @@ func (a *tokenAuth) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServe
 	return h(srv, ss)
 }
 
-// ClientConfig configures a connection to a Flightline endpoint.
-type ClientConfig struct {
-	// CAFile verifies the server for grpc+tls URLs; empty uses the system
-	// roots.
-	CAFile string
-	// CertFile and KeyFile present a client certificate (mTLS).
-	CertFile, KeyFile string
-	// ServerName overrides the name checked in the server certificate.
-	ServerName string
-	// Token is sent as "authorization: Bearer <Token>".
-	Token string
-}
+// ClientConfig configures a connection to a Flightline endpoint. It is
+// public as flightline.ClientConfig, so users can read its documentation.
+type ClientConfig = flightline.ClientConfig
 
 // ParseURL splits a Flightline endpoint URL, grpc://host:port or
 // grpc+tls://host:port, into its address and whether it uses TLS.

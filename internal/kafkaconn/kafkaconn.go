@@ -1,15 +1,18 @@
 // Package kafkaconn is the connection plumbing Flightline's Kafka source and
-// sink share: SASL mechanisms, the kgo logger adapter and the mapping of
-// franz-go errors onto flightline's sentinels.
+// sink share: one connection Config and the kgo options it makes, SASL
+// mechanisms, the kgo logger adapter and the mapping of franz-go errors
+// onto flightline's sentinels.
 package kafkaconn
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -19,6 +22,61 @@ import (
 
 	"github.com/flightline/flightline"
 )
+
+// Config is how a Kafka client of Flightline connects: the source and the
+// sink fill one each from their options and take their kgo options from
+// Opts, so the two sides cannot drift apart.
+type Config struct {
+	// Brokers are the bootstrap servers, host:port each.
+	Brokers []string
+	// ClientID is the Kafka client id.
+	ClientID string
+	// TLS, when set, connects over TLS.
+	TLS *tls.Config
+	// SASL, when set, authenticates; SASLName names it in credential
+	// errors (see Classify).
+	SASL     sasl.Mechanism
+	SASLName string
+	// Dial, when set, dials broker connections (tests cut the network
+	// with it).
+	Dial func(ctx context.Context, network, host string) (net.Conn, error)
+}
+
+// RequestRetries and RetryTimeout bound kgo's own retries of a retriable
+// request (metadata, offsets, transaction control; not produce requests),
+// on both sides. Past them the error reaches Flightline, which classifies
+// it (usually ErrUnavailable) and lets the pipeline retry from the sink's
+// checkpoint.
+const (
+	RequestRetries = 5
+	RetryTimeout   = 10 * time.Second
+)
+
+// Opts returns the kgo options of a client with this configuration, logging
+// kgo's warnings and errors to log (nil: slog.Default()). Callers append
+// their own (consumer, producer) options.
+func (c Config) Opts(log *slog.Logger) []kgo.Opt {
+	if log == nil {
+		log = slog.Default()
+	}
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(c.Brokers...),
+		kgo.ClientID(c.ClientID),
+		kgo.RequestRetries(RequestRetries),
+		kgo.RetryTimeout(RetryTimeout),
+		kgo.WithLogger(Logger{L: log}),
+	}
+	if c.TLS != nil {
+		opts = append(opts, kgo.DialTLSConfig(c.TLS))
+	}
+	if c.SASL != nil {
+		opts = append(opts, kgo.SASL(c.SASL))
+	}
+	if c.Dial != nil {
+		opts = append(opts, kgo.Dialer(c.Dial))
+	}
+	return opts
+}
 
 // SASLPlain returns the SASL/PLAIN mechanism for user and pass.
 func SASLPlain(user, pass string) sasl.Mechanism {

@@ -3,6 +3,8 @@
 package metrics
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -12,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Metrics are the counters of one process. Role is "source", "sink" or
+// Metrics are the counters of one process (of one registry). Role is "source", "sink" or
 // "coordinator"; pipeline is the pipeline id (or stream name for sources).
 // Safe for concurrent use.
 type Metrics struct {
@@ -29,10 +31,43 @@ type Metrics struct {
 }
 
 // New returns Metrics registered on a fresh registry, with Go and process
-// collectors.
+// collectors. Registry returns that registry; For(m.Registry()) returns m.
 func New() *Metrics {
-	m := &Metrics{
-		reg: prometheus.NewRegistry(),
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := For(reg)
+	m.reg = reg
+	return m
+}
+
+// For returns the Metrics registered on reg, registering them on first
+// use: every component given the same Registerer (a source server, a sink
+// server, a coordinator in one process) shares one set of collectors. nil
+// returns nil, and a nil *Metrics records nothing. For panics, as
+// prometheus.MustRegister does, when reg already holds other collectors
+// under Flightline's metric names.
+func For(reg prometheus.Registerer) *Metrics {
+	if reg == nil {
+		return nil
+	}
+	m := newMetrics()
+	// The age collector is registered first: when it is already there, it
+	// names the Metrics that registered it, which are reused whole.
+	if err := reg.Register(ageCollector{m}); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if a, ok := are.ExistingCollector.(ageCollector); ok {
+				return a.m
+			}
+		}
+		panic(fmt.Sprintf("metrics: registering Flightline's metrics: %v", err))
+	}
+	reg.MustRegister(m.rows, m.bytes, m.batches, m.errors, m.commitLatency)
+	return m
+}
+
+func newMetrics() *Metrics {
+	return &Metrics{
 		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "flightline_rows_total", Help: "Rows moved (committed by sinks, sent by sources)."}, []string{"role", "pipeline"}),
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -47,9 +82,6 @@ func New() *Metrics {
 		lastCommit: map[[2]string]time.Time{},
 		now:        time.Now,
 	}
-	m.reg.MustRegister(m.rows, m.bytes, m.batches, m.errors, m.commitLatency, ageCollector{m},
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return m
 }
 
 // Moved counts one batch that passed through without a commit (sources).
@@ -83,12 +115,15 @@ func (m *Metrics) Error(role, pipeline, code string) {
 	m.errors.WithLabelValues(role, pipeline, code).Inc()
 }
 
-// Handler serves the metrics in the Prometheus text format.
+// Handler serves the metrics of the registry New made in the Prometheus
+// text format (Metrics from For have no registry of their own: serve the
+// caller's).
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
-// Registry exposes the registry for components that add their own metrics.
+// Registry exposes the registry New made, for components that add their
+// own metrics and for For; nil for Metrics from For.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 var ageDesc = prometheus.NewDesc("flightline_checkpoint_age_seconds",

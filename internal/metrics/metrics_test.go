@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 )
 
@@ -39,4 +41,26 @@ func TestNilMetricsAreNoops(t *testing.T) {
 	m.Committed("sink", "p", 1, 1, time.Second)
 	m.Moved("source", "s", 1, 1)
 	m.Error("sink", "p", "Internal")
+}
+
+// Components handed the same Registerer share one Metrics, on a registry
+// New made or on one the caller made; nil means none.
+func TestForSharesOneSetPerRegisterer(t *testing.T) {
+	m := New()
+	require.Same(t, m, For(m.Registry()))
+	reg := prometheus.NewRegistry()
+	a, b := For(reg), For(reg)
+	require.Same(t, a, b)
+	require.NotSame(t, m, a)
+	a.Moved("source", "s", 3, 30)
+	b.Moved("source", "s", 4, 40)
+	n, err := testutil.GatherAndCount(reg, "flightline_rows_total")
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, 7.0, testutil.ToFloat64(a.rows.WithLabelValues("source", "s")))
+	require.Nil(t, For(nil))
+
+	foreign := prometheus.NewRegistry()
+	foreign.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "flightline_checkpoint_age_seconds", Help: "x"}))
+	require.Panics(t, func() { For(foreign) })
 }

@@ -26,6 +26,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/flightline/flightline"
 )
 
 // Option configures Write.
@@ -47,6 +49,20 @@ func DictionaryAlways() Option { return func(c *config) { c.dictionary = 1 } }
 
 // DictionaryNever turns dictionary encoding off for every column.
 func DictionaryNever() Option { return func(c *config) { c.dictionary = -1 } }
+
+// DictionaryMode returns the option for a dictionary mode named as the
+// sinks' public options name it: "auto" (the default), "always" or "never".
+func DictionaryMode(mode string) (Option, error) {
+	switch mode {
+	case "auto":
+		return func(c *config) { c.dictionary = 0 }, nil
+	case "always":
+		return DictionaryAlways(), nil
+	case "never":
+		return DictionaryNever(), nil
+	}
+	return nil, fmt.Errorf("%w: Parquet dictionary mode %q: want auto, always or never", flightline.ErrInvalidInput, mode)
+}
 
 // MaxRowGroupRows bounds the rows per row group (default 1M).
 func MaxRowGroupRows(n int64) Option { return func(c *config) { c.rowGroup = n } }

@@ -1,0 +1,21 @@
+package kafka
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/flightline/flightline/internal/kafkaconn"
+)
+
+// The source connects as internal/kafkaconn says, like the sink: same
+// retry policy, its client id, its dialer.
+func TestSourceSharesConnectionConfig(t *testing.T) {
+	s, err := New(Brokers("127.0.0.1:1"), Topics("t"), ClientID("src"), Dialer(nil))
+	require.NoError(t, err)
+	defer s.Close()
+	require.EqualValues(t, kafkaconn.RequestRetries, s.cl.OptValue(kgo.RequestRetries))
+	require.Equal(t, kafkaconn.RetryTimeout, s.cl.OptValue(kgo.RetryTimeout))
+	require.Equal(t, "src", s.cl.OptValue(kgo.ClientID))
+}
