@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -110,6 +111,9 @@ func tail(s string) string {
 	return s
 }
 
+// hang is how long one fuzz input may take.
+const hang = 60 * time.Second
+
 // Fuzz is the body of a DoPut fuzz target: it seeds f with the valid
 // streams and the corpus, and for each input runs one in-process DoPut on a
 // fresh sink. Any status but OK or INVALID_ARGUMENT fails (INTERNAL means
@@ -133,7 +137,11 @@ func Fuzz(f *testing.F, newSink NewSink, stored func(t *testing.T, sink flightsi
 		var logs bytes.Buffer
 		srv := flightsink.NewServer(sink, flightsink.WithAllocator(mem),
 			flightsink.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+		// A hang is a failure too: the panic on the timer's goroutine
+		// ends the worker, and the fuzzer keeps the input as a crasher.
+		watchdog := time.AfterFunc(hang, func() { panic(fmt.Sprintf("DoPut of a %d-byte input still running after %s", len(b), hang)) })
 		acks, err := InProcess(context.Background(), srv, FlightData(Descriptor, msgs))
+		watchdog.Stop()
 		if c := status.Code(err); c != codes.OK && c != codes.InvalidArgument {
 			t.Fatalf("DoPut: %v\nserver log:\n%s", err, tail(logs.String()))
 		}
