@@ -346,8 +346,25 @@ func Cases() []Case {
 			}
 		})},
 		{"batch before the schema", []Message{i64[1], i64[0], i64[1]}},
+		{"schema declaring 2^31 fields", schemaFields(i64, 1<<31-1)},
+		{"schema declaring 2^20 fields", schemaFields(i64, 1<<20)},
 	}
 	return cs
+}
+
+// schemaFields sets the length of the fields vector of a stream's schema
+// message to n.
+func schemaFields(msgs []Message, n uint32) []Message {
+	out := make([]Message, len(msgs))
+	copy(out, msgs)
+	h := bytes.Clone(msgs[0].Header)
+	p, err := ipcguard.LocateSchemaFields(h)
+	if err != nil {
+		panic(err)
+	}
+	binary.LittleEndian.PutUint32(h[p:], n)
+	out[0] = Message{Header: h, Body: msgs[0].Body}
+	return out
 }
 
 // bomb sets the uncompressed length prefix of the compressed data buffer of
@@ -359,7 +376,8 @@ func bomb(msgs []Message, size int64) []Message {
 	})
 }
 
-// Bombs returns the decompression-bomb cases only.
+// Bombs returns the cases that declare far more than they carry: the
+// compressed bodies and the schemas declaring millions of fields.
 func Bombs() []Case {
 	var out []Case
 	for _, c := range Cases() {
