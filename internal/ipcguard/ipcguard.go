@@ -288,10 +288,19 @@ func (fb flatbuf) checkRecordBatch(rb int, body []byte, max int64) error {
 			return fmt.Errorf("compressed buffer %d: %v", i, err)
 		}
 	}
-	if _, nv, err := fb.vectorField(rb, 4, 8); err != nil {
+	vc, nv, err := fb.vectorField(rb, 4, 8)
+	if err != nil {
 		return fmt.Errorf("record batch variadic buffer counts: %v", err)
-	} else if nv > nb {
+	}
+	if nv > nb {
 		return fmt.Errorf("%d variadic buffer counts for %d buffers", nv, nb)
+	}
+	// arrow-go sizes a column's buffer list from its count: each must be
+	// among the buffers the message has.
+	for i := range nv {
+		if c := int64(binary.LittleEndian.Uint64(fb[vc+8*i:])); c < 0 || c > int64(nb) {
+			return fmt.Errorf("variadic buffer count %d is %d; the batch has %d buffers", i, c, nb)
+		}
 	}
 	return nil
 }
