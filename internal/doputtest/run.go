@@ -29,8 +29,8 @@ type runner func(ctx context.Context, msgs []*flight.FlightData) ([][]byte, erro
 // Run sends every case of the corpus to a sink of one kind, in-process
 // (Server.DoPut on a Stream) and over Flight (a loopback gRPC server), and
 // checks that each is refused with INVALID_ARGUMENT, acknowledges and
-// commits nothing (the case's pipeline has no checkpoint), and leaves no
-// byte of the server's checked allocator behind; then that the server still
+// commits nothing (the case's pipeline has no checkpoint), leaves no byte
+// of the server's checked allocator behind and the Go heap where it was; then that the server still
 // commits every valid stream (but those named in unsupported, of types the
 // sink cannot store), and that the Go heap is back where it was.
 func Run(t *testing.T, newSink NewSink, unsupported ...string) {
@@ -61,7 +61,11 @@ func Run(t *testing.T, newSink NewSink, unsupported ...string) {
 			for i, c := range Cases() {
 				p := flightsink.Pipeline{ID: fmt.Sprintf("case-%d", i), Target: fmt.Sprintf("c%d", i)}
 				desc := &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{p.ID, p.Target}}
+				caseBefore := heapInUse()
 				acks, err := run(ctx, FlightData(desc, c.Messages))
+				if after := heapInUse(); after > caseBefore+16<<20 {
+					t.Errorf("%s: heap in use grew from %d to %d bytes", c.Name, caseBefore, after)
+				}
 				if status.Code(err) != codes.InvalidArgument {
 					t.Errorf("%s: got %v, want INVALID_ARGUMENT\nserver log:\n%s", c.Name, err, tail(logs.String()))
 					continue
