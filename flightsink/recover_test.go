@@ -189,3 +189,27 @@ func TestSinkBoundsNames(t *testing.T) {
 		require.Less(t, len(line), 8<<10, "a log line echoes a client string whole: %.200s…", line)
 	}
 }
+
+// TestMaxBatchBytes: the bound on declared uncompressed sizes is the
+// server's option, and a valid compressed batch over it is refused before
+// it is decompressed.
+func TestMaxBatchBytes(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	var zstd []doputtest.Message
+	for _, v := range doputtest.Valid() {
+		if v.Name == "strings zstd" {
+			zstd = v.Messages
+		}
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		max  int64
+		want codes.Code
+	}{{64, codes.InvalidArgument}, {1 << 20, codes.OK}} {
+		srv := flightsink.NewServer(flightsink.NewNull(), flightsink.WithAllocator(mem), flightsink.WithLogger(slog.New(slog.DiscardHandler)),
+			flightsink.WithMaxBatchBytes(tc.max))
+		_, err := doputtest.InProcess(ctx, srv, doputtest.FlightData(doputtest.Descriptor, zstd))
+		require.Equal(t, tc.want, status.Code(err), "max %d: %v", tc.max, err)
+	}
+}

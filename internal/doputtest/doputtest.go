@@ -336,6 +336,12 @@ func Cases() []Case {
 		{"node length negative", edit(i64, 1, func(l ipcguard.Layout, h, b []byte) {
 			put64(h, l.Nodes[0], -1)
 		})},
+		{"row count 2^62", edit(i64, 1, func(l ipcguard.Layout, h, b []byte) {
+			put64(h, l.Length, 1<<62)
+		})},
+		{"node length 2^40", edit(i64, 1, func(l ipcguard.Layout, h, b []byte) {
+			put64(h, l.Nodes[0], 1<<40)
+		})},
 		{"LZ4 body declaring 1 TiB", bomb(lz4, 1<<40)},
 		{"ZSTD body declaring 8 GiB", bomb(zstd, 8<<30)},
 		{"ZSTD body declaring 600 MiB", bomb(zstd, 600<<20)},
