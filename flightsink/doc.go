@@ -14,6 +14,15 @@
 // Pitfalls:
 //   - WriteBatch must validate the whole batch (schema, types) before
 //     writing anything; an error must never leave a batch partly committed.
+//   - Batches from outside the process are validated once, before any
+//     Writer sees them: Server.DoPut guards every IPC message
+//     (internal/ipcguard) and runs ValidateBatch on every batch; the
+//     coordinator runs ValidateBatch on batches from a remote source bound
+//     for an in-process sink. Writers may therefore index buffers without
+//     checks, and must not be handed unvalidated foreign batches.
+//   - A Writer panic is recovered by Server (and by Pipelined) as
+//     flightline.ErrInternal, which is not retryable; it is the last line,
+//     and a bug to fix where it happened.
 //   - A Writer obtained before a newer Open of the same pipeline is a zombie:
 //     its commits must fail with flightline.ErrFenced or ErrConflict.
 //   - Records passed to WriteBatch are borrowed: Retain what you keep.

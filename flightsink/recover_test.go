@@ -116,7 +116,8 @@ func TestPipelinedPanicIsInternal(t *testing.T) {
 }
 
 // TestDecompressionBombAllocatesNothing: bodies declaring 600 MiB, 8 GiB
-// and 1 TiB are refused before anything is allocated: the bytes the whole
+// and 1 TiB, and schemas declaring 2^20 and 2^31 fields in a few hundred
+// bytes, are refused before anything is allocated: the bytes the whole
 // process allocates while refusing them stay far below any of them, and
 // the heap is where it was.
 func TestDecompressionBombAllocatesNothing(t *testing.T) {
@@ -128,7 +129,7 @@ func TestDecompressionBombAllocatesNothing(t *testing.T) {
 	require.NoError(t, err)
 	defer conn.Close()
 	bombs := doputtest.Bombs()
-	require.Len(t, bombs, 3)
+	require.Len(t, bombs, 5) // three compressed bodies, two schemas declaring 2^20 and 2^31 fields
 	for _, b := range bombs {
 		fds := doputtest.FlightData(doputtest.Descriptor, b.Messages)
 		var before, after runtime.MemStats
@@ -186,5 +187,29 @@ func TestSinkBoundsNames(t *testing.T) {
 	require.Equal(t, codes.Unimplemented, status.Code(action("nope", nil)))
 	for _, line := range strings.Split(logs.String(), "\n") {
 		require.Less(t, len(line), 8<<10, "a log line echoes a client string whole: %.200s…", line)
+	}
+}
+
+// TestMaxBatchBytes: the bound on declared uncompressed sizes is the
+// server's option, and a valid compressed batch over it is refused before
+// it is decompressed.
+func TestMaxBatchBytes(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	var zstd []doputtest.Message
+	for _, v := range doputtest.Valid() {
+		if v.Name == "strings zstd" {
+			zstd = v.Messages
+		}
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		max  int64
+		want codes.Code
+	}{{64, codes.InvalidArgument}, {1 << 20, codes.OK}} {
+		srv := flightsink.NewServer(flightsink.NewNull(), flightsink.WithAllocator(mem), flightsink.WithLogger(slog.New(slog.DiscardHandler)),
+			flightsink.WithMaxBatchBytes(tc.max))
+		_, err := doputtest.InProcess(ctx, srv, doputtest.FlightData(doputtest.Descriptor, zstd))
+		require.Equal(t, tc.want, status.Code(err), "max %d: %v", tc.max, err)
 	}
 }

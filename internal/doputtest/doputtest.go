@@ -336,6 +336,12 @@ func Cases() []Case {
 		{"node length negative", edit(i64, 1, func(l ipcguard.Layout, h, b []byte) {
 			put64(h, l.Nodes[0], -1)
 		})},
+		{"row count 2^62", edit(i64, 1, func(l ipcguard.Layout, h, b []byte) {
+			put64(h, l.Length, 1<<62)
+		})},
+		{"node length 2^40", edit(i64, 1, func(l ipcguard.Layout, h, b []byte) {
+			put64(h, l.Nodes[0], 1<<40)
+		})},
 		{"LZ4 body declaring 1 TiB", bomb(lz4, 1<<40)},
 		{"ZSTD body declaring 8 GiB", bomb(zstd, 8<<30)},
 		{"ZSTD body declaring 600 MiB", bomb(zstd, 600<<20)},
@@ -346,8 +352,25 @@ func Cases() []Case {
 			}
 		})},
 		{"batch before the schema", []Message{i64[1], i64[0], i64[1]}},
+		{"schema declaring 2^31 fields", schemaFields(i64, 1<<31-1)},
+		{"schema declaring 2^20 fields", schemaFields(i64, 1<<20)},
 	}
 	return cs
+}
+
+// schemaFields sets the length of the fields vector of a stream's schema
+// message to n.
+func schemaFields(msgs []Message, n uint32) []Message {
+	out := make([]Message, len(msgs))
+	copy(out, msgs)
+	h := bytes.Clone(msgs[0].Header)
+	p, err := ipcguard.LocateSchemaFields(h)
+	if err != nil {
+		panic(err)
+	}
+	binary.LittleEndian.PutUint32(h[p:], n)
+	out[0] = Message{Header: h, Body: msgs[0].Body}
+	return out
 }
 
 // bomb sets the uncompressed length prefix of the compressed data buffer of
@@ -359,7 +382,8 @@ func bomb(msgs []Message, size int64) []Message {
 	})
 }
 
-// Bombs returns the decompression-bomb cases only.
+// Bombs returns the cases that declare far more than they carry: the
+// compressed bodies and the schemas declaring millions of fields.
 func Bombs() []Case {
 	var out []Case
 	for _, c := range Cases() {

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -28,8 +29,8 @@ type runner func(ctx context.Context, msgs []*flight.FlightData) ([][]byte, erro
 // Run sends every case of the corpus to a sink of one kind, in-process
 // (Server.DoPut on a Stream) and over Flight (a loopback gRPC server), and
 // checks that each is refused with INVALID_ARGUMENT, acknowledges and
-// commits nothing (the case's pipeline has no checkpoint), and leaves no
-// byte of the server's checked allocator behind; then that the server still
+// commits nothing (the case's pipeline has no checkpoint), leaves no byte
+// of the server's checked allocator behind and the Go heap where it was; then that the server still
 // commits every valid stream (but those named in unsupported, of types the
 // sink cannot store), and that the Go heap is back where it was.
 func Run(t *testing.T, newSink NewSink, unsupported ...string) {
@@ -60,7 +61,11 @@ func Run(t *testing.T, newSink NewSink, unsupported ...string) {
 			for i, c := range Cases() {
 				p := flightsink.Pipeline{ID: fmt.Sprintf("case-%d", i), Target: fmt.Sprintf("c%d", i)}
 				desc := &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{p.ID, p.Target}}
+				caseBefore := heapInUse()
 				acks, err := run(ctx, FlightData(desc, c.Messages))
+				if after := heapInUse(); after > caseBefore+16<<20 {
+					t.Errorf("%s: heap in use grew from %d to %d bytes", c.Name, caseBefore, after)
+				}
 				if status.Code(err) != codes.InvalidArgument {
 					t.Errorf("%s: got %v, want INVALID_ARGUMENT\nserver log:\n%s", c.Name, err, tail(logs.String()))
 					continue
@@ -110,6 +115,9 @@ func tail(s string) string {
 	return s
 }
 
+// hang is how long one fuzz input may take.
+const hang = 60 * time.Second
+
 // Fuzz is the body of a DoPut fuzz target: it seeds f with the valid
 // streams and the corpus, and for each input runs one in-process DoPut on a
 // fresh sink. Any status but OK or INVALID_ARGUMENT fails (INTERNAL means
@@ -133,7 +141,11 @@ func Fuzz(f *testing.F, newSink NewSink, stored func(t *testing.T, sink flightsi
 		var logs bytes.Buffer
 		srv := flightsink.NewServer(sink, flightsink.WithAllocator(mem),
 			flightsink.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+		// A hang is a failure too: the panic on the timer's goroutine
+		// ends the worker, and the fuzzer keeps the input as a crasher.
+		watchdog := time.AfterFunc(hang, func() { panic(fmt.Sprintf("DoPut of a %d-byte input still running after %s", len(b), hang)) })
 		acks, err := InProcess(context.Background(), srv, FlightData(Descriptor, msgs))
+		watchdog.Stop()
 		if c := status.Code(err); c != codes.OK && c != codes.InvalidArgument {
 			t.Fatalf("DoPut: %v\nserver log:\n%s", err, tail(logs.String()))
 		}

@@ -109,10 +109,16 @@ func check(header, body []byte, max int64) (Kind, error) {
 	if !ok {
 		return 0, errors.New("message has no header")
 	}
+	if _, _, err := fb.vectorField(msg, 4, 4); err != nil {
+		return 0, fmt.Errorf("message custom metadata: %v", err)
+	}
 	switch htype {
 	case headerSchema:
 		if len(body) != 0 {
 			return 0, fmt.Errorf("schema message with a body of %d bytes", len(body))
+		}
+		if err := fb.checkSchema(hdr); err != nil {
+			return 0, fmt.Errorf("schema: %v", err)
 		}
 		return Schema, nil
 	case headerRecordBatch:
@@ -131,6 +137,74 @@ func check(header, body []byte, max int64) (Kind, error) {
 		return DictionaryBatch, nil
 	}
 	return 0, fmt.Errorf("message header type %d is not a schema, dictionary batch or record batch", htype)
+}
+
+// maxDepth bounds the nesting of schema fields, as arrow-go's reader does.
+const maxDepth = 64
+
+// checkSchema checks that every vector of the Schema table at sc (fields,
+// their children, names, custom metadata, union type ids) fits in the
+// header: arrow-go's reader sizes slices from these lengths before reading
+// them, so a field count of 2^31 in a 100-byte header is a fatal
+// out-of-memory, not an error.
+func (fb flatbuf) checkSchema(sc int) error {
+	fields, n, err := fb.vectorField(sc, 1, 4)
+	if err != nil {
+		return fmt.Errorf("fields: %v", err)
+	}
+	if _, _, err := fb.vectorField(sc, 2, 4); err != nil {
+		return fmt.Errorf("custom metadata: %v", err)
+	}
+	if _, _, err := fb.vectorField(sc, 3, 8); err != nil {
+		return fmt.Errorf("features: %v", err)
+	}
+	// Every field of a well-formed schema has its own 4-byte slot in some
+	// vector; a header that reuses tables (a field that is its own child)
+	// would make any reader's walk exponential.
+	budget := len(fb) / 4
+	return fb.checkFields(fields, n, 0, &budget)
+}
+
+// checkFields checks n Field tables whose offsets start at vec.
+func (fb flatbuf) checkFields(vec, n, depth int, budget *int) error {
+	if depth > maxDepth {
+		return fmt.Errorf("fields nested deeper than %d", maxDepth)
+	}
+	for i := range n {
+		if *budget--; *budget < 0 {
+			return errors.New("more fields than the header has room for (shared tables)")
+		}
+		p := vec + 4*i
+		off, _ := fb.u32(p)
+		f, err := fb.table(int64(p) + int64(off))
+		if err != nil {
+			return fmt.Errorf("field %d: %v", i, err)
+		}
+		if _, _, err := fb.vectorField(f, 0, 1); err != nil {
+			return fmt.Errorf("field %d name: %v", i, err)
+		}
+		if _, _, err := fb.vectorField(f, 6, 4); err != nil {
+			return fmt.Errorf("field %d custom metadata: %v", i, err)
+		}
+		if t, ok, err := fb.tableField(f, 3); err != nil {
+			return fmt.Errorf("field %d type: %v", i, err)
+		} else if ok {
+			// Only Union (type 14) has a vector: its type ids.
+			if tt, _ := fb.uint8Field(f, 2, 0); tt == 14 {
+				if _, _, err := fb.vectorField(t, 1, 4); err != nil {
+					return fmt.Errorf("field %d union type ids: %v", i, err)
+				}
+			}
+		}
+		children, nc, err := fb.vectorField(f, 5, 4)
+		if err != nil {
+			return fmt.Errorf("field %d children: %v", i, err)
+		}
+		if err := fb.checkFields(children, nc, depth+1, budget); err != nil {
+			return fmt.Errorf("field %d: %v", i, err)
+		}
+	}
+	return nil
 }
 
 // checkRecordBatch checks the RecordBatch table at rb against body.
@@ -214,10 +288,19 @@ func (fb flatbuf) checkRecordBatch(rb int, body []byte, max int64) error {
 			return fmt.Errorf("compressed buffer %d: %v", i, err)
 		}
 	}
-	if _, nv, err := fb.vectorField(rb, 4, 8); err != nil {
+	vc, nv, err := fb.vectorField(rb, 4, 8)
+	if err != nil {
 		return fmt.Errorf("record batch variadic buffer counts: %v", err)
-	} else if nv > nb {
+	}
+	if nv > nb {
 		return fmt.Errorf("%d variadic buffer counts for %d buffers", nv, nb)
+	}
+	// arrow-go sizes a column's buffer list from its count: each must be
+	// among the buffers the message has.
+	for i := range nv {
+		if c := int64(binary.LittleEndian.Uint64(fb[vc+8*i:])); c < 0 || c > int64(nb) {
+			return fmt.Errorf("variadic buffer count %d is %d; the batch has %d buffers", i, c, nb)
+		}
 	}
 	return nil
 }
@@ -444,3 +527,24 @@ func (s *Stream) Recv() (*flight.FlightData, error) {
 
 // Err returns the message refusal that ended the stream, if any.
 func (s *Stream) Err() error { return s.err }
+
+// LocateSchemaFields returns the byte position, in a schema message header,
+// of the length (uint32) of the schema's fields vector, for building
+// malformed schemas in tests.
+func LocateSchemaFields(header []byte) (int, error) {
+	fb := flatbuf(header)
+	msg, err := fb.root()
+	if err != nil {
+		return 0, err
+	}
+	sc, ok, err := fb.tableField(msg, 2)
+	if err != nil || !ok {
+		return 0, fmt.Errorf("no header: %v", err)
+	}
+	p, err := fb.field(sc, 1, 4)
+	if err != nil || p == 0 {
+		return 0, fmt.Errorf("no fields: %v", err)
+	}
+	off, _ := fb.u32(p)
+	return p + int(off), nil
+}
