@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -114,7 +113,7 @@ func demo(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("demo: --rows must be ≥ 0 and --partitions ≥ 1")
 	}
 	c.logLevel = map[bool]string{true: c.logLevel, false: "warn"}[isFlagSet(fs, "log-level")]
-	log, err := c.logger(os.Stderr)
+	log, err := c.logger(logOutput)
 	if err != nil {
 		return err
 	}

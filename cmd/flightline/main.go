@@ -80,6 +80,9 @@ func main() {
 	}
 }
 
+// logOutput receives every command's logs; tests capture it.
+var logOutput io.Writer = os.Stderr
+
 // common holds the flags every command shares.
 type common struct {
 	logLevel    string
@@ -251,7 +254,7 @@ func serveSource(ctx context.Context, args []string) error {
 	if *spec == "" || isRemote(*spec) {
 		return fmt.Errorf("--source must name an in-process source kind; known: %s", kinds(sourceKinds))
 	}
-	log, err := c.logger(os.Stderr)
+	log, err := c.logger(logOutput)
 	if err != nil {
 		return err
 	}
@@ -288,7 +291,7 @@ func serveSink(ctx context.Context, args []string) error {
 	if *spec == "" || isRemote(*spec) {
 		return fmt.Errorf("--sink must name an in-process sink kind; known: %s", kinds(sinkKinds))
 	}
-	log, err := c.logger(os.Stderr)
+	log, err := c.logger(logOutput)
 	if err != nil {
 		return err
 	}
@@ -327,7 +330,7 @@ func runPipeline(ctx context.Context, args []string) error {
 		fs.Usage()
 		return errors.New("--source, --sink and --pipeline are required")
 	}
-	log, err := c.logger(os.Stderr)
+	log, err := c.logger(logOutput)
 	if err != nil {
 		return err
 	}
@@ -363,6 +366,6 @@ func runPipeline(ctx context.Context, args []string) error {
 	}
 	err = co.Run(ctx)
 	st := co.Stats()
-	log.Info("run finished", "rows", st.Rows, "batches", st.Batches, "restarts", st.Restarts, "checkpoint", string(st.LastCheckpoint))
+	log.Info("run finished", "pipeline", *pipeline, "rows", st.Rows, "batches", st.Batches, "restarts", st.Restarts, "checkpoint", string(st.LastCheckpoint))
 	return err
 }
