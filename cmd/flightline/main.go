@@ -259,8 +259,7 @@ func serveSource(ctx context.Context, args []string) error {
 		return err
 	}
 	m := metrics.New()
-	kindEnv.log, kindEnv.reg = log, m.Registry()
-	src, closeSrc, err := openSource(*spec, endpoint.ClientConfig{})
+	src, closeSrc, err := openSource(env{ctx: ctx, log: log, reg: m.Registry()}, *spec, endpoint.ClientConfig{})
 	if err != nil {
 		return err
 	}
@@ -295,12 +294,12 @@ func serveSink(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	sink, closeSink, err := openSink(*spec, endpoint.ClientConfig{})
+	m := metrics.New()
+	sink, closeSink, err := openSink(env{ctx: ctx, log: log, reg: m.Registry()}, *spec, endpoint.ClientConfig{})
 	if err != nil {
 		return err
 	}
 	defer closeSink()
-	m := metrics.New()
 	stopMetrics, err := c.serveMetrics(m, log)
 	if err != nil {
 		return err
@@ -343,13 +342,13 @@ func runPipeline(ctx context.Context, args []string) error {
 		return err
 	}
 	m := metrics.New()
-	kindEnv.log, kindEnv.reg = log, m.Registry()
-	src, closeSrc, err := openSource(*srcSpec, scc)
+	e := env{ctx: ctx, log: log, reg: m.Registry()}
+	src, closeSrc, err := openSource(e, *srcSpec, scc)
 	if err != nil {
 		return err
 	}
 	defer closeSrc()
-	sink, closeSink, err := openSink(*sinkSpec, kcc)
+	sink, closeSink, err := openSink(e, *sinkSpec, kcc)
 	if err != nil {
 		return err
 	}

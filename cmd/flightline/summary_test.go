@@ -92,7 +92,7 @@ func TestRunSummaryOverFlight(t *testing.T) {
 	sinkDone := make(chan error, 1)
 	dir := t.TempDir()
 	go func() {
-		sinkDone <- serveSink(sctx, []string{"--sink", "dir:" + dir, "--listen", "127.0.0.1:0", "--log-level", "debug"})
+		sinkDone <- serveSink(sctx, []string{"--sink", "delta:" + dir, "--listen", "127.0.0.1:0", "--log-level", "debug"})
 	}()
 	defer func() {
 		stopSink()
@@ -146,6 +146,7 @@ func TestRunSummaryOverFlight(t *testing.T) {
 	stopSink()
 	require.NoError(t, <-sinkDone)
 	sinkDone <- nil
+	require.Contains(t, logs.String(), "delta sink: pipeline opened", "serve-sink hands its logger to the sink")
 	for _, lvl := range []string{"level=WARN", "level=ERROR"} {
 		require.NotContains(t, logs.String(), lvl)
 	}
