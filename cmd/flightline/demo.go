@@ -127,7 +127,7 @@ func demo(ctx context.Context, args []string, out io.Writer) error {
 	seedStart := time.Now()
 	cluster, ends, err := seedDemo(ctx, *rows, int32(*partitions))
 	if err != nil {
-		return err
+		return fmt.Errorf("demo: seeding the embedded Kafka: %w", err)
 	}
 	defer cluster.Close()
 	seeded := time.Since(seedStart)
@@ -164,7 +164,7 @@ func demo(ctx context.Context, args []string, out io.Writer) error {
 
 	before, err := r.Checkpoint(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("demo: reading the table's checkpoint: %w", err)
 	}
 	fmt.Fprintf(out, "flightline demo: embedded Kafka (kfake, topic orders, %d partitions, %d JSON orders, seeded in %s) -> Flight %s -> coordinator -> Flight %s -> Delta table %s\n",
 		*partitions, *rows, seeded.Round(time.Millisecond), r.SourceURL, r.SinkURL, table)

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"io"
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -66,11 +68,26 @@ func TestDemoWritesAndResumes(t *testing.T) {
 	require.NoError(t, demo(context.Background(), []string{"--out", filepath.Join(t.TempDir(), "empty"), "--rows", "0"}, &out))
 	require.Contains(t, out.String(), "wrote 0 rows")
 	out.Reset()
-	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	// Interrupt a second after the pipeline starts (its first line is
+	// printed then), however long seeding took.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	require.NoError(t, demo(ctx, []string{"--out", filepath.Join(t.TempDir(), "slow"), "--rows", "20000", "--batch-rows", "500", "--interval", "100ms"}, &out))
+	started := &onFirstWrite{w: &out, f: func() { time.AfterFunc(time.Second, cancel) }}
+	require.NoError(t, demo(ctx, []string{"--out", filepath.Join(t.TempDir(), "slow"), "--rows", "20000", "--batch-rows", "500", "--interval", "100ms"}, started))
 	require.Contains(t, out.String(), "interrupted before the end of the topic")
 }
 
 // testEnv is the environment kinds are opened with in tests.
 var testEnv = env{ctx: context.Background(), log: slog.New(slog.DiscardHandler)}
+
+// onFirstWrite calls f before the first write to w.
+type onFirstWrite struct {
+	w    io.Writer
+	f    func()
+	once sync.Once
+}
+
+func (o *onFirstWrite) Write(p []byte) (int, error) {
+	o.once.Do(o.f)
+	return o.w.Write(p)
+}
