@@ -100,6 +100,10 @@ func TestDocumentedForms(t *testing.T) {
 	for _, raw := range []string{
 		"dir:" + dir, "memory:", "null:",
 		"delta:" + filepath.Join(dir, "t") + "?checkpoint_interval=10",
+		"delta:" + filepath.Join(dir, "u") + "?checkpoint_interval=10&instance=a&schema_evolution=true",
+		"kafka:?brokers=k1:9092&topic=orders-mirror&value_format=raw",
+		"postgres://loader@db:5432/shop?sslmode=require&table=sales.orders",
+		"s3:my-bucket/events?AWS_REGION=eu-west-1",
 		"delta:s3://lake/orders?AWS_ENDPOINT_URL=http://127.0.0.1:1&AWS_ALLOW_HTTP=true&AWS_REGION=us-east-1",
 		"s3:lake/events?AWS_ENDPOINT_URL=http://127.0.0.1:1&AWS_ALLOW_HTTP=true&AWS_REGION=us-east-1",
 		"kafka:?brokers=127.0.0.1:1&topic=out&transaction_timeout=10s",
@@ -111,6 +115,8 @@ func TestDocumentedForms(t *testing.T) {
 	}
 	for _, raw := range []string{
 		"generator:?rows=1000000&batch_rows=10000",
+		"kafka:?brokers=127.0.0.1:9092&topics=orders&group=orders-pipe&reset=earliest&format=raw",
+		"postgres://loader@db:5432/shop?sslmode=verify-full&table=t&watermark=w&key=k",
 		"kafka:?brokers=127.0.0.1:1&topics=orders&group=g&reset=earliest",
 		"postgres://u@127.0.0.1:1/db?sslmode=disable&table=t&watermark=w&key=k",
 	} {
