@@ -262,10 +262,19 @@ func (s *Spec[T]) Field(name string) Field {
 // secret.
 func Bad(kind string, f Field, raw string, err error) error {
 	if f.Secret {
-		return fmt.Errorf("%w: %s: %s=<secret>: %w", flightline.ErrInvalidInput, kind, f.Name, err)
+		// Parsers quote what they refuse: keep err for errors.Is, not its
+		// text.
+		return fmt.Errorf("%w: %s: %s=<secret>: %w", flightline.ErrInvalidInput, kind, f.Name, hidden{err})
 	}
 	return fmt.Errorf("%w: %s: %s=%q: %w", flightline.ErrInvalidInput, kind, f.Name, raw, err)
 }
+
+// hidden is an error whose text, which may quote a secret, is withheld;
+// it still unwraps to the error it hides.
+type hidden struct{ err error }
+
+func (h hidden) Error() string { return "not a valid value (withheld: the option is secret)" }
+func (h hidden) Unwrap() error { return h.err }
 
 func last(q url.Values, k string) (string, bool) {
 	vs, ok := q[k]

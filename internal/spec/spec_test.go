@@ -2,6 +2,7 @@ package spec
 
 import (
 	"errors"
+	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 type conn struct {
 	User     string `spec:"user" doc:"the user"`
 	Password string `spec:"password" secret:"true" doc:"the password"`
+	PIN      *int   `spec:"pin" secret:"true" doc:"a secret number"`
 }
 
 type testConfig struct {
@@ -97,6 +99,13 @@ func TestSecretsAreNotEchoed(t *testing.T) {
 	require.Contains(t, err.Error(), "password=<secret>")
 	err = Bad("test", testSpec.Field("user"), "bob", errors.New("unknown"))
 	require.Contains(t, err.Error(), `user="bob"`)
+
+	err = Bad("test", testSpec.Field("password"), "hunter2", fmt.Errorf("parsing %q: %w", "hunter2", strconv.ErrSyntax))
+	require.NotContains(t, err.Error(), "hunter2", "even when the cause quotes it")
+	require.ErrorIs(t, err, strconv.ErrSyntax)
+	_, err = parse(t, "pin=12ab")
+	require.ErrorIs(t, err, strconv.ErrSyntax)
+	require.NotContains(t, err.Error(), "12ab")
 
 	u := testSpec.Usage()
 	require.Contains(t, u, "password=STRING")
