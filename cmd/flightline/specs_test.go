@@ -19,6 +19,7 @@ import (
 	sinkdelta "github.com/flightline/flightline/flightsink/delta"
 	kafkasink "github.com/flightline/flightline/flightsink/kafka"
 	pgsink "github.com/flightline/flightline/flightsink/postgres"
+	s3sink "github.com/flightline/flightline/flightsink/s3"
 	"github.com/flightline/flightline/internal/endpoint"
 	"github.com/flightline/flightline/internal/objstore"
 	"github.com/flightline/flightline/internal/pgtest"
@@ -218,4 +219,31 @@ func TestLoggerReachesServiceKinds(t *testing.T) {
 		closeFn()
 		require.Contains(t, logs.String(), want)
 	}
+}
+
+// Where a built endpoint shows its settings, they are the spec's values.
+func TestOptionsReachTheEndpoint(t *testing.T) {
+	s, closeFn, err := openSink(testEnv, "kafka:?brokers=127.0.0.1:1&transactional_id_prefix=etl-", endpoint.ClientConfig{})
+	require.NoError(t, err)
+	require.Equal(t, "etl-p", s.(*kafkasink.Sink).TransactionalID("p"))
+	closeFn()
+	s, closeFn, err = openSink(testEnv, "kafka:?brokers=127.0.0.1:1", endpoint.ClientConfig{})
+	require.NoError(t, err)
+	require.Equal(t, kafkasink.DefaultTransactionalIDPrefix+"p", s.(*kafkasink.Sink).TransactionalID("p"))
+	closeFn()
+
+	// The storage options reach the store: a plain-http endpoint is refused
+	// unless AWS_ALLOW_HTTP says otherwise.
+	_, _, err = openSink(testEnv, "s3:bkt/events/raw?AWS_REGION=eu-west-1&AWS_ENDPOINT_URL=http://127.0.0.1:1", endpoint.ClientConfig{})
+	require.ErrorContains(t, err, "AWS_ALLOW_HTTP")
+	s, closeFn, err = openSink(testEnv, "s3:bkt/events/raw?AWS_REGION=eu-west-1&AWS_ENDPOINT_URL=http://127.0.0.1:1&AWS_ALLOW_HTTP=true", endpoint.ClientConfig{})
+	require.NoError(t, err)
+	require.Equal(t, "s3://bkt/events/raw", s.(*s3sink.Sink).URL())
+	closeFn()
+
+	tbl := filepath.Join(t.TempDir(), "tbl")
+	s, closeFn, err = openSink(testEnv, "delta:"+tbl, endpoint.ClientConfig{})
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(tbl, "orders"), s.(*sinkdelta.Sink).URL("orders"))
+	closeFn()
 }
