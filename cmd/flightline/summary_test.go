@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -83,30 +84,42 @@ func TestDemoSummaryMatchesCommitted(t *testing.T) {
 	require.NotContains(t, logs.String(), "level=ERROR")
 }
 
-// serve-sink and run across Flight: a run stopped mid-stream and a run to
-// the end of its stream both finish cleanly (no WARN on either side), and
-// each summary counts the rows the sink committed.
-func TestRunSummaryOverFlight(t *testing.T) {
-	logs := captureLogs(t)
-	sctx, stopSink := context.WithCancel(context.Background())
-	sinkDone := make(chan error, 1)
-	dir := t.TempDir()
-	go func() {
-		sinkDone <- serveSink(sctx, []string{"--sink", "delta:" + dir, "--listen", "127.0.0.1:0", "--log-level", "debug"})
-	}()
-	defer func() {
-		stopSink()
-		require.NoError(t, <-sinkDone)
-	}()
+// serveInBackground runs a serve-* command until the test ends and returns
+// its grpc:// URL, read from its "listening" log line.
+func serveInBackground(t *testing.T, logs *syncBuffer, serve func(ctx context.Context) error) string {
 	addr := regexp.MustCompile(`msg=listening addr=(\S+)`)
+	before := len(addr.FindAllStringSubmatch(logs.String(), -1))
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx) }()
+	t.Cleanup(func() {
+		stop()
+		require.NoError(t, <-done)
+	})
 	var url string
 	require.Eventually(t, func() bool {
-		m := addr.FindStringSubmatch(logs.String())
-		if m != nil {
-			url = "grpc://" + m[1]
+		m := addr.FindAllStringSubmatch(logs.String(), -1)
+		if len(m) > before {
+			url = "grpc://" + m[before][1]
 		}
-		return m != nil
+		return url != ""
 	}, 10*time.Second, 10*time.Millisecond)
+	return url
+}
+
+// serve-source, serve-sink and run across Flight: a run stopped
+// mid-stream and a run to the end of its stream both finish cleanly (no
+// WARN in any of the three), and each summary counts the rows the sink
+// committed.
+func TestRunSummaryOverFlight(t *testing.T) {
+	logs := captureLogs(t)
+	dir := t.TempDir()
+	url := serveInBackground(t, logs, func(ctx context.Context) error {
+		return serveSink(ctx, []string{"--sink", "delta:" + dir, "--listen", "127.0.0.1:0", "--log-level", "debug"})
+	})
+	srcURL := serveInBackground(t, logs, func(ctx context.Context) error {
+		return serveSource(ctx, []string{"--source", "generator:?batch_rows=500&interval=20ms", "--listen", "127.0.0.1:0", "--log-level", "debug"})
+	})
 
 	finished := regexp.MustCompile(`msg="run finished" pipeline=(\S+) rows=(\d+) batches=(\d+)`)
 	committedRows := func(pipeline string) int64 {
@@ -134,18 +147,28 @@ func TestRunSummaryOverFlight(t *testing.T) {
 	require.EqualValues(t, 25000, committedRows("full"))
 	require.EqualValues(t, 25000, summary("full"))
 
-	// Stopped mid-stream (SIGTERM), with commits under way.
-	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
-	defer cancel()
-	require.NoError(t, runPipeline(ctx, []string{"--source", "generator:?batch_rows=500&interval=20ms",
-		"--sink", url, "--pipeline", "stopped", "--log-level", "debug"}))
-	n := committedRows("stopped")
-	require.Positive(t, n)
-	require.Equal(t, n, summary("stopped"))
-
-	stopSink()
-	require.NoError(t, <-sinkDone)
-	sinkDone <- nil
+	// Stopped mid-stream (SIGTERM), with commits under way, reading from
+	// serve-source.
+	for i := range 2 { // the second run resumes after the first
+		ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+		require.NoError(t, runPipeline(ctx, []string{"--source", srcURL, "--sink", url, "--pipeline", "stopped", "--log-level", "debug"}))
+		cancel()
+		n := committedRows("stopped")
+		require.Positive(t, n)
+		if i == 1 {
+			n -= summary("stopped") // the first run's
+			logs.mu.Lock()
+			first := strings.Index(logs.b.String(), `msg="run finished" pipeline=stopped`)
+			rest := logs.b.String()[first+1:]
+			logs.mu.Unlock()
+			m := finished.FindStringSubmatch(rest)
+			require.NotNil(t, m)
+			got, _ := strconv.ParseInt(m[2], 10, 64)
+			require.Equal(t, n, got, "the second run's summary")
+			continue
+		}
+		require.Equal(t, n, summary("stopped"))
+	}
 	require.Contains(t, logs.String(), "delta sink: pipeline opened", "serve-sink hands its logger to the sink")
 	for _, lvl := range []string{"level=WARN", "level=ERROR"} {
 		require.NotContains(t, logs.String(), lvl)
