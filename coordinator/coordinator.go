@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/internal/metrics"
@@ -34,6 +35,7 @@ type Coordinator struct {
 	maxBackoff     time.Duration
 	commitInterval time.Duration
 	maxAttempts    int
+	stopTimeout    time.Duration
 	log            *slog.Logger
 	metrics        *metrics.Metrics
 	// validate runs flightsink.ValidateBatch on every batch before the
@@ -42,11 +44,21 @@ type Coordinator struct {
 	// validates them on the way.
 	validate bool
 
+	// unacked holds, between attempts, the batches the failed attempt
+	// submitted without receiving their acks, in order; the next Open's
+	// checkpoint tells which of them the sink committed. Run's goroutine
+	// only.
+	unacked []sent
+
 	mu    sync.Mutex
 	stats Stats
 }
 
-// Stats counts what a Coordinator has done since it was created.
+// Stats counts what a Coordinator has done since it was created. Rows,
+// Batches and Bytes count the batches the sink committed, over every
+// attempt: those it acknowledged, and those of a failed attempt whose
+// acknowledgement was lost but whose checkpoint the next attempt's Open
+// shows committed (a commit call may fail after committing).
 type Stats struct {
 	Rows, Batches, Bytes int64
 	Restarts             int
@@ -99,6 +111,19 @@ func MaxAttempts(n int) Option {
 	return func(c *Coordinator) error { c.maxAttempts = n; return nil }
 }
 
+// StopTimeout bounds how long a stop (the end of Run's context) or a failed
+// read waits for the acknowledgements of the batches already handed to the
+// sink, at most Window of them, before abandoning them. Default 10s.
+func StopTimeout(d time.Duration) Option {
+	return func(c *Coordinator) error {
+		if d < 0 {
+			return fmt.Errorf("%w: stop timeout must be >= 0, got %v", flightline.ErrInvalidInput, d)
+		}
+		c.stopTimeout = d
+		return nil
+	}
+}
+
 // WithLogger sets the logger; nil means slog.Default(), the default.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *Coordinator) error {
@@ -124,7 +149,7 @@ func New(src flightsrc.Source, sink flightsink.Sink, stream string, p flightsink
 	c := &Coordinator{
 		src: src, sink: sink, stream: stream, pipeline: p,
 		window: 4, minBackoff: 200 * time.Millisecond, maxBackoff: 30 * time.Second,
-		commitInterval: time.Second, log: slog.Default(),
+		commitInterval: time.Second, stopTimeout: 10 * time.Second, log: slog.Default(),
 	}
 	if src == nil || sink == nil {
 		return nil, fmt.Errorf("%w: coordinator needs a source and a sink", flightline.ErrInvalidInput)
@@ -155,7 +180,9 @@ func (c *Coordinator) Stats() Stats {
 // Run moves batches until the source's stream ends (nil), ctx ends (nil: a
 // clean stop), or an error that retrying cannot fix (returned). Transient
 // failures restart the pipeline from the sink's checkpoint after a jittered
-// backoff.
+// backoff. A stop reads no further batch but waits, up to StopTimeout, for
+// the sink to acknowledge those it was already given, then ends the sink's
+// stream normally.
 func (c *Coordinator) Run(ctx context.Context) error {
 	attempt := 0
 	for {
@@ -209,6 +236,7 @@ func (c *Coordinator) runOnce(ctx context.Context) (progressed bool, err error) 
 	if err != nil {
 		return false, fmt.Errorf("opening sink: %w", err)
 	}
+	c.settle(cp)
 	pw := flightsink.Pipelined(w, c.window)
 	defer pw.Close(context.WithoutCancel(ctx))
 	c.log.Info("pipeline resuming", "pipeline", c.pipeline.ID, "stream", c.stream, "after", string(cp))
@@ -219,32 +247,53 @@ func (c *Coordinator) runOnce(ctx context.Context) (progressed bool, err error) 
 	}
 	defer rd.Close()
 
+	// rctx is the producer's: a stop or a failure ends reading at once.
+	// actx is the acker's and the commits': it outlives a stop by up to
+	// stopTimeout, so the batches already submitted are committed and
+	// counted, and the sink's stream ends normally rather than cancelled.
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	actx, acancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer acancel(nil)
+	stopDrain := context.AfterFunc(rctx, func() {
+		t := time.AfterFunc(c.stopTimeout, func() { acancel(context.Cause(rctx)) })
+		context.AfterFunc(actx, func() { t.Stop() })
+	})
+	defer stopDrain()
 
-	// inflight carries the checkpoints submitted but not yet acknowledged,
-	// in order; its capacity is the window, so the producer blocks when the
-	// sink falls behind.
+	// slots bounds the batches submitted but not yet acknowledged to the
+	// window, so the producer blocks when the sink falls behind; inflight
+	// carries their checkpoints, in order, to the acker.
+	slots := make(chan struct{}, c.window)
 	inflight := make(chan sent, c.window)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	var prodErr, ackErr error
+	var failed *sent
 	go func() {
 		defer wg.Done()
 		defer close(inflight)
-		prodErr = c.produce(rctx, rd, pw, inflight, cp)
+		prodErr = c.produce(rctx, actx, rd, pw, slots, inflight, cp)
 		if prodErr != nil {
 			cancel(prodErr)
 		}
 	}()
 	go func() {
 		defer wg.Done()
-		progressed, ackErr = c.ack(rctx, pw, inflight)
+		progressed, failed, ackErr = c.ack(actx, pw, slots, inflight)
 		if ackErr != nil {
 			cancel(ackErr)
+			acancel(ackErr)
 		}
 	}()
 	wg.Wait()
+	c.unacked = c.unacked[:0]
+	if failed != nil {
+		c.unacked = append(c.unacked, *failed)
+	}
+	for s := range inflight {
+		c.unacked = append(c.unacked, s)
+	}
 	switch {
 	case ackErr != nil && !errors.Is(ackErr, context.Canceled):
 		return progressed, ackErr
@@ -264,7 +313,52 @@ type sent struct {
 	at         time.Time
 }
 
-func (c *Coordinator) produce(ctx context.Context, rd flightsrc.Reader, pw flightsink.PipelinedWriter, inflight chan<- sent, last []byte) error {
+// settle counts the batches of the previous attempt that were submitted
+// without an ack but that cp, the sink's checkpoint read by this attempt's
+// Open, shows committed.
+func (c *Coordinator) settle(cp []byte) {
+	defer func() { c.unacked = c.unacked[:0] }()
+	if cp == nil {
+		return
+	}
+	n := -1
+	for i, s := range c.unacked {
+		if committedIn(cp, s.cp) {
+			n = i
+		}
+	}
+	if n < 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.unacked[:n+1] {
+		c.stats.Rows += s.rows
+		c.stats.Bytes += s.size
+		c.stats.Batches++
+	}
+	c.stats.LastCheckpoint = bytes.Clone(cp)
+	c.log.Info("the previous attempt committed batches whose acks were lost", "pipeline", c.pipeline.ID, "batches", n+1, "checkpoint", string(cp))
+}
+
+// committedIn reports whether a batch sent with checkpoint batch is
+// committed when the sink's checkpoint is stored: they are equal, or both
+// are positions and stored covers batch.
+func committedIn(stored, batch []byte) bool {
+	if bytes.Equal(stored, batch) {
+		return true
+	}
+	sp, err := checkpoint.Parse(stored)
+	if err != nil {
+		return false
+	}
+	bp, err := checkpoint.Parse(batch)
+	return err == nil && checkpoint.Covers(sp, bp)
+}
+
+// produce reads batches and submits them until the stream ends or ctx
+// does. A submitted batch commits under actx, which outlives a stop.
+func (c *Coordinator) produce(ctx, actx context.Context, rd flightsrc.Reader, pw flightsink.PipelinedWriter, slots chan struct{}, inflight chan<- sent, last []byte) error {
 	for {
 		rec, cp, err := rd.Next(ctx)
 		if errors.Is(err, io.EOF) {
@@ -297,24 +391,28 @@ func (c *Coordinator) produce(ctx context.Context, rd flightsrc.Reader, pw fligh
 		}
 		s := sent{cp: cp, rows: rec.NumRows(), size: int64(util.TotalRecordSize(rec)), at: time.Now()}
 		select {
-		case inflight <- s:
+		case slots <- struct{}{}:
 		case <-ctx.Done():
 			rec.Release()
 			return ctx.Err()
 		}
-		err = pw.Submit(ctx, rec, cp)
+		err = pw.Submit(actx, rec, cp)
 		rec.Release()
-		if errors.Is(err, flightsink.ErrWriterBroken) {
-			return nil // the acker learns the cause from Ack
-		}
-		if err != nil {
+		if err != nil && !errors.Is(err, flightsink.ErrWriterBroken) {
+			<-slots
 			return fmt.Errorf("writing to sink: %w", err)
+		}
+		inflight <- s // never blocks: slots holds it to the window
+		if err != nil {
+			return nil // the writer is broken: the acker learns why from Ack
 		}
 		last = cp
 	}
 }
 
-func (c *Coordinator) ack(ctx context.Context, pw flightsink.PipelinedWriter, inflight <-chan sent) (progressed bool, err error) {
+// ack matches acks to the batches in inflight, in order, until the
+// producer closes it. On an error it returns the batch whose ack failed.
+func (c *Coordinator) ack(ctx context.Context, pw flightsink.PipelinedWriter, slots <-chan struct{}, inflight <-chan sent) (progressed bool, failed *sent, err error) {
 	var pending []byte // acknowledged but not yet committed to the source
 	lastCommit := time.Now()
 	// flush fires when pending has waited CommitInterval with no newer
@@ -342,21 +440,22 @@ func (c *Coordinator) ack(ctx context.Context, pw flightsink.PipelinedWriter, in
 		var ok bool
 		select {
 		case <-ctx.Done():
-			return progressed, ctx.Err()
+			return progressed, nil, context.Cause(ctx)
 		case <-flush:
 			advise()
 			continue
 		case s, ok = <-inflight:
 			if !ok {
-				return progressed, nil
+				return progressed, nil, nil
 			}
 		}
 		got, err := pw.Ack(ctx)
 		if err != nil {
-			return progressed, fmt.Errorf("sink commit: %w", err)
+			return progressed, &s, fmt.Errorf("sink commit: %w", err)
 		}
+		<-slots
 		if !bytes.Equal(got, s.cp) {
-			return progressed, fmt.Errorf("sink acknowledged checkpoint %q, expected %q: acks out of order", got, s.cp)
+			return progressed, nil, fmt.Errorf("sink acknowledged checkpoint %q, expected %q: acks out of order", got, s.cp)
 		}
 		progressed = true
 		c.metrics.Committed("coordinator", c.pipeline.ID, s.rows, s.size, time.Since(s.at))

@@ -19,6 +19,14 @@
 //     re-read from the source after the sink's checkpoint, so whatever the
 //     sink committed before the failure is not written twice and nothing it
 //     did not commit is lost.
+//   - A stop (Run's context ends) or a failed read stops reading at once but
+//     waits, up to StopTimeout, for the acks of the batches already
+//     submitted, then ends the sink's stream normally: a clean stop neither
+//     cancels a commit under way nor leaves it out of Stats.
+//   - Stats count what the sink committed, over every attempt: acked
+//     batches, plus those of a failed attempt whose ack was lost but whose
+//     checkpoint the next Open returns (a commit call can fail after
+//     committing; the next Open's checkpoint is the truth).
 //   - Retryable errors (flightline.IsRetryable) back off with jitter and
 //     restart at step 1; others (bad input, schema mismatch, fencing,
 //     credentials) stop Run and are returned.

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/flightline/flightline/flightsink"
@@ -12,6 +10,7 @@ import (
 	"github.com/flightline/flightline/flightsrc"
 	srcdelta "github.com/flightline/flightline/flightsrc/delta"
 	"github.com/flightline/flightline/internal/objstore"
+	"github.com/flightline/flightline/internal/spec"
 )
 
 // Delta endpoints take the table location after "delta:" and options as
@@ -24,93 +23,74 @@ import (
 // Put credentials in the environment (AWS_ACCESS_KEY_ID, ...: the SDK's
 // default chain) rather than on the command line.
 
-func deltaLocation(u *url.URL, q query) (string, map[string]string, error) {
-	loc := u.Opaque
-	if loc == "" {
-		loc = u.Path
+// storageKeys are the AWS_* storage options of the Delta and S3 kinds.
+var storageKeys = &spec.Extra{
+	Doc:    "storage options (credentials are better left to the environment)",
+	Keys:   objstore.OptionKeys(),
+	Secret: []string{objstore.SecretAccessKey, objstore.SessionToken},
+}
+
+// deltaSinkConfig is the delta: sink kind.
+type deltaSinkConfig struct {
+	Instance           string            `spec:"instance" default:"default" doc:"this writer's name among the table's writers; the pipeline's fencing is per instance"`
+	CheckpointInterval int               `spec:"checkpoint_interval" default:"10" doc:"write a Delta checkpoint every N commits"`
+	SchemaEvolution    bool              `spec:"schema_evolution" default:"false" doc:"add new nullable columns to the table instead of refusing the batch"`
+	Storage            map[string]string `spec:",extra"`
+}
+
+// deltaSourceConfig is the delta: source kind.
+type deltaSourceConfig struct {
+	Once      bool              `spec:"once" default:"false" doc:"stop at the table's current version instead of following new commits"`
+	Stream    *string           `spec:"stream" doc:"the stream's name (default: the table directory's name)"`
+	BatchRows *int              `spec:"batch_rows" doc:"rows per batch at most (default 65536)"`
+	Poll      *time.Duration    `spec:"poll" doc:"pause between polls for new commits (default 1s)"`
+	Storage   map[string]string `spec:",extra"`
+}
+
+var (
+	deltaSinkSpec = spec.New[deltaSinkConfig]("delta", "delta:PATH or delta:s3://BUCKET/PREFIX?…",
+		"exactly-once Delta Lake table (a target is a sub-directory)", storageKeys)
+	deltaSourceSpec = spec.New[deltaSourceConfig]("delta", "delta:PATH or delta:s3://BUCKET/PREFIX?…",
+		"a Delta Lake table: its snapshot, then new commits", storageKeys)
+)
+
+func deltaLocation(u *url.URL) (string, error) {
+	if loc := location(u); loc != "" {
+		return loc, nil
 	}
-	if loc == "" {
-		return "", nil, fmt.Errorf("delta: want delta:PATH or delta:s3://BUCKET/PREFIX")
+	return "", fmt.Errorf("delta: want delta:PATH or delta:s3://BUCKET/PREFIX")
+}
+
+func openDeltaSink(e env, u *url.URL, c deltaSinkConfig) (flightsink.Sink, func(), error) {
+	loc, err := deltaLocation(u)
+	if err != nil {
+		return nil, nil, err
 	}
-	storage := map[string]string{}
-	for _, k := range objstore.OptionKeys() {
-		if v, ok := q.take(k); ok {
-			storage[k] = v
-		}
+	s, err := sinkdelta.New(e.ctx, loc, sinkdelta.StorageOptions(c.Storage), sinkdelta.Instance(c.Instance),
+		sinkdelta.CheckpointInterval(c.CheckpointInterval), sinkdelta.SchemaEvolution(c.SchemaEvolution), sinkdelta.Logger(e.log))
+	return s, func() {}, err
+}
+
+func openDeltaSource(e env, u *url.URL, c deltaSourceConfig) (flightsrc.Source, func(), error) {
+	loc, err := deltaLocation(u)
+	if err != nil {
+		return nil, nil, err
 	}
-	return loc, storage, nil
+	opts := []srcdelta.Option{srcdelta.StorageOptions(c.Storage), srcdelta.Once(c.Once)}
+	if c.Stream != nil {
+		opts = append(opts, srcdelta.Stream(*c.Stream))
+	}
+	if c.BatchRows != nil {
+		opts = append(opts, srcdelta.BatchRows(*c.BatchRows))
+	}
+	if c.Poll != nil {
+		opts = append(opts, srcdelta.PollInterval(*c.Poll))
+	}
+	s, err := srcdelta.New(e.ctx, loc, opts...)
+	return s, func() {}, err
 }
 
 func init() {
-	sinkKinds["delta"] = sinkKind{
-		usage: "delta:PATH|s3://BUCKET/PREFIX?instance=NAME&checkpoint_interval=N&schema_evolution=BOOL&AWS_*=…  exactly-once Delta Lake table (target: sub-directory)",
-		open: func(u *url.URL, q query) (flightsink.Sink, func(), error) {
-			loc, storage, err := deltaLocation(u, q)
-			if err != nil {
-				return nil, nil, err
-			}
-			opts := []sinkdelta.Option{sinkdelta.StorageOptions(storage)}
-			if v, ok := q.take("instance"); ok {
-				opts = append(opts, sinkdelta.Instance(v))
-			}
-			if v, ok := q.take("checkpoint_interval"); ok {
-				n, err := strconv.Atoi(v)
-				if err != nil {
-					return nil, nil, fmt.Errorf("delta: checkpoint_interval=%q: %w", v, err)
-				}
-				opts = append(opts, sinkdelta.CheckpointInterval(n))
-			}
-			if v, ok := q.take("schema_evolution"); ok {
-				b, err := strconv.ParseBool(v)
-				if err != nil {
-					return nil, nil, fmt.Errorf("delta: schema_evolution=%q: %w", v, err)
-				}
-				opts = append(opts, sinkdelta.SchemaEvolution(b))
-			}
-			if err := q.done("delta"); err != nil {
-				return nil, nil, err
-			}
-			s, err := sinkdelta.New(context.Background(), loc, opts...)
-			return s, func() {}, err
-		},
-	}
-	sourceKinds["delta"] = sourceKind{
-		usage: "delta:PATH|s3://BUCKET/PREFIX?once=BOOL&stream=NAME&batch_rows=N&poll=DURATION&AWS_*=…  a Delta Lake table: snapshot, then new commits (once: stop at the current version)",
-		open: func(u *url.URL, q query) (flightsrc.Source, func(), error) {
-			loc, storage, err := deltaLocation(u, q)
-			if err != nil {
-				return nil, nil, err
-			}
-			opts := []srcdelta.Option{srcdelta.StorageOptions(storage)}
-			if v, ok := q.take("once"); ok {
-				b, err := strconv.ParseBool(v)
-				if err != nil {
-					return nil, nil, fmt.Errorf("delta: once=%q: %w", v, err)
-				}
-				opts = append(opts, srcdelta.Once(b))
-			}
-			if v, ok := q.take("stream"); ok {
-				opts = append(opts, srcdelta.Stream(v))
-			}
-			if v, ok := q.take("batch_rows"); ok {
-				n, err := strconv.Atoi(v)
-				if err != nil {
-					return nil, nil, fmt.Errorf("delta: batch_rows=%q: %w", v, err)
-				}
-				opts = append(opts, srcdelta.BatchRows(n))
-			}
-			if v, ok := q.take("poll"); ok {
-				d, err := time.ParseDuration(v)
-				if err != nil {
-					return nil, nil, fmt.Errorf("delta: poll=%q: %w", v, err)
-				}
-				opts = append(opts, srcdelta.PollInterval(d))
-			}
-			if err := q.done("delta"); err != nil {
-				return nil, nil, err
-			}
-			s, err := srcdelta.New(context.Background(), loc, opts...)
-			return s, func() {}, err
-		},
-	}
+	sinkKinds["delta"] = sinkOf(deltaSinkSpec, openDeltaSink)
+	sourceKinds["delta"] = sourceOf(deltaSourceSpec, openDeltaSource)
 }

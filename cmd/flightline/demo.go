@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -115,7 +114,7 @@ func demo(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("demo: --rows must be ≥ 0 and --partitions ≥ 1")
 	}
 	c.logLevel = map[bool]string{true: c.logLevel, false: "warn"}[isFlagSet(fs, "log-level")]
-	log, err := c.logger(os.Stderr)
+	log, err := c.logger(logOutput)
 	if err != nil {
 		return err
 	}
@@ -129,7 +128,7 @@ func demo(ctx context.Context, args []string, out io.Writer) error {
 	seedStart := time.Now()
 	cluster, ends, err := seedDemo(ctx, *rows, int32(*partitions))
 	if err != nil {
-		return err
+		return fmt.Errorf("demo: seeding the embedded Kafka: %w", err)
 	}
 	defer cluster.Close()
 	seeded := time.Since(seedStart)
@@ -166,7 +165,7 @@ func demo(ctx context.Context, args []string, out io.Writer) error {
 
 	before, err := r.Checkpoint(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("demo: reading the table's checkpoint: %w", err)
 	}
 	fmt.Fprintf(out, "flightline demo: embedded Kafka (kfake, topic orders, %d partitions, %d JSON orders, seeded in %s) -> Flight %s -> coordinator -> Flight %s -> Delta table %s\n",
 		*partitions, *rows, seeded.Round(time.Millisecond), r.SourceURL, r.SinkURL, table)

@@ -1,15 +1,19 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsrc"
+	"github.com/flightline/flightline/internal/spec"
 )
 
 // An endpoint spec names a source or sink: a Flight URL (grpc://host:port,
@@ -19,134 +23,157 @@ import (
 //	generator:?rows=1000000&batch_rows=10000
 //	dir:/var/lib/flightline/out
 //
-// Unknown kinds and unknown options are errors.
+// Each kind declares its options once, as a config struct whose fields
+// carry spec tags (see internal/spec); the query parser and the usage text
+// derive from it. Unknown kinds and unknown options are errors.
+
+// env is what an in-process kind may use from the command that opens it.
+type env struct {
+	// ctx bounds the opening (a Delta table's first read, …), not the
+	// life of the endpoint.
+	ctx context.Context
+	log *slog.Logger
+	reg prometheus.Registerer // nil: no metrics
+}
+
+// usager is a kind's declaration, as usage needs it.
+type usager interface{ Usage() string }
 
 type sourceKind struct {
-	usage string
-	open  func(u *url.URL, q query) (flightsrc.Source, func(), error)
+	spec usager
+	open func(e env, u *url.URL, q url.Values) (flightsrc.Source, func(), error)
 }
 
 type sinkKind struct {
-	usage string
-	open  func(u *url.URL, q query) (flightsink.Sink, func(), error)
+	spec usager
+	open func(e env, u *url.URL, q url.Values) (flightsink.Sink, func(), error)
+}
+
+// sourceOf registers a source kind: its options parse into a T by s, and
+// open builds the source from them.
+func sourceOf[T any](s *spec.Spec[T], open func(e env, u *url.URL, cfg T) (flightsrc.Source, func(), error)) sourceKind {
+	return sourceKind{spec: s, open: func(e env, u *url.URL, q url.Values) (flightsrc.Source, func(), error) {
+		cfg, err := s.Parse(q)
+		if err != nil {
+			return nil, nil, err
+		}
+		return open(e, u, cfg)
+	}}
+}
+
+// sinkOf registers a sink kind, like sourceOf.
+func sinkOf[T any](s *spec.Spec[T], open func(e env, u *url.URL, cfg T) (flightsink.Sink, func(), error)) sinkKind {
+	return sinkKind{spec: s, open: func(e env, u *url.URL, q url.Values) (flightsink.Sink, func(), error) {
+		cfg, err := s.Parse(q)
+		if err != nil {
+			return nil, nil, err
+		}
+		return open(e, u, cfg)
+	}}
+}
+
+// alias is the usage of a second scheme for the same kind.
+type alias string
+
+func (a alias) Usage() string { return "  " + string(a) + "\n" }
+
+// noOptions is the config of a kind without options.
+type noOptions struct{}
+
+// generatorConfig is the generator: kind.
+type generatorConfig struct {
+	Rows      int64         `spec:"rows" default:"0" doc:"rows in the stream; 0: unbounded"`
+	BatchRows int           `spec:"batch_rows" default:"10000" doc:"rows per batch"`
+	Stream    string        `spec:"stream" default:"orders" doc:"the stream's name"`
+	Interval  time.Duration `spec:"interval" default:"0s" doc:"pause before each batch (simulates a slow source)"`
+}
+
+var generatorSpec = spec.New[generatorConfig]("generator", "generator:?rows=N&batch_rows=N&…",
+	"deterministic synthetic orders", nil)
+
+func openGenerator(_ env, _ *url.URL, c generatorConfig) (flightsrc.Source, func(), error) {
+	g, err := flightsrc.NewGenerator(flightsrc.GenRows(c.Rows), flightsrc.GenBatchRows(c.BatchRows),
+		flightsrc.GenStream(c.Stream), flightsrc.GenInterval(c.Interval))
+	return g, func() {}, err
+}
+
+var (
+	dirSpec    = spec.New[noOptions]("dir", "dir:PATH", "exactly-once Arrow IPC files under PATH/<target>/ (local disk)", nil)
+	memorySpec = spec.New[noOptions]("memory", "memory:", "exactly-once for the life of the process; for tests", nil)
+	nullSpec   = spec.New[noOptions]("null", "null:", "discards rows, keeps checkpoints in memory; for benchmarks", nil)
+	// grpcSpec is the remote form of every source and sink: a Flight URL.
+	// Its security settings are flags (--source-tls-ca, --sink-token-file,
+	// …), not query keys, so secrets stay out of the URL.
+	grpcSpec = spec.New[noOptions]("grpc", "grpc://HOST:PORT, grpc+tls://HOST:PORT",
+		"a remote Flightline endpoint (serve-source, serve-sink, or any server speaking docs/protocol.md)", nil)
+)
+
+// location returns the part of an opaque URL after "kind:" (or its path).
+func location(u *url.URL) string {
+	if u.Opaque != "" {
+		return u.Opaque
+	}
+	return u.Path
+}
+
+func openDir(_ env, u *url.URL, _ noOptions) (flightsink.Sink, func(), error) {
+	path := location(u)
+	if path == "" {
+		return nil, nil, fmt.Errorf("dir: want dir:PATH")
+	}
+	d, err := flightsink.NewDir(path, nil)
+	return d, func() {}, err
 }
 
 var sourceKinds = map[string]sourceKind{
-	"generator": {
-		usage: "generator:?rows=N&batch_rows=N&stream=NAME&interval=DURATION  deterministic synthetic orders (rows=0: unbounded)",
-		open: func(_ *url.URL, q query) (flightsrc.Source, func(), error) {
-			opts := []flightsrc.GeneratorOption{}
-			if v, ok := q.take("rows"); ok {
-				n, err := strconv.ParseInt(v, 10, 64)
-				if err != nil {
-					return nil, nil, fmt.Errorf("generator: rows=%q: %w", v, err)
-				}
-				opts = append(opts, flightsrc.GenRows(n))
-			}
-			if v, ok := q.take("batch_rows"); ok {
-				n, err := strconv.Atoi(v)
-				if err != nil {
-					return nil, nil, fmt.Errorf("generator: batch_rows=%q: %w", v, err)
-				}
-				opts = append(opts, flightsrc.GenBatchRows(n))
-			}
-			if v, ok := q.take("stream"); ok {
-				opts = append(opts, flightsrc.GenStream(v))
-			}
-			if v, ok := q.take("interval"); ok {
-				d, err := time.ParseDuration(v)
-				if err != nil {
-					return nil, nil, fmt.Errorf("generator: interval=%q: %w", v, err)
-				}
-				opts = append(opts, flightsrc.GenInterval(d))
-			}
-			if err := q.done("generator"); err != nil {
-				return nil, nil, err
-			}
-			g, err := flightsrc.NewGenerator(opts...)
-			return g, func() {}, err
-		},
-	},
+	"generator": sourceOf(generatorSpec, openGenerator),
 }
 
 var sinkKinds = map[string]sinkKind{
-	"dir": {
-		usage: "dir:PATH  exactly-once Arrow IPC files under PATH/<target>/ (local disk)",
-		open: func(u *url.URL, q query) (flightsink.Sink, func(), error) {
-			path := u.Opaque
-			if path == "" {
-				path = u.Path
-			}
-			if path == "" {
-				return nil, nil, fmt.Errorf("dir: want dir:PATH")
-			}
-			if err := q.done("dir"); err != nil {
-				return nil, nil, err
-			}
-			d, err := flightsink.NewDir(path, nil)
-			return d, func() {}, err
-		},
-	},
-	"memory": {
-		usage: "memory:  exactly-once for the life of the process; for tests",
-		open: func(_ *url.URL, q query) (flightsink.Sink, func(), error) {
-			m := flightsink.NewMemory()
-			return m, m.Release, q.done("memory")
-		},
-	},
-	"null": {
-		usage: "null:  discards rows, keeps checkpoints in memory; for benchmarks",
-		open: func(_ *url.URL, q query) (flightsink.Sink, func(), error) {
-			return flightsink.NewNull(), func() {}, q.done("null")
-		},
-	},
-}
-
-// query is a URL query whose keys must all be consumed.
-type query url.Values
-
-func (q query) take(k string) (string, bool) {
-	v, ok := q[k]
-	if !ok {
-		return "", false
-	}
-	delete(q, k)
-	return v[len(v)-1], true
-}
-
-func (q query) done(kind string) error {
-	if len(q) == 0 {
-		return nil
-	}
-	keys := make([]string, 0, len(q))
-	for k := range q {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return fmt.Errorf("%s: unknown option(s) %s", kind, strings.Join(keys, ", "))
+	"dir": sinkOf(dirSpec, openDir),
+	"memory": sinkOf(memorySpec, func(env, *url.URL, noOptions) (flightsink.Sink, func(), error) {
+		m := flightsink.NewMemory()
+		return m, m.Release, nil
+	}),
+	"null": sinkOf(nullSpec, func(env, *url.URL, noOptions) (flightsink.Sink, func(), error) {
+		return flightsink.NewNull(), func() {}, nil
+	}),
 }
 
 func isRemote(spec string) bool {
 	return strings.HasPrefix(spec, "grpc://") || strings.HasPrefix(spec, "grpc+tls://") || strings.HasPrefix(spec, "grpc+tcp://")
 }
 
-func parseSpec(spec string) (*url.URL, query, error) {
+func parseSpec(spec string) (*url.URL, url.Values, error) {
 	u, err := url.Parse(spec)
 	if err != nil || u.Scheme == "" {
 		return nil, nil, fmt.Errorf("%q is not an endpoint: want grpc://host:port or kind:options", spec)
 	}
-	return u, query(u.Query()), nil
+	return u, u.Query(), nil
 }
 
-func openSource(spec string, cc flightsrc.ClientConfig) (flightsrc.Source, func(), error) {
-	if isRemote(spec) {
-		c, err := flightsrc.Dial(spec, cc)
+// checkRemote refuses query keys on a Flight URL, which has none.
+func checkRemote(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%q is not an endpoint URL: %w", raw, err)
+	}
+	_, err = grpcSpec.Parse(u.Query())
+	return err
+}
+
+func openSource(e env, raw string, cc flightsrc.ClientConfig) (flightsrc.Source, func(), error) {
+	if isRemote(raw) {
+		if err := checkRemote(raw); err != nil {
+			return nil, nil, err
+		}
+		c, err := flightsrc.Dial(raw, cc)
 		if err != nil {
 			return nil, nil, err
 		}
 		return c, func() { c.Close() }, nil
 	}
-	u, q, err := parseSpec(spec)
+	u, q, err := parseSpec(raw)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -154,18 +181,21 @@ func openSource(spec string, cc flightsrc.ClientConfig) (flightsrc.Source, func(
 	if !ok {
 		return nil, nil, fmt.Errorf("unknown source kind %q; known: %s", u.Scheme, kinds(sourceKinds))
 	}
-	return k.open(u, q)
+	return k.open(e, u, q)
 }
 
-func openSink(spec string, cc flightsink.ClientConfig) (flightsink.Sink, func(), error) {
-	if isRemote(spec) {
-		c, err := flightsink.Dial(spec, cc)
+func openSink(e env, raw string, cc flightsink.ClientConfig) (flightsink.Sink, func(), error) {
+	if isRemote(raw) {
+		if err := checkRemote(raw); err != nil {
+			return nil, nil, err
+		}
+		c, err := flightsink.Dial(raw, cc)
 		if err != nil {
 			return nil, nil, err
 		}
 		return c, func() { c.Close() }, nil
 	}
-	u, q, err := parseSpec(spec)
+	u, q, err := parseSpec(raw)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -173,27 +203,27 @@ func openSink(spec string, cc flightsink.ClientConfig) (flightsink.Sink, func(),
 	if !ok {
 		return nil, nil, fmt.Errorf("unknown sink kind %q; known: %s", u.Scheme, kinds(sinkKinds))
 	}
-	return k.open(u, q)
+	return k.open(e, u, q)
 }
 
 func kinds[V any](m map[string]V) string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return strings.Join(ks, ", ")
+	return strings.Join(sortedKeys(m), ", ")
 }
 
+// kindUsage is the part of every command's --help that lists the kinds,
+// generated from their specs.
 func kindUsage() string {
 	var b strings.Builder
-	b.WriteString("\nSources (in-process kinds; or grpc://host:port, grpc+tls://host:port):\n")
+	b.WriteString("\nEndpoints are written kind:LOCATION?KEY=VALUE&…; unknown kinds and keys are errors.\n")
+	b.WriteString("\nRemote sources and sinks:\n")
+	b.WriteString(grpcSpec.Usage())
+	b.WriteString("\nSources (in-process kinds):\n")
 	for _, k := range sortedKeys(sourceKinds) {
-		fmt.Fprintf(&b, "  %s\n", sourceKinds[k].usage)
+		b.WriteString(sourceKinds[k].spec.Usage())
 	}
-	b.WriteString("Sinks (in-process kinds; or grpc://host:port, grpc+tls://host:port):\n")
+	b.WriteString("\nSinks (in-process kinds):\n")
 	for _, k := range sortedKeys(sinkKinds) {
-		fmt.Fprintf(&b, "  %s\n", sinkKinds[k].usage)
+		b.WriteString(sinkKinds[k].spec.Usage())
 	}
 	return b.String()
 }

@@ -6,179 +6,193 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/flightsrc/kafka"
+	"github.com/flightline/flightline/internal/spec"
 	"github.com/flightline/flightline/kafkadecode"
 )
 
-// kindEnv is what in-process kinds may use from the command that opens
-// them: its logger and metrics registry. Commands set it before opening.
-var kindEnv struct {
-	log *slog.Logger
-	reg prometheus.Registerer
+// kafkaConn is the connection part of a kafka: source or sink spec.
+type kafkaConn struct {
+	Brokers     []string `spec:"brokers" doc:"bootstrap brokers, HOST:PORT,HOST:PORT (required)"`
+	ClientID    *string  `spec:"client_id" doc:"the Kafka client id"`
+	SASL        string   `spec:"sasl" enum:"plain,scram-sha-256,scram-sha-512" doc:"SASL mechanism; none when unset"`
+	User        string   `spec:"user" doc:"SASL user"`
+	PasswordEnv string   `spec:"password_env" doc:"environment variable holding the SASL password (never put it in the URL)"`
+	TLS         bool     `spec:"tls" default:"false" doc:"connect with TLS (system roots unless tls_ca)"`
+	TLSCA       string   `spec:"tls_ca" doc:"CA file to verify the brokers; implies tls=true"`
 }
 
-const kafkaUsage = "kafka:?brokers=H:P,H:P&topics=T,T|topic_regex=RE&group=G&reset=earliest|latest&format=raw|json|avro&schema=AVRO_SCHEMA_FILE" +
-	"&isolation=read_committed|read_uncommitted&client_id=ID&batch_rows=N&batch_bytes=N&batch_wait=DUR&membership=true|false" +
-	"&session_timeout=DUR&instance_id=ID&sasl=plain|scram-sha-256|scram-sha-512&user=U&password_env=VAR&tls=true&tls_ca=FILE" +
-	"&dead_letters=fail|FILE.jsonl  Kafka topics, one stream per topic (group defaults to the pipeline id)"
+// settings resolves the password and the TLS config of c.
+func (c kafkaConn) settings(kind string) (pass string, tc *tls.Config, err error) {
+	if c.PasswordEnv != "" {
+		if pass = os.Getenv(c.PasswordEnv); pass == "" {
+			return "", nil, fmt.Errorf("%s: password_env=%s: the variable is unset or empty", kind, c.PasswordEnv)
+		}
+	}
+	if c.TLS || c.TLSCA != "" {
+		tc = &tls.Config{MinVersion: tls.VersionTLS12}
+		if c.TLSCA != "" {
+			pem, err := os.ReadFile(c.TLSCA)
+			if err != nil {
+				return "", nil, spec.Bad(kind, kafkaSourceSpec.Field("tls_ca"), c.TLSCA, err)
+			}
+			tc.RootCAs = x509.NewCertPool()
+			if !tc.RootCAs.AppendCertsFromPEM(pem) {
+				return "", nil, spec.Bad(kind, kafkaSourceSpec.Field("tls_ca"), c.TLSCA, fmt.Errorf("no PEM certificates"))
+			}
+		}
+	}
+	return pass, tc, nil
+}
+
+// kafkaSourceConfig is the kafka: source kind.
+type kafkaSourceConfig struct {
+	kafkaConn
+	Topics         []string       `spec:"topics" doc:"topics to read, one stream each (or topic_regex)"`
+	TopicRegex     *string        `spec:"topic_regex" doc:"read every topic matching this regular expression"`
+	Group          *string        `spec:"group" doc:"consumer group; default: the pipeline id"`
+	Reset          *string        `spec:"reset" doc:"earliest or latest: where a partition without a position starts (default earliest)"`
+	Isolation      string         `spec:"isolation" enum:"read_committed,read_uncommitted" default:"read_committed" doc:"whether aborted transactions' records are read"`
+	Format         string         `spec:"format" enum:"raw,json,avro" default:"raw" doc:"raw: key and value bytes; json, avro: typed columns decoded with schema"`
+	Schema         string         `spec:"schema" doc:"Avro record schema file (also describes JSON values); needed by format=json|avro"`
+	Registry       string         `spec:"registry" doc:"Confluent schema registry URL: format=avro values in the Confluent wire format, resolved by schema id"`
+	BatchRows      *int           `spec:"batch_rows" doc:"rows per batch at most (default 10000)"`
+	BatchBytes     *spec.Size     `spec:"batch_bytes" doc:"bytes per batch at most (default 8MiB)"`
+	BatchWait      *time.Duration `spec:"batch_wait" doc:"longest wait to fill a batch (default 500ms)"`
+	Membership     bool           `spec:"membership" default:"true" doc:"join the consumer group; false: read every partition, committing nothing to the group"`
+	SessionTimeout *time.Duration `spec:"session_timeout" doc:"consumer group session timeout (default 45s)"`
+	InstanceID     *string        `spec:"instance_id" doc:"static group member id (KIP-345): a restart within the session timeout keeps its partitions"`
+	DeadLetters    string         `spec:"dead_letters" default:"fail" doc:"undecodable records: fail the pipeline, or append them to FILE.jsonl and go on"`
+}
+
+var kafkaSourceSpec = spec.New[kafkaSourceConfig]("kafka", "kafka:?brokers=HOST:PORT&topics=T,T&…",
+	"Kafka topics, one stream per topic", nil)
 
 func init() {
-	sourceKinds["kafka"] = sourceKind{usage: kafkaUsage, open: openKafka}
+	sourceKinds["kafka"] = sourceOf(kafkaSourceSpec, openKafka)
 }
 
-func openKafka(_ *url.URL, q query) (flightsrc.Source, func(), error) {
-	var opts []kafka.Option
-	bad := func(k, v string, err error) error { return fmt.Errorf("kafka: %s=%q: %v", k, v, err) }
-	if v, ok := q.take("brokers"); ok {
-		opts = append(opts, kafka.Brokers(splitList(v)...))
+// options turns c into the source's options; closeFn closes what they
+// opened (the dead-letter file).
+func (c kafkaSourceConfig) options(e env) (opts []kafka.Option, closeFn func(), err error) {
+	const kind = "kafka"
+	bad := func(key, raw string, err error) error { return spec.Bad(kind, kafkaSourceSpec.Field(key), raw, err) }
+	opts = append(opts, kafka.Brokers(c.Brokers...), kafka.Topics(c.Topics...))
+	if c.TopicRegex != nil {
+		opts = append(opts, kafka.TopicRegex(*c.TopicRegex))
 	}
-	if v, ok := q.take("topics"); ok {
-		opts = append(opts, kafka.Topics(splitList(v)...))
+	if c.Group != nil {
+		opts = append(opts, kafka.GroupID(*c.Group))
 	}
-	if v, ok := q.take("topic_regex"); ok {
-		opts = append(opts, kafka.TopicRegex(v))
-	}
-	if v, ok := q.take("group"); ok {
-		opts = append(opts, kafka.GroupID(v))
-	}
-	if v, ok := q.take("reset"); ok {
-		r, err := kafka.ParseReset(v)
+	if c.Reset != nil {
+		r, err := kafka.ParseReset(*c.Reset)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, bad("reset", *c.Reset, err)
 		}
 		opts = append(opts, kafka.AutoOffsetReset(r))
 	}
-	if v, ok := q.take("isolation"); ok {
-		switch v {
-		case "read_committed":
-		case "read_uncommitted":
-			opts = append(opts, kafka.ReadUncommitted())
-		default:
-			return nil, nil, bad("isolation", v, fmt.Errorf("want read_committed or read_uncommitted"))
-		}
+	if c.Isolation == "read_uncommitted" {
+		opts = append(opts, kafka.ReadUncommitted())
 	}
-	for _, k := range []string{"batch_rows", "batch_bytes"} {
-		if v, ok := q.take(k); ok {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return nil, nil, bad(k, v, err)
-			}
-			if k == "batch_rows" {
-				opts = append(opts, kafka.BatchRows(n))
-			} else {
-				opts = append(opts, kafka.BatchBytes(n))
-			}
-		}
+	if c.BatchRows != nil {
+		opts = append(opts, kafka.BatchRows(*c.BatchRows))
 	}
-	for _, k := range []string{"batch_wait", "session_timeout"} {
-		if v, ok := q.take(k); ok {
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				return nil, nil, bad(k, v, err)
-			}
-			if k == "batch_wait" {
-				opts = append(opts, kafka.BatchWait(d))
-			} else {
-				opts = append(opts, kafka.SessionTimeout(d))
-			}
-		}
+	if c.BatchBytes != nil {
+		opts = append(opts, kafka.BatchBytes(int(*c.BatchBytes)))
 	}
-	if v, ok := q.take("membership"); ok {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return nil, nil, bad("membership", v, err)
-		}
-		if !b {
-			opts = append(opts, kafka.WithoutGroupMembership())
-		}
+	if c.BatchWait != nil {
+		opts = append(opts, kafka.BatchWait(*c.BatchWait))
 	}
-	if v, ok := q.take("instance_id"); ok {
-		opts = append(opts, kafka.InstanceID(v))
+	if !c.Membership {
+		opts = append(opts, kafka.WithoutGroupMembership())
 	}
-	conn, err := kafkaConnOpts(q)
+	if c.SessionTimeout != nil {
+		opts = append(opts, kafka.SessionTimeout(*c.SessionTimeout))
+	}
+	if c.InstanceID != nil {
+		opts = append(opts, kafka.InstanceID(*c.InstanceID))
+	}
+	if c.ClientID != nil {
+		opts = append(opts, kafka.ClientID(*c.ClientID))
+	}
+	pass, tc, err := c.settings(kind)
 	if err != nil {
 		return nil, nil, err
 	}
-	if conn.clientID != "" {
-		opts = append(opts, kafka.ClientID(conn.clientID))
-	}
-	switch conn.sasl {
+	switch c.SASL {
 	case "plain":
-		opts = append(opts, kafka.SASLPlain(conn.user, conn.pass))
+		opts = append(opts, kafka.SASLPlain(c.User, pass))
 	case "scram-sha-256", "scram-sha-512":
-		opts = append(opts, kafka.SASLScram(strings.ToUpper(conn.sasl), conn.user, conn.pass))
+		opts = append(opts, kafka.SASLScram(strings.ToUpper(c.SASL), c.User, pass))
 	}
-	if conn.tls != nil {
-		opts = append(opts, kafka.TLS(conn.tls))
+	if tc != nil {
+		opts = append(opts, kafka.TLS(tc))
 	}
-	format, _ := q.take("format")
-	schemaFile, hasSchema := q.take("schema")
-	registry, hasRegistry := q.take("registry")
-	switch format {
-	case "", "raw":
-		if hasSchema || hasRegistry {
+	switch c.Format {
+	case "raw":
+		if c.Schema != "" || c.Registry != "" {
 			return nil, nil, fmt.Errorf("kafka: schema= and registry= need format=json or format=avro")
 		}
 	case "json", "avro":
-		if !hasSchema {
-			return nil, nil, fmt.Errorf("kafka: format=%s needs schema=FILE (an Avro record schema, also describing JSON values)", format)
+		if c.Schema == "" {
+			return nil, nil, fmt.Errorf("kafka: format=%s needs schema=FILE (an Avro record schema, also describing JSON values)", c.Format)
 		}
-		b, err := os.ReadFile(schemaFile)
+		if c.Format == "json" && c.Registry != "" {
+			return nil, nil, fmt.Errorf("kafka: registry= needs format=avro")
+		}
+		b, err := os.ReadFile(c.Schema)
 		if err != nil {
-			return nil, nil, bad("schema", schemaFile, err)
+			return nil, nil, bad("schema", c.Schema, err)
 		}
 		avroSchema := string(b)
-		var reg *kafkadecode.Registry
-		if hasRegistry {
-			if reg, err = kafkadecode.NewRegistry(registry); err != nil {
-				return nil, nil, bad("registry", registry, err)
-			}
-		}
-		if format == "json" {
+		if c.Format == "json" {
 			sc, err := kafkadecode.SchemaFromAvro(avroSchema)
 			if err != nil {
-				return nil, nil, bad("schema", schemaFile, err)
+				return nil, nil, bad("schema", c.Schema, err)
 			}
 			opts = append(opts, kafka.ValueDecoder(func() (kafkadecode.ValueDecoder, error) { return kafkadecode.NewJSONDecoder(sc) }))
-		} else {
-			opts = append(opts, kafka.ValueDecoder(func() (kafkadecode.ValueDecoder, error) {
-				var ao []kafkadecode.AvroOption
-				if reg != nil {
-					ao = append(ao, kafkadecode.AvroConfluent(), kafkadecode.AvroRegistry(reg, 10*time.Second))
-				}
-				return kafkadecode.NewAvroDecoder(avroSchema, ao...)
-			}))
+			break
 		}
-	default:
-		return nil, nil, bad("format", format, fmt.Errorf("want raw, json or avro"))
+		var reg *kafkadecode.Registry
+		if c.Registry != "" {
+			if reg, err = kafkadecode.NewRegistry(c.Registry); err != nil {
+				return nil, nil, bad("registry", c.Registry, err)
+			}
+		}
+		opts = append(opts, kafka.ValueDecoder(func() (kafkadecode.ValueDecoder, error) {
+			var ao []kafkadecode.AvroOption
+			if reg != nil {
+				ao = append(ao, kafkadecode.AvroConfluent(), kafkadecode.AvroRegistry(reg, 10*time.Second))
+			}
+			return kafkadecode.NewAvroDecoder(avroSchema, ao...)
+		}))
 	}
-	closeDL := func() {}
-	if v, ok := q.take("dead_letters"); ok && v != "fail" {
-		h, c, err := deadLetterFile(v)
+	closeFn = func() {}
+	if c.DeadLetters != "fail" {
+		h, closeDL, err := deadLetterFile(c.DeadLetters)
 		if err != nil {
-			return nil, nil, bad("dead_letters", v, err)
+			return nil, nil, bad("dead_letters", c.DeadLetters, err)
 		}
-		opts, closeDL = append(opts, kafka.DeadLetters(h)), c
+		opts, closeFn = append(opts, kafka.DeadLetters(h)), closeDL
 	}
-	if err := q.done("kafka"); err != nil {
+	opts = append(opts, kafka.Logger(e.log))
+	if e.reg != nil {
+		opts = append(opts, kafka.Registerer(e.reg))
+	}
+	return opts, closeFn, nil
+}
+
+func openKafka(e env, _ *url.URL, c kafkaSourceConfig) (flightsrc.Source, func(), error) {
+	opts, closeDL, err := c.options(e)
+	if err != nil {
 		return nil, nil, err
-	}
-	if kindEnv.log != nil {
-		opts = append(opts, kafka.Logger(kindEnv.log))
-	}
-	if kindEnv.reg != nil {
-		opts = append(opts, kafka.Registerer(kindEnv.reg))
 	}
 	s, err := kafka.New(opts...)
 	if err != nil {
@@ -210,61 +224,4 @@ func deadLetterFile(path string) (kafka.DeadLetterHandler, func(), error) {
 		return f.Sync()
 	}
 	return h, func() { f.Close() }, nil
-}
-
-func splitList(v string) []string {
-	var out []string
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// kafkaConn is the connection part of a kafka: source or sink spec:
-// client_id, sasl, user, password_env, tls, tls_ca.
-type kafkaConn struct {
-	clientID   string
-	sasl       string // "", plain, scram-sha-256, scram-sha-512
-	user, pass string
-	tls        *tls.Config
-}
-
-// kafkaConnOpts takes the connection options shared by the kafka: source
-// and sink out of q.
-func kafkaConnOpts(q query) (kafkaConn, error) {
-	var c kafkaConn
-	bad := func(k, v string, err error) error { return fmt.Errorf("kafka: %s=%q: %v", k, v, err) }
-	c.clientID, _ = q.take("client_id")
-	c.user, _ = q.take("user")
-	if v, ok := q.take("password_env"); ok {
-		c.pass = os.Getenv(v)
-		if c.pass == "" {
-			return c, fmt.Errorf("kafka: password_env=%s: the variable is unset or empty", v)
-		}
-	}
-	if v, ok := q.take("sasl"); ok {
-		switch c.sasl = strings.ToLower(v); c.sasl {
-		case "plain", "scram-sha-256", "scram-sha-512":
-		default:
-			return c, bad("sasl", v, fmt.Errorf("want plain, scram-sha-256 or scram-sha-512"))
-		}
-	}
-	tlsOn, _ := q.take("tls")
-	caFile, hasCA := q.take("tls_ca")
-	if tlsOn == "true" || hasCA {
-		c.tls = &tls.Config{MinVersion: tls.VersionTLS12}
-		if hasCA {
-			pem, err := os.ReadFile(caFile)
-			if err != nil {
-				return c, bad("tls_ca", caFile, err)
-			}
-			c.tls.RootCAs = x509.NewCertPool()
-			if !c.tls.RootCAs.AppendCertsFromPEM(pem) {
-				return c, bad("tls_ca", caFile, fmt.Errorf("no PEM certificates"))
-			}
-		}
-	}
-	return c, nil
 }

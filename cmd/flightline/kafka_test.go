@@ -13,7 +13,7 @@ import (
 func TestKafkaSpecs(t *testing.T) {
 	// kafka.New does not connect, so these need no broker.
 	open := func(spec string) error {
-		_, closeSrc, err := openSource(spec, endpoint.ClientConfig{})
+		_, closeSrc, err := openSource(testEnv, spec, endpoint.ClientConfig{})
 		if err == nil {
 			closeSrc()
 		}

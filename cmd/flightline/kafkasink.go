@@ -1,89 +1,81 @@
 package main
 
 import (
-	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/flightline/flightline/flightsink"
 	kafkasink "github.com/flightline/flightline/flightsink/kafka"
+	"github.com/flightline/flightline/internal/spec"
 )
 
-const kafkaSinkUsage = "kafka:?brokers=H:P,H:P&topic=T&checkpoint_topic=T&value_format=raw&partition_column=COL&create_topics=PARTITIONS" +
-	"&transactional_id_prefix=P&client_id=ID&batch_timeout=DUR&transaction_timeout=DUR&sasl=plain|scram-sha-256|scram-sha-512&user=U" +
-	"&password_env=VAR&tls=true&tls_ca=FILE  exactly-once: each batch and its checkpoint in one Kafka transaction (--target overrides topic)"
-
-func init() {
-	sinkKinds["kafka"] = sinkKind{usage: kafkaSinkUsage, open: openKafkaSink}
+// kafkaSinkConfig is the kafka: sink kind.
+type kafkaSinkConfig struct {
+	kafkaConn
+	Topic                 *string        `spec:"topic" doc:"topic written when the pipeline names no target (--target overrides it)"`
+	CheckpointTopic       string         `spec:"checkpoint_topic" default:"__flightline_checkpoints" doc:"compacted topic holding the checkpoints"`
+	ValueFormat           *string        `spec:"value_format" doc:"how the value column is written; only raw in this version"`
+	PartitionColumn       *string        `spec:"partition_column" doc:"int32 column naming each record's partition; default: the key's hash"`
+	CreateTopics          *int32         `spec:"create_topics" doc:"create missing topics with this many partitions"`
+	TransactionalIDPrefix string         `spec:"transactional_id_prefix" default:"flightline-" doc:"prefix of the per-pipeline transactional ids"`
+	BatchTimeout          *time.Duration `spec:"batch_timeout" doc:"longest wait for a batch's records to be produced (default 30s)"`
+	TransactionTimeout    *time.Duration `spec:"transaction_timeout" doc:"the transaction timeout the brokers enforce (default 60s)"`
 }
 
-func openKafkaSink(_ *url.URL, q query) (flightsink.Sink, func(), error) {
-	bad := func(k, v string, err error) error { return fmt.Errorf("kafka sink: %s=%q: %v", k, v, err) }
-	var brokers []string
-	if v, ok := q.take("brokers"); ok {
-		brokers = splitList(v)
-	}
+var kafkaSinkSpec = spec.New[kafkaSinkConfig]("kafka sink", "kafka:?brokers=HOST:PORT&topic=T&…",
+	"exactly-once: each batch and its checkpoint in one Kafka transaction", nil)
+
+func init() {
+	sinkKinds["kafka"] = sinkOf(kafkaSinkSpec, openKafkaSink)
+}
+
+func (c kafkaSinkConfig) options(e env) ([]kafkasink.Option, error) {
 	var opts []kafkasink.Option
-	if v, ok := q.take("topic"); ok {
-		opts = append(opts, kafkasink.Topic(v))
+	if c.Topic != nil {
+		opts = append(opts, kafkasink.Topic(*c.Topic))
 	}
-	if v, ok := q.take("checkpoint_topic"); ok {
-		opts = append(opts, kafkasink.CheckpointTopic(v))
+	opts = append(opts, kafkasink.CheckpointTopic(c.CheckpointTopic), kafkasink.TransactionalIDPrefix(c.TransactionalIDPrefix))
+	if c.ValueFormat != nil {
+		opts = append(opts, kafkasink.ValueFormat(*c.ValueFormat))
 	}
-	if v, ok := q.take("value_format"); ok {
-		opts = append(opts, kafkasink.ValueFormat(v))
+	if c.PartitionColumn != nil {
+		opts = append(opts, kafkasink.PartitionColumn(*c.PartitionColumn))
 	}
-	if v, ok := q.take("partition_column"); ok {
-		opts = append(opts, kafkasink.PartitionColumn(v))
+	if c.CreateTopics != nil {
+		opts = append(opts, kafkasink.CreateMissingTopics(*c.CreateTopics, -1))
 	}
-	if v, ok := q.take("create_topics"); ok {
-		n, err := strconv.ParseInt(v, 10, 32)
-		if err != nil {
-			return nil, nil, bad("create_topics", v, err)
-		}
-		opts = append(opts, kafkasink.CreateMissingTopics(int32(n), -1))
+	if c.BatchTimeout != nil {
+		opts = append(opts, kafkasink.BatchTimeout(*c.BatchTimeout))
 	}
-	if v, ok := q.take("transactional_id_prefix"); ok {
-		opts = append(opts, kafkasink.TransactionalIDPrefix(v))
+	if c.TransactionTimeout != nil {
+		opts = append(opts, kafkasink.TransactionTimeout(*c.TransactionTimeout))
 	}
-	for _, k := range []string{"batch_timeout", "transaction_timeout"} {
-		if v, ok := q.take(k); ok {
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				return nil, nil, bad(k, v, err)
-			}
-			if k == "batch_timeout" {
-				opts = append(opts, kafkasink.BatchTimeout(d))
-			} else {
-				opts = append(opts, kafkasink.TransactionTimeout(d))
-			}
-		}
+	if c.ClientID != nil {
+		opts = append(opts, kafkasink.ClientID(*c.ClientID))
 	}
-	conn, err := kafkaConnOpts(q)
+	pass, tc, err := c.settings("kafka sink")
+	if err != nil {
+		return nil, err
+	}
+	switch c.SASL {
+	case "plain":
+		opts = append(opts, kafkasink.SASLPlain(c.User, pass))
+	case "scram-sha-256", "scram-sha-512":
+		opts = append(opts, kafkasink.SASLScram(strings.ToUpper(c.SASL), c.User, pass))
+	}
+	if tc != nil {
+		opts = append(opts, kafkasink.TLS(tc))
+	}
+	return append(opts, kafkasink.Logger(e.log)), nil
+}
+
+func openKafkaSink(e env, _ *url.URL, c kafkaSinkConfig) (flightsink.Sink, func(), error) {
+	opts, err := c.options(e)
 	if err != nil {
 		return nil, nil, err
 	}
-	if conn.clientID != "" {
-		opts = append(opts, kafkasink.ClientID(conn.clientID))
-	}
-	switch conn.sasl {
-	case "plain":
-		opts = append(opts, kafkasink.SASLPlain(conn.user, conn.pass))
-	case "scram-sha-256", "scram-sha-512":
-		opts = append(opts, kafkasink.SASLScram(strings.ToUpper(conn.sasl), conn.user, conn.pass))
-	}
-	if conn.tls != nil {
-		opts = append(opts, kafkasink.TLS(conn.tls))
-	}
-	if err := q.done("kafka sink"); err != nil {
-		return nil, nil, err
-	}
-	if kindEnv.log != nil {
-		opts = append(opts, kafkasink.Logger(kindEnv.log))
-	}
-	s, err := kafkasink.New(brokers, opts...)
+	s, err := kafkasink.New(c.Brokers, opts...)
 	if err != nil {
 		return nil, nil, err
 	}

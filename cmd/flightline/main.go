@@ -79,6 +79,9 @@ func main() {
 	}
 }
 
+// logOutput receives every command's logs; tests capture it.
+var logOutput io.Writer = os.Stderr
+
 // common holds the flags every command shares.
 type common struct {
 	logLevel    string
@@ -250,13 +253,12 @@ func serveSource(ctx context.Context, args []string) error {
 	if *spec == "" || isRemote(*spec) {
 		return fmt.Errorf("--source must name an in-process source kind; known: %s", kinds(sourceKinds))
 	}
-	log, err := c.logger(os.Stderr)
+	log, err := c.logger(logOutput)
 	if err != nil {
 		return err
 	}
 	m := metrics.New()
-	kindEnv.log, kindEnv.reg = log, m.Registry()
-	src, closeSrc, err := openSource(*spec, endpoint.ClientConfig{})
+	src, closeSrc, err := openSource(env{ctx: ctx, log: log, reg: m.Registry()}, *spec, endpoint.ClientConfig{})
 	if err != nil {
 		return err
 	}
@@ -282,16 +284,16 @@ func serveSink(ctx context.Context, args []string) error {
 	if *spec == "" || isRemote(*spec) {
 		return fmt.Errorf("--sink must name an in-process sink kind; known: %s", kinds(sinkKinds))
 	}
-	log, err := c.logger(os.Stderr)
+	log, err := c.logger(logOutput)
 	if err != nil {
 		return err
 	}
-	sink, closeSink, err := openSink(*spec, endpoint.ClientConfig{})
+	m := metrics.New()
+	sink, closeSink, err := openSink(env{ctx: ctx, log: log, reg: m.Registry()}, *spec, endpoint.ClientConfig{})
 	if err != nil {
 		return err
 	}
 	defer closeSink()
-	m := metrics.New()
 	stopMetrics, err := c.serveMetrics(m, log)
 	if err != nil {
 		return err
@@ -321,7 +323,7 @@ func runPipeline(ctx context.Context, args []string) error {
 		fs.Usage()
 		return errors.New("--source, --sink and --pipeline are required")
 	}
-	log, err := c.logger(os.Stderr)
+	log, err := c.logger(logOutput)
 	if err != nil {
 		return err
 	}
@@ -334,13 +336,13 @@ func runPipeline(ctx context.Context, args []string) error {
 		return err
 	}
 	m := metrics.New()
-	kindEnv.log, kindEnv.reg = log, m.Registry()
-	src, closeSrc, err := openSource(*srcSpec, scc)
+	e := env{ctx: ctx, log: log, reg: m.Registry()}
+	src, closeSrc, err := openSource(e, *srcSpec, scc)
 	if err != nil {
 		return err
 	}
 	defer closeSrc()
-	sink, closeSink, err := openSink(*sinkSpec, kcc)
+	sink, closeSink, err := openSink(e, *sinkSpec, kcc)
 	if err != nil {
 		return err
 	}
@@ -357,6 +359,6 @@ func runPipeline(ctx context.Context, args []string) error {
 	}
 	err = co.Run(ctx)
 	st := co.Stats()
-	log.Info("run finished", "rows", st.Rows, "batches", st.Batches, "restarts", st.Restarts, "checkpoint", string(st.LastCheckpoint))
+	log.Info("run finished", "pipeline", *pipeline, "rows", st.Rows, "batches", st.Batches, "restarts", st.Restarts, "checkpoint", string(st.LastCheckpoint))
 	return err
 }

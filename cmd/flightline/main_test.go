@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"io"
+	"log/slog"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,15 +31,15 @@ func TestEveryCommandHasHelp(t *testing.T) {
 }
 
 func TestSpecsRejectUnknownThings(t *testing.T) {
-	_, _, err := openSink("dir:"+t.TempDir()+"?bogus=1", endpoint.ClientConfig{})
+	_, _, err := openSink(testEnv, "dir:"+t.TempDir()+"?bogus=1", endpoint.ClientConfig{})
 	require.ErrorContains(t, err, "unknown option(s) bogus")
-	_, _, err = openSink("delta-lake:/x", endpoint.ClientConfig{})
+	_, _, err = openSink(testEnv, "delta-lake:/x", endpoint.ClientConfig{})
 	require.ErrorContains(t, err, `unknown sink kind "delta-lake"`)
-	_, _, err = openSource("generator:?rows=many", endpoint.ClientConfig{})
+	_, _, err = openSource(testEnv, "generator:?rows=many", endpoint.ClientConfig{})
 	require.ErrorContains(t, err, "rows")
-	_, _, err = openSource("generator:?rows=5&colour=blue", endpoint.ClientConfig{})
+	_, _, err = openSource(testEnv, "generator:?rows=5&colour=blue", endpoint.ClientConfig{})
 	require.ErrorContains(t, err, "unknown option(s) colour")
-	_, _, err = openSource("no-scheme", endpoint.ClientConfig{})
+	_, _, err = openSource(testEnv, "no-scheme", endpoint.ClientConfig{})
 	require.Error(t, err)
 	require.Error(t, runPipeline(context.Background(), []string{"--source", "generator:", "--sink", "null:"}), "--pipeline is required")
 	require.ErrorContains(t, runPipeline(context.Background(), []string{"--pipeline", "p", "--source", "generator:", "--sink", "null:", "extra"}), "unexpected arguments")
@@ -65,8 +68,26 @@ func TestDemoWritesAndResumes(t *testing.T) {
 	require.NoError(t, demo(context.Background(), []string{"--out", filepath.Join(t.TempDir(), "empty"), "--rows", "0"}, &out))
 	require.Contains(t, out.String(), "wrote 0 rows")
 	out.Reset()
-	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	// Interrupt a second after the pipeline starts (its first line is
+	// printed then), however long seeding took.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	require.NoError(t, demo(ctx, []string{"--out", filepath.Join(t.TempDir(), "slow"), "--rows", "20000", "--batch-rows", "500", "--interval", "100ms"}, &out))
+	started := &onFirstWrite{w: &out, f: func() { time.AfterFunc(time.Second, cancel) }}
+	require.NoError(t, demo(ctx, []string{"--out", filepath.Join(t.TempDir(), "slow"), "--rows", "20000", "--batch-rows", "500", "--interval", "100ms"}, started))
 	require.Contains(t, out.String(), "interrupted before the end of the topic")
+}
+
+// testEnv is the environment kinds are opened with in tests.
+var testEnv = env{ctx: context.Background(), log: slog.New(slog.DiscardHandler)}
+
+// onFirstWrite calls f before the first write to w.
+type onFirstWrite struct {
+	w    io.Writer
+	f    func()
+	once sync.Once
+}
+
+func (o *onFirstWrite) Write(p []byte) (int, error) {
+	o.once.Do(o.f)
+	return o.w.Write(p)
 }

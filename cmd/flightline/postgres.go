@@ -3,15 +3,13 @@ package main
 import (
 	"fmt"
 	"net/url"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/flightline/flightline/flightsink"
 	pgsink "github.com/flightline/flightline/flightsink/postgres"
 	"github.com/flightline/flightline/flightsrc"
 	pgsrc "github.com/flightline/flightline/flightsrc/postgres"
+	"github.com/flightline/flightline/internal/spec"
 )
 
 // The PostgreSQL endpoints take the connection URL itself as the spec; the
@@ -22,96 +20,84 @@ import (
 // Put the password in PGPASSWORD or ~/.pgpass (or passfile=) rather than
 // on the command line, where other users can read it.
 
-// pgConnKeys are the libpq-style query keys passed through to pgx; any
-// other key is an error, so a typo is not silently sent to the server.
-var pgConnKeys = map[string]bool{
-	"sslmode": true, "sslrootcert": true, "sslcert": true, "sslkey": true, "sslpassword": true,
-	"sslsni": true, "connect_timeout": true, "application_name": true, "target_session_attrs": true,
-	"passfile": true, "search_path": true,
+// pgConn are the libpq-style query keys passed through to pgx; any other
+// key is an error, so a typo is not silently sent to the server.
+var pgConn = &spec.Extra{
+	Doc: "libpq connection keys, passed to the driver",
+	Keys: []string{"sslmode", "sslrootcert", "sslcert", "sslkey", "sslpassword", "sslsni", "connect_timeout",
+		"application_name", "target_session_attrs", "passfile", "search_path"},
+	Secret: []string{"sslpassword"},
 }
 
-func pgDSN(u *url.URL, q query, kind string) (string, error) {
-	var bad []string
-	pass := url.Values{}
-	for k, v := range q {
-		if !pgConnKeys[k] {
-			bad = append(bad, k)
-			continue
-		}
-		pass[k] = v
-	}
-	if len(bad) > 0 {
-		sort.Strings(bad)
-		return "", fmt.Errorf("%s: unknown option(s) %s", kind, strings.Join(bad, ", "))
+// pgSinkConfig is the postgres:// sink kind.
+type pgSinkConfig struct {
+	Table           *string           `spec:"table" doc:"[SCHEMA.]TABLE written when the pipeline names no target (--target overrides it)"`
+	CheckpointTable string            `spec:"checkpoint_table" default:"__flightline_checkpoints" doc:"table holding the checkpoints"`
+	MaxConns        *int              `spec:"max_conns" doc:"connection pool size (default: the driver's)"`
+	Conn            map[string]string `spec:",extra"`
+}
+
+// pgSourceConfig is the postgres:// source kind.
+type pgSourceConfig struct {
+	Table     string            `spec:"table" doc:"[SCHEMA.]TABLE to read; the stream has its name (required)"`
+	Watermark string            `spec:"watermark" doc:"column that grows with every insert or update (required)"`
+	Key       string            `spec:"key" doc:"unique column ordering rows of equal watermark (required)"`
+	Poll      *time.Duration    `spec:"poll" doc:"pause between polls once caught up (default 1s)"`
+	BatchRows *int              `spec:"batch_rows" doc:"rows per batch at most (default 10000)"`
+	Conn      map[string]string `spec:",extra"`
+}
+
+var (
+	pgSinkSpec = spec.New[pgSinkConfig]("postgres", "postgres://USER@HOST:PORT/DB?table=[SCHEMA.]TABLE&…",
+		"exactly-once PostgreSQL (binary COPY; password via PGPASSWORD or .pgpass)", pgConn)
+	pgSourceSpec = spec.New[pgSourceConfig]("postgres", "postgres://USER@HOST:PORT/DB?table=…&watermark=COL&key=COL&…",
+		"incremental PostgreSQL reads, ordered by (watermark, key)", pgConn)
+)
+
+// pgDSN is u with only the driver's keys in its query.
+func pgDSN(u *url.URL, conn map[string]string) string {
+	q := url.Values{}
+	for k, v := range conn {
+		q.Set(k, v)
 	}
 	d := *u
-	d.RawQuery = pass.Encode()
-	return d.String(), nil
+	d.RawQuery = q.Encode()
+	return d.String()
+}
+
+func openPgSink(e env, u *url.URL, c pgSinkConfig) (flightsink.Sink, func(), error) {
+	opts := []pgsink.Option{pgsink.CheckpointTable(c.CheckpointTable), pgsink.Logger(e.log)}
+	if c.Table != nil {
+		opts = append(opts, pgsink.Table(*c.Table))
+	}
+	if c.MaxConns != nil {
+		opts = append(opts, pgsink.MaxConns(*c.MaxConns))
+	}
+	s, err := pgsink.New(pgDSN(u, c.Conn), opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, func() { _ = s.Close() }, nil
+}
+
+func openPgSource(e env, u *url.URL, c pgSourceConfig) (flightsrc.Source, func(), error) {
+	if c.Table == "" {
+		return nil, nil, fmt.Errorf("postgres: the source needs table=")
+	}
+	opts := []pgsrc.Option{pgsrc.Table(c.Table, c.Watermark, c.Key), pgsrc.Logger(e.log)}
+	if c.Poll != nil {
+		opts = append(opts, pgsrc.PollInterval(*c.Poll))
+	}
+	if c.BatchRows != nil {
+		opts = append(opts, pgsrc.BatchSize(*c.BatchRows))
+	}
+	s, err := pgsrc.New(pgDSN(u, c.Conn), opts...)
+	return s, func() {}, err
 }
 
 func init() {
-	sink := sinkKind{
-		usage: "postgres://USER@HOST:PORT/DB?table=[SCHEMA.]TABLE&checkpoint_table=NAME&max_conns=N&sslmode=…  exactly-once PostgreSQL (binary COPY; password via PGPASSWORD/.pgpass)",
-		open: func(u *url.URL, q query) (flightsink.Sink, func(), error) {
-			var opts []pgsink.Option
-			if v, ok := q.take("table"); ok {
-				opts = append(opts, pgsink.Table(v))
-			}
-			if v, ok := q.take("checkpoint_table"); ok {
-				opts = append(opts, pgsink.CheckpointTable(v))
-			}
-			if v, ok := q.take("max_conns"); ok {
-				n, err := strconv.Atoi(v)
-				if err != nil {
-					return nil, nil, fmt.Errorf("postgres: max_conns=%q: %w", v, err)
-				}
-				opts = append(opts, pgsink.MaxConns(n))
-			}
-			dsn, err := pgDSN(u, q, "postgres")
-			if err != nil {
-				return nil, nil, err
-			}
-			s, err := pgsink.New(dsn, opts...)
-			if err != nil {
-				return nil, nil, err
-			}
-			return s, func() { s.Close() }, nil
-		},
-	}
-	sinkKinds["postgres"] = sink
-	sink.usage = "postgresql://…  same as postgres://"
-	sinkKinds["postgresql"] = sink
-
-	src := sourceKind{
-		usage: "postgres://USER@HOST:PORT/DB?table=[SCHEMA.]TABLE&watermark=COL&key=COL&poll=DURATION&batch_rows=N  incremental PostgreSQL reads (stream = table)",
-		open: func(u *url.URL, q query) (flightsrc.Source, func(), error) {
-			table, _ := q.take("table")
-			wm, _ := q.take("watermark")
-			key, _ := q.take("key")
-			opts := []pgsrc.Option{pgsrc.Table(table, wm, key)}
-			if v, ok := q.take("poll"); ok {
-				d, err := time.ParseDuration(v)
-				if err != nil {
-					return nil, nil, fmt.Errorf("postgres: poll=%q: %w", v, err)
-				}
-				opts = append(opts, pgsrc.PollInterval(d))
-			}
-			if v, ok := q.take("batch_rows"); ok {
-				n, err := strconv.Atoi(v)
-				if err != nil {
-					return nil, nil, fmt.Errorf("postgres: batch_rows=%q: %w", v, err)
-				}
-				opts = append(opts, pgsrc.BatchSize(n))
-			}
-			dsn, err := pgDSN(u, q, "postgres")
-			if err != nil {
-				return nil, nil, err
-			}
-			s, err := pgsrc.New(dsn, opts...)
-			return s, func() {}, err
-		},
-	}
-	sourceKinds["postgres"] = src
-	src.usage = "postgresql://…  same as postgres://"
-	sourceKinds["postgresql"] = src
+	sinkKinds["postgres"] = sinkOf(pgSinkSpec, openPgSink)
+	sinkKinds["postgresql"] = sinkKind{spec: alias("postgresql://…  same as postgres://"), open: sinkKinds["postgres"].open}
+	sourceKinds["postgres"] = sourceOf(pgSourceSpec, openPgSource)
+	sourceKinds["postgresql"] = sourceKind{spec: alias("postgresql://…  same as postgres://"), open: sourceKinds["postgres"].open}
 }

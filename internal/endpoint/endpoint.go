@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/flightline/flightline"
@@ -44,7 +45,11 @@ type ServerConfig struct {
 	// CertFile and KeyFile enable TLS.
 	CertFile, KeyFile string
 	// ClientCAFile enables mTLS: clients must present a certificate signed
-	// by one of these CAs. Requires CertFile and KeyFile.
+	// by one of these CAs. Requires CertFile and KeyFile. The TLS handshake
+	// itself accepts any client (a refused handshake reaches the client as
+	// UNAVAILABLE, which it would retry forever); every call, the health
+	// service included, without a verified client certificate is refused
+	// with UNAUTHENTICATED.
 	ClientCAFile string
 	// Token, when set, requires "authorization: Bearer <Token>" on every
 	// call except the health service.
@@ -68,17 +73,28 @@ func NewServer(cfg ServerConfig) (*grpc.Server, *health.Server, error) {
 		grpc.MaxRecvMsgSize(MaxMessageSize),
 		grpc.MaxSendMsgSize(MaxMessageSize),
 	}
+	var checks []func(ctx context.Context, method string) error
 	if cfg.CertFile != "" || cfg.KeyFile != "" {
 		tc, err := serverTLS(cfg)
 		if err != nil {
 			return nil, nil, err
 		}
 		opts = append(opts, grpc.Creds(credentials.NewTLS(tc)))
+		if cfg.ClientCAFile != "" {
+			pool, err := loadPool(cfg.ClientCAFile)
+			if err != nil {
+				return nil, nil, err
+			}
+			checks = append(checks, (&clientCertAuth{roots: pool, log: log}).check)
+		}
 	} else if cfg.ClientCAFile != "" {
 		return nil, nil, errors.New("endpoint: mTLS (client CA) needs a server certificate and key")
 	}
 	if cfg.Token != "" {
-		a := &tokenAuth{want: []byte("Bearer " + cfg.Token), log: log}
+		checks = append(checks, (&tokenAuth{want: []byte("Bearer " + cfg.Token), log: log}).check)
+	}
+	if len(checks) > 0 {
+		a := authChain(checks)
 		opts = append(opts, grpc.ChainUnaryInterceptor(a.unary), grpc.ChainStreamInterceptor(a.stream))
 	}
 	s := grpc.NewServer(opts...)
@@ -94,12 +110,12 @@ func serverTLS(cfg ServerConfig) (*tls.Config, error) {
 	}
 	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	if cfg.ClientCAFile != "" {
-		pool, err := loadPool(cfg.ClientCAFile)
-		if err != nil {
-			return nil, err
-		}
-		tc.ClientCAs = pool
-		tc.ClientAuth = tls.RequireAndVerifyClientCert
+		// Ask for the client's certificate but let the handshake finish
+		// whatever it sends: clientCertAuth verifies it per call and
+		// refuses with a status the client can act on. The CAs are not
+		// advertised, so a client sends the certificate it has and learns
+		// it is wrong, rather than silently sending none.
+		tc.ClientAuth = tls.RequestClientCert
 	}
 	return tc, nil
 }
@@ -135,14 +151,57 @@ func (a *tokenAuth) check(ctx context.Context, method string) error {
 	return status.Error(codes.Unauthenticated, "flightline: missing or invalid bearer token")
 }
 
-func (a *tokenAuth) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+// clientCertAuth refuses calls whose connection has no client certificate
+// chaining to roots (mTLS). Unlike the token, it guards the health service
+// too: under mTLS nothing is served to an unverified client.
+type clientCertAuth struct {
+	roots *x509.CertPool
+	log   *slog.Logger
+}
+
+func (a *clientCertAuth) check(ctx context.Context, method string) error {
+	var certs []*x509.Certificate
+	if p, ok := peer.FromContext(ctx); ok {
+		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok {
+			certs = ti.State.PeerCertificates
+		}
+	}
+	if len(certs) == 0 {
+		a.log.Warn("refused call without a client certificate", "method", method)
+		return status.Error(codes.Unauthenticated, "flightline: this endpoint requires a client certificate (mTLS)")
+	}
+	inter := x509.NewCertPool()
+	for _, c := range certs[1:] {
+		inter.AddCert(c)
+	}
+	if _, err := certs[0].Verify(x509.VerifyOptions{Roots: a.roots, Intermediates: inter,
+		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		a.log.Warn("refused call with an unverified client certificate", "method", method, "subject", certs[0].Subject.String(), "err", err)
+		return status.Error(codes.Unauthenticated, "flightline: client certificate not signed by a trusted CA: "+err.Error())
+	}
+	return nil
+}
+
+// authChain runs each check in order before a call; the first refusal wins.
+type authChain []func(ctx context.Context, method string) error
+
+func (a authChain) check(ctx context.Context, method string) error {
+	for _, c := range a {
+		if err := c(ctx, method); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a authChain) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 	if err := a.check(ctx, info.FullMethod); err != nil {
 		return nil, err
 	}
 	return h(ctx, req)
 }
 
-func (a *tokenAuth) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+func (a authChain) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 	if err := a.check(ss.Context(), info.FullMethod); err != nil {
 		return err
 	}

@@ -29,10 +29,12 @@ type pki struct {
 	serverCert, serverKey string
 	clientCert, clientKey string
 	rogueCert, rogueKey   string
+	otherCert, otherKey   string
 }
 
 // newPKI writes a CA, a server certificate for 127.0.0.1, a client
-// certificate signed by the CA, and a self-signed rogue client certificate.
+// certificate signed by the CA, a self-signed rogue client certificate, and
+// a client certificate signed by another CA.
 func newPKI(t *testing.T) pki {
 	dir := t.TempDir()
 	p := pki{dir: dir}
@@ -60,6 +62,14 @@ func newPKI(t *testing.T) pki {
 	p.serverCert, p.serverKey = leaf("server", 2, x509.ExtKeyUsageServerAuth, ca, caKey)
 	p.clientCert, p.clientKey = leaf("client", 3, x509.ExtKeyUsageClientAuth, ca, caKey)
 	p.rogueCert, p.rogueKey = leaf("rogue", 4, x509.ExtKeyUsageClientAuth, nil, nil)
+	otherKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	otherTmpl := &x509.Certificate{SerialNumber: big.NewInt(5), Subject: pkix.Name{CommonName: "another CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
+	otherDER, err := x509.CreateCertificate(rand.Reader, otherTmpl, otherTmpl, &otherKey.PublicKey, otherKey)
+	require.NoError(t, err)
+	other, _ := x509.ParseCertificate(otherDER)
+	p.otherCert, p.otherKey = leaf("other", 6, x509.ExtKeyUsageClientAuth, other, otherKey)
 	return p
 }
 
@@ -143,15 +153,37 @@ func TestTLSAndMTLS(t *testing.T) {
 	good, _ := Dial("grpc+tls://"+mtlsAddr, ClientConfig{CAFile: p.caCert, CertFile: p.clientCert, KeyFile: p.clientKey})
 	require.NoError(t, healthy(ctx, good))
 	good.Close()
+	good, _ = Dial("grpc+tls://"+mtlsAddr, ClientConfig{CAFile: p.caCert, CertFile: p.clientCert, KeyFile: p.clientKey})
+	require.Equal(t, codes.Unimplemented, status.Code(streamCall(ctx, good)), "a verified client reaches the service")
+	good.Close()
+	// A client without a valid certificate is refused with UNAUTHENTICATED
+	// (fix credentials), not UNAVAILABLE (retry): a refused handshake would
+	// make a misconfigured client retry forever.
 	for name, cfg := range map[string]ClientConfig{
 		"no client cert": {CAFile: p.caCert},
 		"rogue cert":     {CAFile: p.caCert, CertFile: p.rogueCert, KeyFile: p.rogueKey},
+		"other CA":       {CAFile: p.caCert, CertFile: p.otherCert, KeyFile: p.otherKey},
 	} {
 		c, err := Dial("grpc+tls://"+mtlsAddr, cfg)
 		require.NoError(t, err)
-		require.Error(t, healthy(ctx, c), name)
+		require.Equal(t, codes.Unauthenticated, status.Code(healthy(ctx, c)), "%s: health", name)
+		require.Equal(t, codes.Unauthenticated, status.Code(streamCall(ctx, c)), "%s: stream call", name)
+		_, err = flight.NewClientFromConn(c, nil).GetFlightInfo(ctx, &flight.FlightDescriptor{})
+		require.Equal(t, codes.Unauthenticated, status.Code(err), "%s: unary call", name)
 		c.Close()
 	}
+
+	// mTLS and a token together: both are required.
+	bothAddr := start(t, ServerConfig{CertFile: p.serverCert, KeyFile: p.serverKey, ClientCAFile: p.caCert, Token: "tok"})
+	certOnly, _ := Dial("grpc+tls://"+bothAddr, ClientConfig{CAFile: p.caCert, CertFile: p.clientCert, KeyFile: p.clientKey})
+	defer certOnly.Close()
+	require.Equal(t, codes.Unauthenticated, status.Code(streamCall(ctx, certOnly)))
+	tokOnly, _ := Dial("grpc+tls://"+bothAddr, ClientConfig{CAFile: p.caCert, Token: "tok"})
+	defer tokOnly.Close()
+	require.Equal(t, codes.Unauthenticated, status.Code(streamCall(ctx, tokOnly)))
+	both, _ := Dial("grpc+tls://"+bothAddr, ClientConfig{CAFile: p.caCert, CertFile: p.clientCert, KeyFile: p.clientKey, Token: "tok"})
+	defer both.Close()
+	require.Equal(t, codes.Unimplemented, status.Code(streamCall(ctx, both)))
 }
 
 func TestConfigErrors(t *testing.T) {
