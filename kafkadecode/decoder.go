@@ -87,6 +87,7 @@ type Decoder struct {
 	hvValid   bitCol
 	rows      int
 	dataBufs  []*memory.Buffer // data buffers of the key and value views
+	remap     []int32          // Flush: dataBufs index -> index in one column
 	vb        *array.StructBuilder
 	badRows   []int // rows of vb to drop at Flush, ascending
 	dead      []DeadLetter

@@ -2,6 +2,7 @@ package kafkadecode
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -70,12 +71,32 @@ func fixedArray(dt arrow.DataType, n int, buf *memory.Buffer) arrow.Array {
 	return array.MakeFromData(data)
 }
 
+// viewArray finishes a binary_view column. It attaches only the data
+// buffers that its non-inline views point into, renumbering the views, so
+// a column whose values are all inline (short keys, null keys) keeps no
+// fetch or decompression buffer alive: with a ValueDecoder the raw bytes
+// are then freed as soon as the batch is flushed.
 func (d *Decoder) viewArray(n int, views *fixedCol[arrow.ViewHeader], valid *bitCol) arrow.Array {
+	bufs := make([]*memory.Buffer, 2, 2+len(d.dataBufs))
+	d.remap = slices.Grow(d.remap[:0], len(d.dataBufs))[:len(d.dataBufs)]
+	for i := range d.remap {
+		d.remap[i] = -1
+	}
+	for i := range views.vals[:n] {
+		v := &views.vals[i]
+		if v.IsInline() {
+			continue
+		}
+		old := v.BufferIndex()
+		if d.remap[old] < 0 {
+			d.remap[old] = int32(len(bufs) - 2)
+			bufs = append(bufs, d.dataBufs[old])
+		}
+		v.SetIndexOffset(d.remap[old], v.BufferOffset())
+	}
 	vb := views.finish()
 	bitmap, nulls := valid.finish()
-	bufs := make([]*memory.Buffer, 0, 2+len(d.dataBufs))
-	bufs = append(bufs, bitmap, vb)
-	bufs = append(bufs, d.dataBufs...)
+	bufs[0], bufs[1] = bitmap, vb
 	data := array.NewData(arrow.BinaryTypes.BinaryView, n, bufs, nil, nulls, 0)
 	vb.Release()
 	if bitmap != nil {
