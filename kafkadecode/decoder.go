@@ -109,7 +109,7 @@ func NewDecoder(mem memory.Allocator, opts ...Option) (*Decoder, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	d := &Decoder{mem: mem, cfg: cfg, rec: newRecycler(mem)}
+	d := &Decoder{mem: mem, cfg: cfg, rec: newRecycler(mem, cfg.maxParked)}
 	d.dz.max = cfg.maxDecompressed
 	d.arena.r = d.rec
 	var valueType arrow.DataType
