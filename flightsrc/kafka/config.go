@@ -79,6 +79,7 @@ type config struct {
 	fetchMaxBytes, partitionMaxBytes int32
 	fetchMaxWait                     time.Duration
 	maxBuffered                      int64
+	maxParked                        int
 	unavailableAfter                 time.Duration
 
 	sessionTimeout time.Duration
@@ -248,6 +249,20 @@ func MaxBufferedBytes(n int64) Option {
 			return fmt.Errorf("%w: max buffered bytes %d", flightline.ErrInvalidInput, n)
 		}
 		c.maxBuffered = n
+		return nil
+	}
+}
+
+// MaxParkedBytes bounds, per partition a Reader serves, the freed decoding
+// buffers (column buffers, decompression buffers) its decoder keeps for
+// reuse once the batches using them are released
+// (kafkadecode.WithMaxParkedBytes). Default 8 MiB; 0 keeps none.
+func MaxParkedBytes(n int) Option {
+	return func(c *config) error {
+		if n < 0 {
+			return fmt.Errorf("%w: max parked bytes %d", flightline.ErrInvalidInput, n)
+		}
+		c.maxParked = n
 		return nil
 	}
 }

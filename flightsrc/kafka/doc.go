@@ -69,6 +69,11 @@
 //
 //   - Batches returned by Next point into fetch buffers; holding one slice
 //     keeps its whole fetch response alive.
+//   - Never keep rows across flushes as a plain slice: array.Concatenate of
+//     binary_view columns keeps every data buffer of its inputs, so a
+//     carried slice re-joined with each flush chains every fetch buffer of
+//     the partition (issue 20). The carry is trimmed to the buffers its rows
+//     use (trimmedSlice). Memory bounds: docs/sources/kafka.md#memory.
 //   - Dead letters (undecodable values, corrupt batches) go to the
 //     DeadLetters handler at least once; without one they fail the Reader.
 //   - A Reader is used by one goroutine; Close releases everything it holds.

@@ -244,7 +244,8 @@ func (r *reader) start(ctx context.Context) error {
 }
 
 func (r *reader) newDecoder() (*kafkadecode.Decoder, error) {
-	opts := []kafkadecode.Option{kafkadecode.WithTopic(r.topic), kafkadecode.WithCapacityHint(min(r.s.cfg.maxRows, 1<<16))}
+	opts := []kafkadecode.Option{kafkadecode.WithTopic(r.topic), kafkadecode.WithCapacityHint(min(r.s.cfg.maxRows, 1<<16)),
+		kafkadecode.WithMaxParkedBytes(r.s.cfg.maxParked)}
 	if r.s.cfg.readCommitted {
 		opts = append(opts, kafkadecode.WithIsolation(kafkadecode.ReadCommitted))
 	}
@@ -461,7 +462,7 @@ func (r *reader) cut(st *partState, final bool) error {
 	}
 	switch {
 	case i < n && !final:
-		st.carry = rec.NewSlice(int64(i), int64(n))
+		st.carry = trimmedSlice(rec, int64(i), int64(n), r.s.cfg.mem)
 	case i < n:
 		r.emitted[st.key] = st.next
 		r.queue(rec.NewSlice(int64(i), int64(n)))

@@ -58,7 +58,7 @@ func New(opts ...Option) (*Source, error) {
 		clientID: "flightline", readCommitted: true, membership: true,
 		maxRows: 10000, maxBytes: 8 << 20, maxWait: 500 * time.Millisecond,
 		fetchMaxBytes: 50 << 20, partitionMaxBytes: 8 << 20, fetchMaxWait: 250 * time.Millisecond,
-		maxBuffered: 64 << 20, unavailableAfter: 30 * time.Second,
+		maxBuffered: 64 << 20, maxParked: kafkadecode.DefaultMaxParkedBytes, unavailableAfter: 30 * time.Second,
 		sessionTimeout: 45 * time.Second, revokeTimeout: 20 * time.Second,
 		mem: memory.DefaultAllocator, log: slog.Default(),
 	}
