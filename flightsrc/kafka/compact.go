@@ -36,6 +36,14 @@ func (s compactSource) Streams(ctx context.Context) ([]flightsrc.Stream, error) 
 	return ss, err
 }
 
+// Prepare forwards to the inner Source's Prepare, if it has one.
+func (s compactSource) Prepare(ctx context.Context, req flightsrc.PrepareRequest) error {
+	if p, ok := s.Source.(flightsrc.Preparer); ok {
+		return p.Prepare(ctx, req)
+	}
+	return nil
+}
+
 func (s compactSource) Read(ctx context.Context, req flightsrc.ReadRequest) (flightsrc.Reader, error) {
 	rd, err := s.Source.Read(ctx, req)
 	if err != nil {

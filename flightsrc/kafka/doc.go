@@ -60,7 +60,10 @@
 // coordinator re-opens the sink and reads after its merged checkpoint. A
 // revocation is held until the Reader of the revoked partitions is closed
 // and the pipeline has re-opened its sink (fencing its old writer), and a
-// new assignment is served only by a Reader opened after it: together these
+// new assignment is served only by a Reader whose sink checkpoint was read
+// after it (the coordinator calls Prepare, which waits for the assignment,
+// before it opens the sink, so a clean start serves its first assignment
+// without a restart): together these
 // keep a partition's rows from being written by two instances, provided
 // the sink merges per-partition positions across its instances' commits
 // (docs/sources/kafka.md). One pipeline per (group, topic) per process.

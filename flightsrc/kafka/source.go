@@ -258,6 +258,46 @@ func (s *Source) Read(ctx context.Context, req flightsrc.ReadRequest) (flightsrc
 	return r, nil
 }
 
+var _ flightsrc.Preparer = (*Source)(nil)
+
+// Prepare implements flightsrc.Preparer; the coordinator calls it before
+// it opens the sink. With group membership it joins the consumer group
+// (once per group and topic) and waits for the group's first assignment,
+// at most UnavailableAfter (then flightline.ErrUnavailable, retryable),
+// and records that a sink checkpoint read from now on is read after the
+// current assignment took effect: a Read that follows serves that
+// assignment at once instead of ending with ErrRebalanced (see member).
+// Without membership it only checks the stream.
+func (s *Source) Prepare(ctx context.Context, req flightsrc.PrepareRequest) error {
+	if !s.offers(req.Stream) {
+		return fmt.Errorf("%w: stream %q is not one of this Kafka source's topics", flightline.ErrNotFound, req.Stream)
+	}
+	if !s.cfg.membership {
+		return nil
+	}
+	group, err := s.group(req.Pipeline)
+	if err != nil {
+		return err
+	}
+	if _, err := s.topic(ctx, req.Stream); err != nil {
+		return err // unknown topic, unreachable brokers: before joining
+	}
+	m, err := s.member(group, req.Stream)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeoutCause(ctx, s.cfg.unavailableAfter,
+		fmt.Errorf("%w: kafka: no assignment from consumer group %q for %v", flightline.ErrUnavailable, group, s.cfg.unavailableAfter))
+	defer cancel()
+	if err := m.prepare(wctx); err != nil {
+		if ctx.Err() == nil && context.Cause(wctx) != nil {
+			return context.Cause(wctx)
+		}
+		return err
+	}
+	return nil
+}
+
 func (s *Source) member(group, topic string) (*member, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
