@@ -30,7 +30,7 @@ var kindEnv struct {
 
 const kafkaUsage = "kafka:?brokers=H:P,H:P&topics=T,T|topic_regex=RE&group=G&reset=earliest|latest&format=raw|json|avro&schema=AVRO_SCHEMA_FILE" +
 	"&isolation=read_committed|read_uncommitted&client_id=ID&batch_rows=N&batch_bytes=N&batch_wait=DUR&membership=true|false" +
-	"&fetch_max_bytes=N&partition_max_bytes=N&max_buffered_bytes=N&max_parked_bytes=N" +
+	"&fetch_max_bytes=N&partition_max_bytes=N&max_buffered_bytes=N&max_parked_bytes=N&decode_bytes=N" +
 	"&session_timeout=DUR&instance_id=ID&sasl=plain|scram-sha-256|scram-sha-512&user=U&password_env=VAR&tls=true&tls_ca=FILE" +
 	"&dead_letters=fail|FILE.jsonl  Kafka topics, one stream per topic (group defaults to the pipeline id)"
 
@@ -82,9 +82,9 @@ func openKafka(_ *url.URL, q query) (flightsrc.Source, func(), error) {
 			}
 		}
 	}
-	total, perPart := int64(50<<20), int64(8<<20)
+	total, perPart := int64(16<<20), int64(2<<20) // the source's defaults
 	fetchSet := false
-	for _, k := range []string{"fetch_max_bytes", "partition_max_bytes", "max_buffered_bytes", "max_parked_bytes"} {
+	for _, k := range []string{"fetch_max_bytes", "partition_max_bytes", "max_buffered_bytes", "max_parked_bytes", "decode_bytes"} {
 		v, ok := q.take(k)
 		if !ok {
 			continue
@@ -100,6 +100,8 @@ func openKafka(_ *url.URL, q query) (flightsrc.Source, func(), error) {
 			perPart, fetchSet = n, true
 		case "max_buffered_bytes":
 			opts = append(opts, kafka.MaxBufferedBytes(n))
+		case "decode_bytes":
+			opts = append(opts, kafka.DecodeBytes(int(n)))
 		default:
 			opts = append(opts, kafka.MaxParkedBytes(int(n)))
 		}
