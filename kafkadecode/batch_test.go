@@ -471,3 +471,37 @@ func TestFlushAttachesOnlyReferencedBuffers(t *testing.T) {
 		t.Fatalf("long key: %q", got)
 	}
 }
+
+// With a ValueDecoder, keys longer than 12 bytes are copied at Flush into
+// one buffer of their own: the batch keeps no input or decompression
+// buffer alive.
+func TestFlushCopiesKeysWithValueDecoder(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	vd, err := NewJSONDecoder(arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := []trec{
+		{key: []byte("a-key-longer-than-twelve"), val: []byte(`{"id":1}`)},
+		{key: []byte("short"), val: []byte(`{"id":2}`)},
+		{key: nil, val: []byte(`{"id":3}`)},
+		{key: []byte("another-long-key"), val: []byte(`{"id":4}`)},
+	}
+	packed := tbatch{attrs: codecSnappy, recs: recs, compress: xerial}.build()
+	rec, _, err := decodeAll(t, mem, []Option{WithValueDecoder(vd)}, Fetch{RecordBatches: packed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	keys := rec.Column(3).(*array.BinaryView)
+	bufs := keys.Data().Buffers()[2:]
+	if len(bufs) != 1 || bufs[0].Len() != len(recs[0].key)+len(recs[3].key) {
+		t.Fatalf("key data buffers: %d, want one holding just the two long keys", len(bufs))
+	}
+	for i, r := range recs {
+		if got := keys.Value(i); !bytes.Equal(got, r.key) || keys.IsNull(i) != (r.key == nil) {
+			t.Fatalf("row %d: key %q, want %q", i, got, r.key)
+		}
+	}
+}

@@ -58,8 +58,9 @@ type Progress struct {
 //
 // Key and value columns are BinaryView arrays whose long values point into
 // the fetch bytes (UnsafeAppend), a private copy of them (Append), or the
-// decompressed payload; nothing is copied per record. Header keys and
-// values are copied.
+// decompressed payload; nothing is copied per record while appending.
+// Header keys and values are copied; with a ValueDecoder, keys longer than
+// 12 bytes are copied once at Flush (see the package documentation).
 //
 // A Decoder is not safe for concurrent use. The record batches it returns
 // are independent of it and may be used and released on any goroutine,

@@ -31,6 +31,9 @@
 // accounted to the allocator passed to NewDecoder.
 // A key or value column holds only the data buffers its own views point
 // into: a column of inline values (keys of up to 12 bytes) holds none.
+// With a ValueDecoder, longer keys are copied at Flush into one buffer of
+// their own, so a flushed batch keeps no fetch or decompression buffer
+// alive at all.
 // Holding even a small slice of a record batch keeps a whole fetch
 // (or decompressed payload) alive; copy values out (for example with
 // array.Concatenate into a fresh array) before retaining them for long.
