@@ -11,5 +11,5 @@ import (
 // not grow over a stream 100 windows long.
 func TestCoordinatorMemoryFlat(t *testing.T) {
 	sink := flightsink.NewNull()
-	heaptest.SinkFlat(t, sink, flightsink.Pipeline{ID: "flat"}, 400_000, 1000, 4<<20)
+	heaptest.SinkFlat(t, sink, flightsink.Pipeline{ID: "flat"}, 400_000, 1000, 4<<20, nil)
 }

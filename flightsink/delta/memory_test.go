@@ -16,5 +16,5 @@ import (
 func TestDeltaSinkMemoryFlat(t *testing.T) {
 	s, err := delta.New(context.Background(), t.TempDir(), delta.CheckpointInterval(10))
 	require.NoError(t, err)
-	heaptest.SinkFlat(t, s, flightsink.Pipeline{ID: "flat"}, 400_000, 2000, 4<<20)
+	heaptest.SinkFlat(t, s, flightsink.Pipeline{ID: "flat"}, 400_000, 2000, 8<<20, nil) // ~2 MiB of jitter: what the writer holds at the sample
 }

@@ -20,8 +20,10 @@ import (
 // that the live heap after a collection at every tenth of the stream stays
 // within bound of its value at the first tenth. The generator allocates
 // from a checked allocator that must end at zero bytes. The stream should
-// be many times longer than what the sink and the window hold.
-func SinkFlat(t *testing.T, sink flightsink.Sink, p flightsink.Pipeline, rows int64, batchRows int, bound uint64) {
+// be many times longer than what the sink and the window hold. shape, if
+// not nil, rewrites each generator batch for a sink that needs other
+// columns; it follows coordinator.Transform's ownership rules.
+func SinkFlat(t *testing.T, sink flightsink.Sink, p flightsink.Pipeline, rows int64, batchRows int, bound uint64, shape coordinator.Transform) {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -35,11 +37,14 @@ func SinkFlat(t *testing.T, sink flightsink.Sink, p flightsink.Pipeline, rows in
 	// The transform runs on the coordinator's reading goroutine, between
 	// source and sink: a sample sees the window's batches in flight, which
 	// is what the pipeline holds at any time.
-	sample := func(_ context.Context, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+	sample := func(ctx context.Context, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 		seen += rec.NumRows()
 		if seen >= next*rows/10 {
 			g.Sample(fmt.Sprintf("%d%%", 100*seen/rows))
 			next = 10*seen/rows + 1
+		}
+		if shape != nil {
+			return shape(ctx, rec)
 		}
 		rec.Retain()
 		return rec, nil
