@@ -20,7 +20,7 @@ const (
 const DefaultMaxDecompressedBytes = 256 << 20
 
 // DefaultMaxParkedBytes bounds the freed buffers a Decoder keeps for reuse.
-const DefaultMaxParkedBytes = 4 << 20
+const DefaultMaxParkedBytes = 2 << 20
 
 // Option configures a Decoder. Options are validated once, in NewDecoder.
 type Option func(*config)

@@ -82,7 +82,7 @@ func openKafka(_ *url.URL, q query) (flightsrc.Source, func(), error) {
 			}
 		}
 	}
-	total, perPart := int64(16<<20), int64(2<<20) // the source's defaults
+	total, perPart := int64(8<<20), int64(1<<20) // the source's defaults
 	fetchSet := false
 	for _, k := range []string{"fetch_max_bytes", "partition_max_bytes", "max_buffered_bytes", "max_parked_bytes", "decode_bytes"} {
 		v, ok := q.take(k)

@@ -224,7 +224,7 @@ func BatchWait(d time.Duration) Option {
 }
 
 // FetchMaxBytes bounds one fetch response and each partition in it.
-// Defaults 16 MiB and 2 MiB. A record batch larger than the partition
+// Defaults 8 MiB and 1 MiB. A record batch larger than the partition
 // bound is still returned whole (KIP-74).
 func FetchMaxBytes(total, perPartition int32) Option {
 	return func(c *config) error {
@@ -244,7 +244,7 @@ func FetchMaxWait(d time.Duration) Option {
 
 // MaxBufferedBytes bounds the fetched bytes a Reader holds that Next has
 // not decoded yet; the fetcher waits while it is reached (back-pressure).
-// Default 16 MiB. One fetch round (at most FetchMaxBytes per partition
+// Default 8 MiB. One fetch round (at most FetchMaxBytes per partition
 // leader) may exceed it once.
 func MaxBufferedBytes(n int64) Option {
 	return func(c *config) error {
@@ -276,7 +276,7 @@ func DecodeBytes(n int) Option {
 // MaxParkedBytes bounds, per partition a Reader serves, the freed decoding
 // buffers (column buffers, decompression buffers) its decoder keeps for
 // reuse once the batches using them are released
-// (kafkadecode.WithMaxParkedBytes). Default 4 MiB; 0 keeps none.
+// (kafkadecode.WithMaxParkedBytes). Default 2 MiB; 0 keeps none.
 func MaxParkedBytes(n int) Option {
 	return func(c *config) error {
 		if n < 0 {

@@ -57,8 +57,8 @@ func New(opts ...Option) (*Source, error) {
 	c := config{
 		clientID: "flightline", readCommitted: true, membership: true,
 		maxRows: 10000, maxBytes: 8 << 20, maxWait: 500 * time.Millisecond,
-		fetchMaxBytes: 16 << 20, partitionMaxBytes: 2 << 20, fetchMaxWait: 250 * time.Millisecond,
-		maxBuffered: 16 << 20, maxParked: kafkadecode.DefaultMaxParkedBytes, decodeBytes: 256 << 10, unavailableAfter: 30 * time.Second,
+		fetchMaxBytes: 8 << 20, partitionMaxBytes: 1 << 20, fetchMaxWait: 250 * time.Millisecond,
+		maxBuffered: 8 << 20, maxParked: kafkadecode.DefaultMaxParkedBytes, decodeBytes: 256 << 10, unavailableAfter: 30 * time.Second,
 		sessionTimeout: 45 * time.Second, revokeTimeout: 20 * time.Second,
 		mem: memory.DefaultAllocator, log: slog.Default(),
 	}
