@@ -216,8 +216,10 @@ func BenchmarkKafkaDeltaPeakRSS(b *testing.B) {
 				for i := range b.N {
 					dir := b.TempDir()
 					group := fmt.Sprintf("rss-%d-%s-%d-%d", n, mode, time.Now().UnixNano(), i)
-					source := fmt.Sprintf("kafka:?brokers=%s&topics=%s&group=%s&reset=earliest&format=json&schema=%s",
-						strings.Join(brokers, ","), topic, group, schema)
+					// FLIGHTLINE_BENCH_RSS_SOURCE_OPTS: extra spec keys, e.g.
+					// "&max_buffered_bytes=4194304", to measure other bounds.
+					source := fmt.Sprintf("kafka:?brokers=%s&topics=%s&group=%s&reset=earliest&format=json&schema=%s%s",
+						strings.Join(brokers, ","), topic, group, schema, os.Getenv("FLIGHTLINE_BENCH_RSS_SOURCE_OPTS"))
 					sink := "delta:" + filepath.Join(dir, "table")
 					start := time.Now()
 					var procs []*proc
