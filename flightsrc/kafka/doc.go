@@ -11,12 +11,14 @@
 // every partition leader, concurrently, one per leader per round, with the
 // topic id (Fetch v13+) and the leader epoch. A partition's record bytes go,
 // as they came off the wire (kgo allocates a fresh buffer per response), to
-// one kafkadecode.Decoder per partition with UnsafeAppend: key and value
-// columns are views into the fetch buffer, nothing is copied per record.
+// one kafkadecode.Decoder per partition with UnsafeAppend, a piece of at
+// most DecodeBytes (whole record batches) at a time: key and value columns
+// are views into the fetch buffer or into the piece's decompressed
+// records, nothing is copied per record.
 // The fetcher advances by reading batch headers, so it never waits for
 // decoding; it stops while MaxBufferedBytes of fetched bytes wait for Next
 // (back-pressure), which bounds memory together with the coordinator's
-// window.
+// window. Every buffer's bound: docs/sources/kafka.md#memory.
 //
 // Errors: NOT_LEADER / FENCED_LEADER_EPOCH / UNKNOWN_TOPIC_ID and other
 // retriable codes refresh metadata and retry; OFFSET_OUT_OF_RANGE applies
