@@ -232,6 +232,13 @@ func (c *Coordinator) backoff(attempt int) time.Duration {
 // runOnce is one attempt: claim the sink, read after its checkpoint, pipe
 // batches with at most window in flight, and match acks in order.
 func (c *Coordinator) runOnce(ctx context.Context) (progressed bool, err error) {
+	if p, ok := c.src.(flightsrc.Preparer); ok {
+		// Before Sink.Open: whatever the source settles here (a consumer
+		// group's assignment) precedes the checkpoint the sink returns.
+		if err := p.Prepare(ctx, flightsrc.PrepareRequest{Stream: c.stream, Pipeline: c.pipeline.ID}); err != nil {
+			return false, fmt.Errorf("preparing source: %w", err)
+		}
+	}
 	w, cp, err := c.sink.Open(ctx, c.pipeline)
 	if err != nil {
 		return false, fmt.Errorf("opening sink: %w", err)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -316,4 +317,66 @@ func TestAdvisoryCommitWhenIdle(t *testing.T) {
 	}
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// order records the calls the coordinator makes, in order.
+type order struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (o *order) add(s string) {
+	o.mu.Lock()
+	o.calls = append(o.calls, s)
+	o.mu.Unlock()
+}
+
+type preparingSource struct {
+	flightsrc.Source
+	o *order
+}
+
+func (s preparingSource) Prepare(_ context.Context, req flightsrc.PrepareRequest) error {
+	s.o.add("prepare " + req.Stream + " " + req.Pipeline)
+	return nil
+}
+
+func (s preparingSource) Read(ctx context.Context, req flightsrc.ReadRequest) (flightsrc.Reader, error) {
+	s.o.add("read")
+	return s.Source.Read(ctx, req)
+}
+
+type orderedSink struct {
+	flightsink.Sink
+	o *order
+}
+
+func (s orderedSink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writer, []byte, error) {
+	s.o.add("open")
+	return s.Sink.Open(ctx, p)
+}
+
+// A source's Prepare runs at the start of every attempt, before the sink
+// is opened (and so before its checkpoint is read) and before Read.
+func TestPrepareBeforeSinkOpen(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	sink := flightsink.NewMemory()
+	defer sink.Release()
+	sink.FailCommit(func(_ flightsink.Pipeline, n int) error {
+		if n == 2 {
+			return fmt.Errorf("%w: injected outage at commit %d", flightline.ErrUnavailable, n)
+		}
+		return nil
+	})
+	o := &order{}
+	src := preparingSource{Source: newGen(t, mem, 300, 50), o: o}
+	c, err := coordinator.New(src, orderedSink{Sink: sink, o: o}, "orders", flightsink.Pipeline{ID: "p"},
+		coordinator.WithLogger(quiet), coordinator.Backoff(time.Millisecond, 5*time.Millisecond))
+	require.NoError(t, err)
+	require.NoError(t, c.Run(context.Background()))
+	requireExactlyOnce(t, ids(sink, ""), 300)
+	attempt := []string{"prepare orders p", "open", "read"}
+	require.GreaterOrEqual(t, c.Stats().Restarts, 1)
+	require.Equal(t, slices.Repeat(attempt, c.Stats().Restarts+1), o.calls)
 }

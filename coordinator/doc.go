@@ -3,6 +3,9 @@
 //
 // One attempt (see Coordinator.Run):
 //
+//  0. Prepare the source, if it is a flightsrc.Preparer (the Kafka source
+//     joins its consumer group and waits for the assignment), so that what
+//     it settles precedes the checkpoint read in step 1.
 //  1. Open the sink's pipeline. This fences earlier writers and returns the
 //     last committed checkpoint, the only resume authority.
 //  2. Read the source after that checkpoint.

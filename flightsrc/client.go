@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/flightline/flightline"
@@ -21,6 +22,8 @@ import (
 	"github.com/flightline/flightline/internal/flighterr"
 	"github.com/flightline/flightline/internal/ipcguard"
 )
+
+var _ Preparer = (*Client)(nil)
 
 // Client is a Source backed by a remote Flight source endpoint. Safe for
 // concurrent use; Close it when done.
@@ -97,6 +100,22 @@ func (c *Client) Commit(ctx context.Context, req CommitRequest) error {
 			}
 			return flighterr.FromStatus("commit action", err)
 		}
+	}
+}
+
+// Prepare implements Preparer with the "prepare" action. A server that
+// does not know the action (it predates it) needs no preparation: nil.
+func (c *Client) Prepare(ctx context.Context, req PrepareRequest) error {
+	body, _ := json.Marshal(PrepareBody{Stream: req.Stream, PipelineID: req.Pipeline})
+	stream, err := c.fc.DoAction(ctx, &flight.Action{Type: ActionPrepare, Body: body})
+	for err == nil {
+		_, err = stream.Recv()
+	}
+	switch {
+	case errors.Is(err, io.EOF), status.Code(err) == codes.Unimplemented:
+		return nil
+	default:
+		return flighterr.FromStatus("prepare action", err)
 	}
 }
 

@@ -326,8 +326,22 @@ func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoAction
 	if err := checkName("action type", a.Type); err != nil {
 		return err
 	}
+	if a.Type == ActionPrepare {
+		var b PrepareBody
+		if err := json.Unmarshal(a.Body, &b); err != nil || b.Stream == "" {
+			return status.Error(codes.InvalidArgument, `prepare action body must be JSON {"stream", "pipeline_id"}`)
+		}
+		if err := checkName("stream", b.Stream); err != nil {
+			return err
+		}
+		p, ok := s.src.(Preparer)
+		if !ok {
+			return nil
+		}
+		return p.Prepare(stream.Context(), PrepareRequest{Stream: b.Stream, Pipeline: b.PipelineID})
+	}
 	if a.Type != ActionCommit {
-		return status.Errorf(codes.Unimplemented, "unknown action %q; this source answers %q", a.Type, ActionCommit)
+		return status.Errorf(codes.Unimplemented, "unknown action %q; this source answers %q and %q", a.Type, ActionCommit, ActionPrepare)
 	}
 	var b CommitBody
 	if err := json.Unmarshal(a.Body, &b); err != nil || b.Stream == "" || len(b.Checkpoint) == 0 {
@@ -344,6 +358,10 @@ func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoAction
 
 // ListActions lists the actions DoAction answers.
 func (s *Server) ListActions(_ *flight.Empty, stream flight.FlightService_ListActionsServer) error {
-	return stream.Send(&flight.ActionType{Type: ActionCommit,
-		Description: `advisory: {"stream","pipeline_id","checkpoint"} is durably written downstream`})
+	if err := stream.Send(&flight.ActionType{Type: ActionCommit,
+		Description: `advisory: {"stream","pipeline_id","checkpoint"} is durably written downstream`}); err != nil {
+		return err
+	}
+	return stream.Send(&flight.ActionType{Type: ActionPrepare,
+		Description: `{"stream","pipeline_id"}: ready the stream for a read that follows a sink open (e.g. join the consumer group); call before reading the sink's checkpoint`})
 }

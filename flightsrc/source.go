@@ -92,3 +92,26 @@ type WireCompacter interface {
 	// batches. It is asked once per call to the Server.
 	CompactOnWire() bool
 }
+
+// PrepareRequest names the stream and pipeline a Read will follow.
+type PrepareRequest struct {
+	Stream   string
+	Pipeline string
+}
+
+// Preparer is an optional ability of a Source, found by type assertion:
+// work that must be done before the pipeline reads the sink's checkpoint.
+// The coordinator calls Prepare at the start of every attempt, before
+// Sink.Open and the Read that follows it.
+//
+// The Kafka source joins the consumer group there and waits for the
+// group's first assignment, so the checkpoint the sink returns is read
+// after the partitions were assigned and the Reader can serve them at once.
+// Without it, the first Read of a fresh process ends with ErrRebalanced as
+// soon as the assignment arrives and the attempt restarts.
+type Preparer interface {
+	// Prepare blocks until req.Stream is ready to be read by req.Pipeline,
+	// or ctx ends. Its errors are those of Read (retryable ones make the
+	// coordinator back off and try again).
+	Prepare(ctx context.Context, req PrepareRequest) error
+}

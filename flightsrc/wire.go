@@ -11,6 +11,10 @@ import (
 // ActionCommit is the advisory progress action a source server answers.
 const ActionCommit = "commit"
 
+// ActionPrepare is the action a source server answers with the source's
+// Prepare (see Preparer), or at once when the source has none.
+const ActionPrepare = "prepare"
+
 // Ticket is the JSON a DoGet ticket carries. See docs/protocol.md.
 //
 //	{"stream":"orders","pipeline_id":"orders-to-delta","checkpoint":"<base64>"}
@@ -28,6 +32,12 @@ type CommitBody struct {
 	Stream     string `json:"stream"`
 	PipelineID string `json:"pipeline_id,omitempty"`
 	Checkpoint []byte `json:"checkpoint"`
+}
+
+// PrepareBody is the JSON body of the "prepare" action.
+type PrepareBody struct {
+	Stream     string `json:"stream"`
+	PipelineID string `json:"pipeline_id,omitempty"`
 }
 
 func parseTicket(b []byte) (ReadRequest, error) {

@@ -142,6 +142,7 @@ func (d *AvroDecoder) AppendValue(b *array.StructBuilder, value []byte) error {
 		prog.reserve()
 	}
 	d.r = areader{b: value}
+	defer func() { d.r.b = nil }() // do not keep the value's buffer alive
 	if err := d.r.decode(prog); err != nil {
 		return err
 	}

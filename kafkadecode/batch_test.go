@@ -424,3 +424,84 @@ func TestLifetimes(t *testing.T) {
 	}
 	keep.Release()
 }
+
+// A view column keeps only the data buffers its own views point into: all
+// keys inline means no fetch or decompression buffer held by the key
+// column, so a batch's raw bytes are freed with its value column (or at
+// Flush, with a ValueDecoder).
+func TestFlushAttachesOnlyReferencedBuffers(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	long := bytes.Repeat([]byte("v"), 40)
+	recs := []trec{{key: []byte("k1"), val: long}, {key: nil, val: []byte("short")}, {key: []byte("k3"), val: long}}
+	plain := tbatch{recs: recs}.build()
+	packed := tbatch{base: 3, attrs: codecSnappy, recs: recs, compress: xerial}.build()
+	rec, _, err := decodeAll(t, mem, nil, Fetch{RecordBatches: plain}, Fetch{FetchOffset: 3, RecordBatches: packed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	keys, vals := rec.Column(3).(*array.BinaryView), rec.Column(4).(*array.BinaryView)
+	if n := len(keys.Data().Buffers()) - 2; n != 0 {
+		t.Fatalf("inline-only key column holds %d data buffers, want 0", n)
+	}
+	if n := len(vals.Data().Buffers()) - 2; n != 2 {
+		t.Fatalf("value column holds %d data buffers, want 2 (the input copy and the decompressed payload)", n)
+	}
+	for i, want := range [][]byte{long, []byte("short"), long, long, []byte("short"), long} {
+		if got := vals.Value(i); !bytes.Equal(got, want) {
+			t.Fatalf("row %d: value %q, want %q", i, got, want)
+		}
+	}
+	if keys.IsValid(1) || !bytes.Equal(keys.Value(5), []byte("k3")) {
+		t.Fatalf("keys: %v", keys)
+	}
+	// A long key makes the key column share the buffer, renumbered.
+	recs[0].key = bytes.Repeat([]byte("k"), 20)
+	rec2, _, err := decodeAll(t, mem, nil, Fetch{RecordBatches: packed}, Fetch{FetchOffset: 3, RecordBatches: tbatch{base: 3, recs: recs}.build()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec2.Release()
+	keys = rec2.Column(3).(*array.BinaryView)
+	if n := len(keys.Data().Buffers()) - 2; n != 1 {
+		t.Fatalf("key column with one long key holds %d data buffers, want 1", n)
+	}
+	if got := keys.Value(3); !bytes.Equal(got, recs[0].key) {
+		t.Fatalf("long key: %q", got)
+	}
+}
+
+// With a ValueDecoder, keys longer than 12 bytes are copied at Flush into
+// one buffer of their own: the batch keeps no input or decompression
+// buffer alive.
+func TestFlushCopiesKeysWithValueDecoder(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	vd, err := NewJSONDecoder(arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := []trec{
+		{key: []byte("a-key-longer-than-twelve"), val: []byte(`{"id":1}`)},
+		{key: []byte("short"), val: []byte(`{"id":2}`)},
+		{key: nil, val: []byte(`{"id":3}`)},
+		{key: []byte("another-long-key"), val: []byte(`{"id":4}`)},
+	}
+	packed := tbatch{attrs: codecSnappy, recs: recs, compress: xerial}.build()
+	rec, _, err := decodeAll(t, mem, []Option{WithValueDecoder(vd)}, Fetch{RecordBatches: packed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	keys := rec.Column(3).(*array.BinaryView)
+	bufs := keys.Data().Buffers()[2:]
+	if len(bufs) != 1 || bufs[0].Len() != len(recs[0].key)+len(recs[3].key) {
+		t.Fatalf("key data buffers: %d, want one holding just the two long keys", len(bufs))
+	}
+	for i, r := range recs {
+		if got := keys.Value(i); !bytes.Equal(got, r.key) || keys.IsNull(i) != (r.key == nil) {
+			t.Fatalf("row %d: key %q, want %q", i, got, r.key)
+		}
+	}
+}

@@ -58,8 +58,9 @@ type Progress struct {
 //
 // Key and value columns are BinaryView arrays whose long values point into
 // the fetch bytes (UnsafeAppend), a private copy of them (Append), or the
-// decompressed payload; nothing is copied per record. Header keys and
-// values are copied.
+// decompressed payload; nothing is copied per record while appending.
+// Header keys and values are copied; with a ValueDecoder, keys longer than
+// 12 bytes are copied once at Flush (see the package documentation).
 //
 // A Decoder is not safe for concurrent use. The record batches it returns
 // are independent of it and may be used and released on any goroutine,
@@ -87,6 +88,7 @@ type Decoder struct {
 	hvValid   bitCol
 	rows      int
 	dataBufs  []*memory.Buffer // data buffers of the key and value views
+	remap     []int32          // Flush: dataBufs index -> index in one column
 	vb        *array.StructBuilder
 	badRows   []int // rows of vb to drop at Flush, ascending
 	dead      []DeadLetter
@@ -108,7 +110,7 @@ func NewDecoder(mem memory.Allocator, opts ...Option) (*Decoder, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	d := &Decoder{mem: mem, cfg: cfg, rec: newRecycler(mem)}
+	d := &Decoder{mem: mem, cfg: cfg, rec: newRecycler(mem, cfg.maxParked)}
 	d.dz.max = cfg.maxDecompressed
 	d.arena.r = d.rec
 	var valueType arrow.DataType

@@ -11,7 +11,6 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
-	"github.com/pierrec/lz4/v4"
 )
 
 // arena is the growing buffer that one Append decompresses into. Its bytes
@@ -68,7 +67,6 @@ type decompressor struct {
 	max  int
 	src  bytes.Reader
 	gz   *gzip.Reader
-	lz   *lz4.Reader
 	zs   *zstd.Decoder
 	zerr error
 }
@@ -90,13 +88,7 @@ func (d *decompressor) decompress(codec int, src []byte, a *arena) (int, error) 
 			err = d.readAll(d.gz, a, start)
 		}
 	case codecLz4:
-		d.src.Reset(src)
-		if d.lz == nil {
-			d.lz = lz4.NewReader(&d.src)
-		} else {
-			d.lz.Reset(&d.src)
-		}
-		err = d.readAll(d.lz, a, start)
+		err = d.lz4Frames(src, a, start)
 	case codecSnappy:
 		err = d.snappy(src, a)
 	case codecZstd:

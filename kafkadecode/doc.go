@@ -26,8 +26,14 @@
 // reference counted by the arrays that use them and come back to the
 // Decoder for reuse when the last of them is released (or to the
 // allocator, once the Decoder is released). A Decoder therefore keeps up
-// to a few dozen buffers of its last flushes parked until Release; all are
+// to a few dozen buffers of its last flushes parked until Release, at most
+// WithMaxParkedBytes of them (DefaultMaxParkedBytes, 2 MiB); all are
 // accounted to the allocator passed to NewDecoder.
+// A key or value column holds only the data buffers its own views point
+// into: a column of inline values (keys of up to 12 bytes) holds none.
+// With a ValueDecoder, longer keys are copied at Flush into one buffer of
+// their own, so a flushed batch keeps no fetch or decompression buffer
+// alive at all.
 // Holding even a small slice of a record batch keeps a whole fetch
 // (or decompressed payload) alive; copy values out (for example with
 // array.Concatenate into a fresh array) before retaining them for long.

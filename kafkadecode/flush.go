@@ -2,6 +2,7 @@ package kafkadecode
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -31,10 +32,10 @@ func (d *Decoder) Flush() (arrow.RecordBatch, error) {
 		fixedArray(arrow.PrimitiveTypes.Int32, n, d.partition.finish()),
 		fixedArray(arrow.PrimitiveTypes.Int64, n, d.offset.finish()),
 		fixedArray(arrow.FixedWidthTypes.Timestamp_ms, n, d.ts.finish()),
-		d.viewArray(n, &d.keyViews, &d.keyValid),
+		d.viewArray(n, &d.keyViews, &d.keyValid, d.vb != nil),
 	)
 	if d.vb == nil {
-		cols = append(cols, d.viewArray(n, &d.valViews, &d.valValid))
+		cols = append(cols, d.viewArray(n, &d.valViews, &d.valValid, false))
 	} else {
 		v, err := d.valueArray()
 		if err != nil {
@@ -70,12 +71,67 @@ func fixedArray(dt arrow.DataType, n int, buf *memory.Buffer) arrow.Array {
 	return array.MakeFromData(data)
 }
 
-func (d *Decoder) viewArray(n int, views *fixedCol[arrow.ViewHeader], valid *bitCol) arrow.Array {
+// viewArray finishes a binary_view column. It attaches only the data
+// buffers that its non-inline views point into, renumbering the views, so
+// a column whose values are all inline (short keys, null keys) keeps no
+// fetch or decompression buffer alive: with a ValueDecoder the raw bytes
+// are then freed as soon as the batch is flushed.
+//
+// With copyOut the non-inline values are copied into one new buffer
+// instead: the key column does that when a ValueDecoder decoded the values,
+// so that keys longer than 12 bytes do not pin whole fetch or
+// decompression buffers of which nothing else is used.
+func (d *Decoder) viewArray(n int, views *fixedCol[arrow.ViewHeader], valid *bitCol, copyOut bool) arrow.Array {
+	bufs := make([]*memory.Buffer, 2, 2+len(d.dataBufs))
+	if copyOut {
+		size := 0
+		for i := range views.vals[:n] {
+			if v := &views.vals[i]; !v.IsInline() {
+				size += v.Len()
+			}
+		}
+		if size > 0 {
+			out := d.rec.Allocate(size)
+			at := 0
+			for i := range views.vals[:n] {
+				v := &views.vals[i]
+				if v.IsInline() {
+					continue
+				}
+				src := d.dataBufs[v.BufferIndex()].Bytes()
+				copy(out[at:], src[v.BufferOffset():int(v.BufferOffset())+v.Len()])
+				v.SetIndexOffset(0, int32(at))
+				at += v.Len()
+			}
+			bufs = append(bufs, memory.NewBufferWithAllocator(out, d.rec))
+			defer bufs[2].Release() // the array holds its own reference
+		}
+		return d.finishView(n, views, valid, bufs)
+	}
+	d.remap = slices.Grow(d.remap[:0], len(d.dataBufs))[:len(d.dataBufs)]
+	for i := range d.remap {
+		d.remap[i] = -1
+	}
+	for i := range views.vals[:n] {
+		v := &views.vals[i]
+		if v.IsInline() {
+			continue
+		}
+		old := v.BufferIndex()
+		if d.remap[old] < 0 {
+			d.remap[old] = int32(len(bufs) - 2)
+			bufs = append(bufs, d.dataBufs[old])
+		}
+		v.SetIndexOffset(d.remap[old], v.BufferOffset())
+	}
+	return d.finishView(n, views, valid, bufs)
+}
+
+// finishView builds the view column with data buffers bufs[2:].
+func (d *Decoder) finishView(n int, views *fixedCol[arrow.ViewHeader], valid *bitCol, bufs []*memory.Buffer) arrow.Array {
 	vb := views.finish()
 	bitmap, nulls := valid.finish()
-	bufs := make([]*memory.Buffer, 0, 2+len(d.dataBufs))
-	bufs = append(bufs, bitmap, vb)
-	bufs = append(bufs, d.dataBufs...)
+	bufs[0], bufs[1] = bitmap, vb
 	data := array.NewData(arrow.BinaryTypes.BinaryView, n, bufs, nil, nulls, 0)
 	vb.Release()
 	if bitmap != nil {

@@ -282,6 +282,9 @@ func (d *JSONDecoder) AppendValue(b *array.StructBuilder, value []byte) error {
 	}
 	d.root.count++
 	d.lex.reset(value)
+	// Do not keep the value alive: it points into a whole fetch or
+	// decompression buffer, which would stay reachable until the next value.
+	defer d.lex.reset(nil)
 	if d.lex.peek() == 'n' && d.lex.literal("null") == nil && d.lex.peek() == 0 {
 		b.AppendNull() // a JSON null value is a null row, like a tombstone
 		return nil

@@ -19,6 +19,9 @@ const (
 // DefaultMaxDecompressedBytes bounds what one batch may decompress to.
 const DefaultMaxDecompressedBytes = 256 << 20
 
+// DefaultMaxParkedBytes bounds the freed buffers a Decoder keeps for reuse.
+const DefaultMaxParkedBytes = 2 << 20
+
 // Option configures a Decoder. Options are validated once, in NewDecoder.
 type Option func(*config)
 
@@ -30,10 +33,11 @@ type config struct {
 	value           ValueDecoder
 	failFast        bool
 	capacityHint    int
+	maxParked       int
 }
 
 func defaultConfig() config {
-	return config{maxDecompressed: DefaultMaxDecompressedBytes, capacityHint: 1024}
+	return config{maxDecompressed: DefaultMaxDecompressedBytes, capacityHint: 1024, maxParked: DefaultMaxParkedBytes}
 }
 
 func (c *config) validate() error {
@@ -42,6 +46,9 @@ func (c *config) validate() error {
 	}
 	if c.isolation != ReadCommitted && c.isolation != ReadUncommitted {
 		return fmt.Errorf("%w: isolation %d", ErrInvalidOption, c.isolation)
+	}
+	if c.maxParked < 0 {
+		return fmt.Errorf("%w: negative max parked bytes", ErrInvalidOption)
 	}
 	if c.capacityHint < 0 {
 		return fmt.Errorf("%w: negative capacity hint", ErrInvalidOption)
@@ -80,3 +87,11 @@ func WithFailFast() Option { return func(c *config) { c.failFast = true } }
 // WithCapacityHint sets the number of rows column buffers are first sized
 // for. Later flushes size buffers from the previous flush's row count.
 func WithCapacityHint(rows int) Option { return func(c *config) { c.capacityHint = rows } }
+
+// WithMaxParkedBytes bounds the bytes of freed buffers (column buffers,
+// decompression buffers, Append's input copies) the Decoder keeps for reuse
+// once the record batches using them are released; a buffer that does not
+// fit goes back to the allocator. The default is DefaultMaxParkedBytes; 0
+// keeps none. Buffers still referenced by record batches are not counted:
+// they are bounded by what the caller holds.
+func WithMaxParkedBytes(n int) Option { return func(c *config) { c.maxParked = n } }

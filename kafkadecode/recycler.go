@@ -15,20 +15,25 @@ import (
 // hence the mutex. Everything is accounted to the parent allocator; free
 // returns all parked buffers to it.
 type recycler struct {
-	parent memory.Allocator
+	parent   memory.Allocator
+	maxBytes int // bound on the bytes parked
 
 	mu     sync.Mutex
 	parked [][]byte         // full-length slices as the parent returned them
+	bytes  int              // total length of parked
 	out    map[*byte][]byte // outstanding: first byte -> parent's slice
 	closed bool
 }
 
-// maxParked bounds the buffers kept: about 16 column buffers and two data
-// buffers per flush, with room for growth leftovers.
+// maxParked bounds the number of buffers kept: about 16 column buffers and
+// two data buffers per flush, with room for growth leftovers. Their bytes
+// are bounded by recycler.maxBytes (WithMaxParkedBytes): without that bound
+// the parked set converged on the 32 largest buffers ever freed, which with
+// large compressed fetches is 32 decompression arenas per Decoder.
 const maxParked = 32
 
-func newRecycler(parent memory.Allocator) *recycler {
-	return &recycler{parent: parent, out: make(map[*byte][]byte)}
+func newRecycler(parent memory.Allocator, maxBytes int) *recycler {
+	return &recycler{parent: parent, maxBytes: maxBytes, out: make(map[*byte][]byte)}
 }
 
 func (r *recycler) Allocate(size int) []byte {
@@ -46,8 +51,7 @@ func (r *recycler) Allocate(size int) []byte {
 	var full []byte
 	if best >= 0 {
 		full = r.parked[best]
-		r.parked[best] = r.parked[len(r.parked)-1]
-		r.parked = r.parked[:len(r.parked)-1]
+		r.unpark(best)
 	} else {
 		full = r.parent.Allocate(size)
 	}
@@ -83,26 +87,37 @@ func (r *recycler) Free(b []byte) {
 		return
 	}
 	delete(r.out, key)
-	if r.closed {
+	if r.closed || len(full) > r.maxBytes {
 		r.parent.Free(full)
 		return
 	}
-	if len(r.parked) < maxParked {
-		r.parked = append(r.parked, full)
-		return
-	}
-	// Full: keep the largest buffers, which are the ones the next arena
-	// (sized from the last) can use; small ones are growth leftovers.
-	smallest := 0
-	for i, p := range r.parked {
-		if len(p) < len(r.parked[smallest]) {
-			smallest = i
+	// Make room by dropping smaller buffers: the larger ones are those the
+	// next arena (sized from the last) can use; small ones are growth
+	// leftovers.
+	for len(r.parked) >= maxParked || r.bytes+len(full) > r.maxBytes {
+		smallest := 0
+		for i, p := range r.parked {
+			if len(p) < len(r.parked[smallest]) {
+				smallest = i
+			}
 		}
+		if len(r.parked[smallest]) >= len(full) {
+			r.parent.Free(full)
+			return
+		}
+		r.parent.Free(r.parked[smallest])
+		r.unpark(smallest)
 	}
-	if len(r.parked[smallest]) < len(full) {
-		full, r.parked[smallest] = r.parked[smallest], full
-	}
-	r.parent.Free(full)
+	r.parked = append(r.parked, full)
+	r.bytes += len(full)
+}
+
+// unpark removes parked buffer i. r.mu must be held.
+func (r *recycler) unpark(i int) {
+	r.bytes -= len(r.parked[i])
+	r.parked[i] = r.parked[len(r.parked)-1]
+	r.parked[len(r.parked)-1] = nil
+	r.parked = r.parked[:len(r.parked)-1]
 }
 
 // close returns parked buffers to the parent; buffers still held by record
@@ -114,5 +129,5 @@ func (r *recycler) close() {
 	for _, p := range r.parked {
 		r.parent.Free(p)
 	}
-	r.parked = nil
+	r.parked, r.bytes = nil, 0
 }

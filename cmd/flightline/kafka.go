@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"strings"
@@ -55,21 +56,26 @@ func (c kafkaConn) settings(kind string) (pass string, tc *tls.Config, err error
 // kafkaSourceConfig is the kafka: source kind.
 type kafkaSourceConfig struct {
 	kafkaConn
-	Topics         []string       `spec:"topics" doc:"topics to read, one stream each (or topic_regex)"`
-	TopicRegex     *string        `spec:"topic_regex" doc:"read every topic matching this regular expression"`
-	Group          *string        `spec:"group" doc:"consumer group; default: the pipeline id"`
-	Reset          *string        `spec:"reset" doc:"earliest or latest: where a partition without a position starts (default earliest)"`
-	Isolation      string         `spec:"isolation" enum:"read_committed,read_uncommitted" default:"read_committed" doc:"whether aborted transactions' records are read"`
-	Format         string         `spec:"format" enum:"raw,json,avro" default:"raw" doc:"raw: key and value bytes; json, avro: typed columns decoded with schema"`
-	Schema         string         `spec:"schema" doc:"Avro record schema file (also describes JSON values); needed by format=json|avro"`
-	Registry       string         `spec:"registry" doc:"Confluent schema registry URL: format=avro values in the Confluent wire format, resolved by schema id"`
-	BatchRows      *int           `spec:"batch_rows" doc:"rows per batch at most (default 10000)"`
-	BatchBytes     *spec.Size     `spec:"batch_bytes" doc:"bytes per batch at most (default 8MiB)"`
-	BatchWait      *time.Duration `spec:"batch_wait" doc:"longest wait to fill a batch (default 500ms)"`
-	Membership     bool           `spec:"membership" default:"true" doc:"join the consumer group; false: read every partition, committing nothing to the group"`
-	SessionTimeout *time.Duration `spec:"session_timeout" doc:"consumer group session timeout (default 45s)"`
-	InstanceID     *string        `spec:"instance_id" doc:"static group member id (KIP-345): a restart within the session timeout keeps its partitions"`
-	DeadLetters    string         `spec:"dead_letters" default:"fail" doc:"undecodable records: fail the pipeline, or append them to FILE.jsonl and go on"`
+	Topics            []string       `spec:"topics" doc:"topics to read, one stream each (or topic_regex)"`
+	TopicRegex        *string        `spec:"topic_regex" doc:"read every topic matching this regular expression"`
+	Group             *string        `spec:"group" doc:"consumer group; default: the pipeline id"`
+	Reset             *string        `spec:"reset" doc:"earliest or latest: where a partition without a position starts (default earliest)"`
+	Isolation         string         `spec:"isolation" enum:"read_committed,read_uncommitted" default:"read_committed" doc:"whether aborted transactions' records are read"`
+	Format            string         `spec:"format" enum:"raw,json,avro" default:"raw" doc:"raw: key and value bytes; json, avro: typed columns decoded with schema"`
+	Schema            string         `spec:"schema" doc:"Avro record schema file (also describes JSON values); needed by format=json|avro"`
+	Registry          string         `spec:"registry" doc:"Confluent schema registry URL: format=avro values in the Confluent wire format, resolved by schema id"`
+	BatchRows         *int           `spec:"batch_rows" doc:"rows per batch at most (default 10000)"`
+	BatchBytes        *spec.Size     `spec:"batch_bytes" doc:"bytes per batch at most (default 8MiB)"`
+	BatchWait         *time.Duration `spec:"batch_wait" doc:"longest wait to fill a batch (default 500ms)"`
+	FetchMaxBytes     *spec.Size     `spec:"fetch_max_bytes" doc:"bytes one fetch request asks for at most (default 8MiB)"`
+	PartitionMaxBytes *spec.Size     `spec:"partition_max_bytes" doc:"bytes one fetch asks of a partition at most (default 1MiB)"`
+	MaxBufferedBytes  *spec.Size     `spec:"max_buffered_bytes" doc:"fetched bytes waiting to be decoded at most (default 8MiB)"`
+	DecodeBytes       *spec.Size     `spec:"decode_bytes" doc:"bytes of a fetch decoded at a time (default 256KiB)"`
+	MaxParkedBytes    *spec.Size     `spec:"max_parked_bytes" doc:"spare decode buffers kept per partition (default 2MiB)"`
+	Membership        bool           `spec:"membership" default:"true" doc:"join the consumer group; false: read every partition, committing nothing to the group"`
+	SessionTimeout    *time.Duration `spec:"session_timeout" doc:"consumer group session timeout (default 45s)"`
+	InstanceID        *string        `spec:"instance_id" doc:"static group member id (KIP-345): a restart within the session timeout keeps its partitions"`
+	DeadLetters       string         `spec:"dead_letters" default:"fail" doc:"undecodable records: fail the pipeline, or append them to FILE.jsonl and go on"`
 }
 
 var kafkaSourceSpec = spec.New[kafkaSourceConfig]("kafka", "kafka:?brokers=HOST:PORT&topics=T,T&…",
@@ -106,6 +112,28 @@ func (c kafkaSourceConfig) options(e env) (opts []kafka.Option, closeFn func(), 
 	}
 	if c.BatchBytes != nil {
 		opts = append(opts, kafka.BatchBytes(int(*c.BatchBytes)))
+	}
+	if c.FetchMaxBytes != nil || c.PartitionMaxBytes != nil {
+		total, perPart := int64(8<<20), int64(1<<20) // the source's defaults
+		if c.FetchMaxBytes != nil {
+			total = int64(*c.FetchMaxBytes)
+		}
+		if c.PartitionMaxBytes != nil {
+			perPart = int64(*c.PartitionMaxBytes)
+		}
+		if total > math.MaxInt32 || perPart > math.MaxInt32 {
+			return nil, nil, bad("fetch_max_bytes", fmt.Sprint(total), fmt.Errorf("fetch sizes are at most 2GiB"))
+		}
+		opts = append(opts, kafka.FetchMaxBytes(int32(total), int32(perPart)))
+	}
+	if c.MaxBufferedBytes != nil {
+		opts = append(opts, kafka.MaxBufferedBytes(int64(*c.MaxBufferedBytes)))
+	}
+	if c.DecodeBytes != nil {
+		opts = append(opts, kafka.DecodeBytes(int(*c.DecodeBytes)))
+	}
+	if c.MaxParkedBytes != nil {
+		opts = append(opts, kafka.MaxParkedBytes(int(*c.MaxParkedBytes)))
 	}
 	if c.BatchWait != nil {
 		opts = append(opts, kafka.BatchWait(*c.BatchWait))

@@ -21,6 +21,9 @@ func TestKafkaSpecs(t *testing.T) {
 	}
 	require.NoError(t, open("kafka:?brokers=127.0.0.1:1,127.0.0.1:2&topics=a,b&group=g&reset=latest&batch_rows=500&batch_bytes=1048576&batch_wait=100ms&membership=false&isolation=read_uncommitted&client_id=c"))
 	require.NoError(t, open("kafka:?brokers=h:1&topic_regex=orders-.*&session_timeout=6s&instance_id=i1"))
+	require.NoError(t, open("kafka:?brokers=h:1&topics=a&fetch_max_bytes=4194304&partition_max_bytes=1048576&max_buffered_bytes=8388608&max_parked_bytes=0&decode_bytes=65536"))
+	require.ErrorContains(t, open("kafka:?brokers=h:1&topics=a&max_buffered_bytes=0"), "max buffered bytes")
+	require.ErrorContains(t, open("kafka:?brokers=h:1&topics=a&partition_max_bytes=lots"), "partition_max_bytes")
 	t.Setenv("KPASS", "secret")
 	require.NoError(t, open("kafka:?brokers=h:1&topics=a&sasl=scram-sha-512&user=u&password_env=KPASS&tls=true"))
 

@@ -81,6 +81,8 @@ type config struct {
 	fetchMaxBytes, partitionMaxBytes int32
 	fetchMaxWait                     time.Duration
 	maxBuffered                      int64
+	maxParked                        int
+	decodeBytes                      int
 	unavailableAfter                 time.Duration
 
 	sessionTimeout time.Duration
@@ -235,7 +237,8 @@ func BatchWait(d time.Duration) Option {
 }
 
 // FetchMaxBytes bounds one fetch response and each partition in it.
-// Defaults 50 MiB and 8 MiB.
+// Defaults 8 MiB and 1 MiB. A record batch larger than the partition
+// bound is still returned whole (KIP-74).
 func FetchMaxBytes(total, perPartition int32) Option {
 	return func(c *config) error {
 		if total < 1 || perPartition < 1 {
@@ -254,13 +257,45 @@ func FetchMaxWait(d time.Duration) Option {
 
 // MaxBufferedBytes bounds the fetched bytes a Reader holds that Next has
 // not decoded yet; the fetcher waits while it is reached (back-pressure).
-// Default 64 MiB. One fetch response may exceed it once.
+// Default 8 MiB. One fetch round (at most FetchMaxBytes per partition
+// leader) may exceed it once.
 func MaxBufferedBytes(n int64) Option {
 	return func(c *config) error {
 		if n < 1 {
 			return fmt.Errorf("%w: max buffered bytes %d", flightline.ErrInvalidInput, n)
 		}
 		c.maxBuffered = n
+		return nil
+	}
+}
+
+// DecodeBytes bounds the fetched bytes decoded in one step: a fetched
+// partition chunk is decoded a piece of whole record batches of at most n
+// bytes at a time (a batch larger than n is one piece), and batches are cut
+// between pieces. A piece's decompressed records live in one buffer, freed
+// once the last batch pointing into it is released, so the decompressed
+// working set is bounded by n times the compression ratio, whatever the
+// fetch size. Default 256 KiB.
+func DecodeBytes(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("%w: decode bytes %d < 1", flightline.ErrInvalidInput, n)
+		}
+		c.decodeBytes = n
+		return nil
+	}
+}
+
+// MaxParkedBytes bounds, per partition a Reader serves, the freed decoding
+// buffers (column buffers, decompression buffers) its decoder keeps for
+// reuse once the batches using them are released
+// (kafkadecode.WithMaxParkedBytes). Default 2 MiB; 0 keeps none.
+func MaxParkedBytes(n int) Option {
+	return func(c *config) error {
+		if n < 0 {
+			return fmt.Errorf("%w: max parked bytes %d", flightline.ErrInvalidInput, n)
+		}
+		c.maxParked = n
 		return nil
 	}
 }

@@ -11,12 +11,14 @@
 // every partition leader, concurrently, one per leader per round, with the
 // topic id (Fetch v13+) and the leader epoch. A partition's record bytes go,
 // as they came off the wire (kgo allocates a fresh buffer per response), to
-// one kafkadecode.Decoder per partition with UnsafeAppend: key and value
-// columns are views into the fetch buffer, nothing is copied per record.
+// one kafkadecode.Decoder per partition with UnsafeAppend, a piece of at
+// most DecodeBytes (whole record batches) at a time: key and value columns
+// are views into the fetch buffer or into the piece's decompressed
+// records, nothing is copied per record.
 // The fetcher advances by reading batch headers, so it never waits for
 // decoding; it stops while MaxBufferedBytes of fetched bytes wait for Next
 // (back-pressure), which bounds memory together with the coordinator's
-// window.
+// window. Every buffer's bound: docs/sources/kafka.md#memory.
 //
 // Errors: NOT_LEADER / FENCED_LEADER_EPOCH / UNKNOWN_TOPIC_ID and other
 // retriable codes refresh metadata and retry; OFFSET_OUT_OF_RANGE applies
@@ -62,7 +64,10 @@
 // coordinator re-opens the sink and reads after its merged checkpoint. A
 // revocation is held until the Reader of the revoked partitions is closed
 // and the pipeline has re-opened its sink (fencing its old writer), and a
-// new assignment is served only by a Reader opened after it: together these
+// new assignment is served only by a Reader whose sink checkpoint was read
+// after it (the coordinator calls Prepare, which waits for the assignment,
+// before it opens the sink, so a clean start serves its first assignment
+// without a restart): together these
 // keep a partition's rows from being written by two instances, provided
 // the sink merges per-partition positions across its instances' commits
 // (docs/sources/kafka.md). One pipeline per (group, topic) per process.
@@ -71,6 +76,11 @@
 //
 //   - Batches returned by Next point into fetch buffers; holding one slice
 //     keeps its whole fetch response alive.
+//   - Never keep rows across flushes as a plain slice: array.Concatenate of
+//     binary_view columns keeps every data buffer of its inputs, so a
+//     carried slice re-joined with each flush chains every fetch buffer of
+//     the partition (issue 20). The carry is trimmed to the buffers its rows
+//     use (trimmedSlice). Memory bounds: docs/sources/kafka.md#memory.
 //   - Dead letters (undecodable values, corrupt batches) go to the
 //     DeadLetters handler at least once; without one they fail the Reader.
 //   - A Reader is used by one goroutine; Close releases everything it holds.

@@ -32,11 +32,13 @@ type memberKey struct{ group, topic string }
 //     follows its next Sink.Open, which fences the writer of the old
 //     attempt, so everything it committed is visible to the partition's
 //     next owner.
-//  2. A Reader serves an assignment only if some Reader of this member was
-//     Closed after the assignment took effect; otherwise it ends with
-//     ErrRebalanced at once. That forces a Sink.Open after the assignment,
-//     so the checkpoint the new owner resumes after includes the previous
-//     owner's last commit.
+//  2. A Reader serves an assignment only if a Sink.Open followed the
+//     assignment: some Reader of this member was Closed, or Prepare
+//     returned, after the assignment took effect (the coordinator opens
+//     the sink after both); otherwise it ends with ErrRebalanced at once.
+//     So the checkpoint the new owner resumes after includes the previous
+//     owner's last commit. On a clean start the coordinator's Prepare waits
+//     for the first assignment, so the first Read serves it.
 //
 // Both assume one pipeline per (group, topic) per process.
 type member struct {
@@ -113,6 +115,33 @@ func (m *member) register(r *reader) {
 		r.fail(ErrRebalanced)
 	default:
 		r.assign(m.ownedList(), m.epoch)
+	}
+}
+
+// prepare waits for the group's first assignment, then marks the current
+// assignment as one a Sink.Open follows (rule 2): the coordinator calls it
+// right before it opens the sink, so the checkpoint the next Reader resumes
+// after was read after the assignment took effect. A later change of the
+// assignment bumps the epoch and ends that Reader as usual.
+func (m *member) prepare(ctx context.Context) error {
+	for {
+		m.mu.Lock()
+		if m.closing {
+			m.mu.Unlock()
+			return fmt.Errorf("%w: kafka source closed", flightline.ErrUnavailable)
+		}
+		if m.assigned {
+			m.fresh = m.epoch
+			m.mu.Unlock()
+			return nil
+		}
+		ch := m.changed
+		m.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 

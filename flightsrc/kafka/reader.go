@@ -244,7 +244,8 @@ func (r *reader) start(ctx context.Context) error {
 }
 
 func (r *reader) newDecoder() (*kafkadecode.Decoder, error) {
-	opts := []kafkadecode.Option{kafkadecode.WithTopic(r.topic), kafkadecode.WithCapacityHint(min(r.s.cfg.maxRows, 1<<16))}
+	opts := []kafkadecode.Option{kafkadecode.WithTopic(r.topic), kafkadecode.WithCapacityHint(min(r.s.cfg.maxRows, 1<<16)),
+		kafkadecode.WithMaxParkedBytes(r.s.cfg.maxParked)}
 	if r.s.cfg.readCommitted {
 		opts = append(opts, kafkadecode.WithIsolation(kafkadecode.ReadCommitted))
 	}
@@ -309,8 +310,44 @@ func (r *reader) handle(ctx context.Context, c chunk) error {
 	if c.offset != st.next {
 		return fmt.Errorf("kafka: internal: chunk of %s/%d at offset %d, expected %d", r.topic, c.p, c.offset, st.next)
 	}
-	data := c.data
-	off := c.offset
+	// Decode the chunk a piece (whole record batches, at most
+	// DecodeBytes) at a time, cutting batches in between: each piece is
+	// decompressed into its own buffer, which is freed with the batches
+	// that point into it, so the decompressed working set is bounded by
+	// the piece, not by the fetch.
+	for data := c.data; len(data) > 0; {
+		n := pieceLen(data, r.s.cfg.decodeBytes)
+		if err := r.decode(ctx, st, c, data[:n]); err != nil {
+			return err
+		}
+		data = data[n:]
+	}
+	return nil
+}
+
+// pieceLen is the length of the record batches at the start of data that
+// fit in limit bytes, at least one batch (or all of data, if it does not
+// start with a batch header, for the decoder to report).
+func pieceLen(data []byte, limit int) int {
+	n := 0
+	for n < len(data) {
+		_, _, total := batchBounds(data[n:])
+		if total <= 12 || total > len(data)-n {
+			return len(data)
+		}
+		if n > 0 && n+total > limit {
+			break
+		}
+		n += total
+	}
+	return n
+}
+
+// decode appends one piece of a chunk to st's decoder and cuts batches if
+// the partition holds enough rows.
+func (r *reader) decode(ctx context.Context, st *partState, c chunk, data []byte) error {
+	raw := len(data)
+	off := max(c.offset, st.next)
 	for len(data) > 0 {
 		prog, err := st.dec.UnsafeAppend(kafkadecode.Fetch{Partition: c.p, FetchOffset: off, RecordBatches: data, AbortedTransactions: c.aborted})
 		if prog.NextOffset > st.next {
@@ -334,7 +371,7 @@ func (r *reader) handle(ctx context.Context, c chunk) error {
 	if st.since.IsZero() && st.next > r.emitted[st.key] {
 		st.since = time.Now()
 	}
-	st.rawPending += int64(len(c.data))
+	st.rawPending += int64(raw)
 	if st.dec.Len()+carryRows(st) >= r.s.cfg.maxRows || (r.s.cfg.valueDecoder == nil && st.rawPending >= int64(r.s.cfg.maxBytes)) {
 		return r.cut(st, false)
 	}
@@ -461,7 +498,7 @@ func (r *reader) cut(st *partState, final bool) error {
 	}
 	switch {
 	case i < n && !final:
-		st.carry = rec.NewSlice(int64(i), int64(n))
+		st.carry = trimmedSlice(rec, int64(i), int64(n), r.s.cfg.mem)
 	case i < n:
 		r.emitted[st.key] = st.next
 		r.queue(rec.NewSlice(int64(i), int64(n)))
@@ -552,6 +589,9 @@ func (r *reader) Close() error {
 	if r.cancel != nil {
 		r.cancel()
 		r.wg.Wait()
+		for len(r.chunks) > 0 { // drop the queued fetch responses
+			<-r.chunks
+		}
 	}
 	for _, o := range r.ready {
 		o.rec.Release()

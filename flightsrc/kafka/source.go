@@ -57,8 +57,8 @@ func New(opts ...Option) (*Source, error) {
 	c := config{
 		clientID: "flightline", readCommitted: true, membership: true,
 		maxRows: 10000, maxBytes: 8 << 20, maxWait: 500 * time.Millisecond,
-		fetchMaxBytes: 50 << 20, partitionMaxBytes: 8 << 20, fetchMaxWait: 250 * time.Millisecond,
-		maxBuffered: 64 << 20, unavailableAfter: 30 * time.Second,
+		fetchMaxBytes: 8 << 20, partitionMaxBytes: 1 << 20, fetchMaxWait: 250 * time.Millisecond,
+		maxBuffered: 8 << 20, maxParked: kafkadecode.DefaultMaxParkedBytes, decodeBytes: 256 << 10, unavailableAfter: 30 * time.Second,
 		sessionTimeout: 45 * time.Second, revokeTimeout: 20 * time.Second,
 		mem: memory.DefaultAllocator, log: slog.Default(),
 	}
@@ -244,6 +244,46 @@ func (s *Source) Read(ctx context.Context, req flightsrc.ReadRequest) (flightsrc
 		r.assign(tp.partitions, 0)
 	}
 	return r, nil
+}
+
+var _ flightsrc.Preparer = (*Source)(nil)
+
+// Prepare implements flightsrc.Preparer; the coordinator calls it before
+// it opens the sink. With group membership it joins the consumer group
+// (once per group and topic) and waits for the group's first assignment,
+// at most UnavailableAfter (then flightline.ErrUnavailable, retryable),
+// and records that a sink checkpoint read from now on is read after the
+// current assignment took effect: a Read that follows serves that
+// assignment at once instead of ending with ErrRebalanced (see member).
+// Without membership it only checks the stream.
+func (s *Source) Prepare(ctx context.Context, req flightsrc.PrepareRequest) error {
+	if !s.offers(req.Stream) {
+		return fmt.Errorf("%w: stream %q is not one of this Kafka source's topics", flightline.ErrNotFound, req.Stream)
+	}
+	if !s.cfg.membership {
+		return nil
+	}
+	group, err := s.group(req.Pipeline)
+	if err != nil {
+		return err
+	}
+	if _, err := s.topic(ctx, req.Stream); err != nil {
+		return err // unknown topic, unreachable brokers: before joining
+	}
+	m, err := s.member(group, req.Stream)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeoutCause(ctx, s.cfg.unavailableAfter,
+		fmt.Errorf("%w: kafka: no assignment from consumer group %q for %v", flightline.ErrUnavailable, group, s.cfg.unavailableAfter))
+	defer cancel()
+	if err := m.prepare(wctx); err != nil {
+		if ctx.Err() == nil && context.Cause(wctx) != nil {
+			return context.Cause(wctx)
+		}
+		return err
+	}
+	return nil
 }
 
 func (s *Source) member(group, topic string) (*member, error) {

@@ -218,15 +218,16 @@ func TestKfakeExactlyOnceAcrossRestarts(t *testing.T) {
 	}
 }
 
-// Batches cut by rows are the same whatever the fetch sizes, given the
-// same start positions; a tiny MaxBufferedBytes only slows the fetcher.
+// Batches cut by rows are the same whatever the fetch sizes and decode
+// pieces, given the same start positions; a tiny MaxBufferedBytes only
+// slows the fetcher.
 func TestKfakeDeterministicBoundaries(t *testing.T) {
 	brokers := fakeCluster(t, 2, "events")
 	produce(t, brokers, "events", 0, 1000, 0)
 	mem := checkedMem(t)
-	bounds := func(partMax int32, buffered int64) map[int32][][2]int64 {
+	bounds := func(partMax int32, buffered int64, decode int) map[int32][][2]int64 {
 		src, err := kafka.New(kafka.Brokers(brokers...), kafka.Topics("events"), kafka.GroupID("det"),
-			kafka.WithoutGroupMembership(), kafka.BatchRows(64), kafka.BatchWait(time.Hour),
+			kafka.WithoutGroupMembership(), kafka.BatchRows(64), kafka.BatchWait(time.Hour), kafka.DecodeBytes(decode),
 			kafka.FetchMaxBytes(1<<20, partMax), kafka.MaxBufferedBytes(buffered), kafka.Allocator(mem), kafka.Logger(quietLog()))
 		require.NoError(t, err)
 		defer src.Close()
@@ -256,9 +257,11 @@ func TestKfakeDeterministicBoundaries(t *testing.T) {
 		}
 		return out
 	}
-	a := bounds(8<<20, 64<<20)
-	b := bounds(700, 2048) // many small fetches, tight back-pressure
+	a := bounds(8<<20, 64<<20, 8<<20)
+	b := bounds(700, 2048, 8<<20) // many small fetches, tight back-pressure
+	c := bounds(8<<20, 64<<20, 1) // big fetches decoded one record batch at a time
 	require.Equal(t, a, b)
+	require.Equal(t, a, c)
 	require.Equal(t, int64(3), a[0][0][0])
 }
 

@@ -1,0 +1,20 @@
+package delta_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flightline/flightline/flightsink"
+	delta "github.com/flightline/flightline/flightsink/delta"
+	"github.com/flightline/flightline/internal/heaptest"
+)
+
+// The Delta sink's live heap does not grow with the stream it commits:
+// 200 commits (with log checkpoints every 10) of 2,000 rows each.
+func TestDeltaSinkMemoryFlat(t *testing.T) {
+	s, err := delta.New(context.Background(), t.TempDir(), delta.CheckpointInterval(10))
+	require.NoError(t, err)
+	heaptest.SinkFlat(t, s, flightsink.Pipeline{ID: "flat"}, 400_000, 2000, 8<<20, nil) // ~2 MiB of jitter: what the writer holds at the sample
+}
