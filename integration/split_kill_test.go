@@ -359,6 +359,38 @@ func (r *killRun) waitLogged(role, text string, timeout time.Duration) {
 	}, timeout, 20*time.Millisecond, "%s did not log %q\n%s", role, text, r.dump())
 }
 
+// waitMoving waits until the sink's checkpoint names every partition and
+// then moves on in every partition.
+func (r *killRun) waitMoving(ctx context.Context, timeout time.Duration) {
+	r.t.Helper()
+	var first checkpoint.Positions
+	r.waitCommitted(ctx, timeout, "a checkpoint naming every partition", func(c checkpoint.Positions) bool {
+		first = c
+		return len(c) == r.parts
+	})
+	r.waitCommitted(ctx, timeout, "every partition moving", func(c checkpoint.Positions) bool {
+		for k, v := range first {
+			if c[k] <= v {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// waitMembers waits until the source's consumer group has n members, and
+// reports whether it did within timeout.
+func (r *killRun) waitMembers(ctx context.Context, n int, timeout time.Duration) bool {
+	group := r.topic + "-g"
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		gs, err := r.adm.DescribeGroups(ctx, group)
+		if g, ok := gs[group]; err == nil && ok && len(g.Members) == n {
+			return true
+		}
+	}
+	return false
+}
+
 // assigned waits for the current run of the source to log its first
 // assignment, and returns the partitions it owns.
 func (r *killRun) assigned(timeout time.Duration) []int32 {
@@ -579,20 +611,23 @@ func TestIntegrationQuickSourceRestart(t *testing.T) {
 			// A session long enough for B and C to join before the first
 			// dead member leaves, on a slow machine (a start takes ~2 s).
 			r := newKillRun(t, ctx, s, seed, "10s")
-			all := func(c checkpoint.Positions) bool { return len(c) == r.parts }
-			r.waitCommitted(ctx, time.Minute, "a checkpoint naming every partition", all)
-			const tries = 5
+			const tries = 8
 			var owned []int32
 			for try := 1; ; try++ {
-				time.Sleep(time.Second) // rows in flight, group offsets behind the sink
+				// Kill while every partition moves: rows in flight, and
+				// the group's committed offsets behind the sink.
+				r.waitMoving(ctx, time.Minute)
+				t0 := time.Now()
 				r.kill("source")
 				r.start("source") // B
-				r.waitLogged("source", "joining consumer group", time.Minute)
-				time.Sleep(700 * time.Millisecond) // B's JoinGroup is in
+				// B's JoinGroup is in, next to the dead member.
+				joined := r.waitMembers(ctx, 2, 15*time.Second)
+				t1 := time.Since(t0)
 				r.kill("source")
 				r.start("source") // C
 				owned = r.assigned(time.Minute)
-				t.Logf("try %d: the restarted source owns partitions %v of %d", try, owned, r.parts)
+				t.Logf("try %d: B joined: %v after %v; the restarted source owns partitions %v of %d after %v",
+					try, joined, t1.Round(time.Millisecond), owned, r.parts, time.Since(t0).Round(time.Millisecond))
 				if len(owned) < r.parts || try == tries {
 					break
 				}
