@@ -466,26 +466,81 @@ func (r *killRun) waitCommitted(ctx context.Context, timeout time.Duration, what
 }
 
 // chaos kill -9s a random process kills times, every 0.5–3 s, restarting
-// it after 0–1 s (two times in three) or 1.5–4 s.
+// it after 0–1 s (two times in three) or 1.5–4 s, and logs each kill. After
+// a quick restart of the source, the next victim is the source again one
+// time in two (bug 1's double restart).
 func (r *killRun) chaos(ctx context.Context, rng *rand.Rand, kills int) {
+	stop := r.watchProgress(ctx)
+	defer stop()
 	victims := map[string]int{}
+	quickSource := false
 	for i := range kills {
 		time.Sleep(time.Duration(500+rng.IntN(2500)) * time.Millisecond)
 		r.requireAlive()
 		victim := killRoles[rng.IntN(len(killRoles))]
+		if quickSource && rng.IntN(2) == 0 {
+			// Bug 1's pattern, more often than by chance: a source that
+			// restarted quickly is killed again, often while it joins the
+			// group next to its dead predecessor.
+			victim = "source"
+		}
 		r.kill(victim)
 		victims[victim]++
-		if rng.IntN(3) < 2 {
-			time.Sleep(time.Duration(rng.IntN(1000)) * time.Millisecond)
-		} else {
-			time.Sleep(time.Duration(1500+rng.IntN(2500)) * time.Millisecond)
+		pause := time.Duration(rng.IntN(1000)) * time.Millisecond
+		if rng.IntN(3) == 0 {
+			pause = time.Duration(1500+rng.IntN(2500)) * time.Millisecond
 		}
+		quickSource = victim == "source" && pause < time.Second
+		time.Sleep(pause)
 		r.start(victim)
+		msg := fmt.Sprintf("%s kill %d: %s, restarted after %v", time.Now().Format(time.StampMilli), i+1, victim, pause)
 		if (i+1)%10 == 0 {
-			r.t.Logf("kill %d: committed %s", i+1, r.committed(ctx).Encode())
+			c := r.committed(ctx)
+			for wait := time.Now().Add(5 * time.Second); c == nil && time.Now().Before(wait); c = r.committed(ctx) {
+				time.Sleep(200 * time.Millisecond) // the sink may be starting
+			}
+			msg += "; committed " + string(c.Encode())
 		}
+		r.t.Log(msg)
 	}
 	r.t.Logf("kills: %v", victims)
+}
+
+// watchProgress polls the sink's checkpoint until the returned function is
+// called, which logs the longest time the checkpoint did not move and the
+// kills just before it: a stall shows there.
+func (r *killRun) watchProgress(ctx context.Context) func() {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	var longest time.Duration
+	var longestEnd time.Time
+	go func() {
+		defer close(finished)
+		last, lastAt := "", time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+			c := r.committed(ctx)
+			if c == nil {
+				continue
+			}
+			if e := string(c.Encode()); e != last {
+				if d := time.Since(lastAt); d > longest {
+					longest, longestEnd = d, time.Now()
+				}
+				last, lastAt = e, time.Now()
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+		r.t.Logf("longest time without a new commit while killing: %v, until %s", longest.Round(100*time.Millisecond),
+			longestEnd.Format(time.StampMilli))
+	}
 }
 
 // finish stops the producer, waits until the sink has committed the whole
