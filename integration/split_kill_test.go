@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -391,6 +392,8 @@ func (r *killRun) waitMembers(ctx context.Context, n int, timeout time.Duration)
 	return false
 }
 
+var ownedRE = regexp.MustCompile(`owned="?\[([0-9 ]*)\]`)
+
 // assigned waits for the current run of the source to log its first
 // assignment, and returns the partitions it owns.
 func (r *killRun) assigned(timeout time.Duration) []int32 {
@@ -399,11 +402,11 @@ func (r *killRun) assigned(timeout time.Duration) []int32 {
 	mark := fmt.Sprintf("=== source start %d ", r.starts["source"])
 	_, after, _ := strings.Cut(r.logs["source"].String(), mark)
 	_, line, _ := strings.Cut(after, "partitions assigned")
-	_, list, ok := strings.Cut(line, `owned="[`)
-	list, _, ok2 := strings.Cut(list, "]")
-	require.True(r.t, ok && ok2, "no owned partitions in %q", line)
+	line, _, _ = strings.Cut(line, "\n")
+	m := ownedRE.FindStringSubmatch(line) // owned=[0] or owned="[0 1]"
+	require.NotNil(r.t, m, "no owned partitions in %q", line)
 	var owned []int32
-	for _, f := range strings.Fields(list) {
+	for _, f := range strings.Fields(m[1]) {
 		p, err := strconv.Atoi(f)
 		require.NoError(r.t, err)
 		owned = append(owned, int32(p))
