@@ -37,8 +37,9 @@ import (
 // committed transaction exactly once and no record of an aborted one.
 //
 // One harness (killRun) runs every sink; each sink is an entry of
-// killSinks. FLIGHTLINE_KILL_SEED=N replays a run's random choices (kill
-// times, victims, restart delays, the producer's transactions);
+// killSinks. FLIGHTLINE_KILL_SEED=N replays a run's random choices
+// (victims, kill times, restart delays, transaction sizes and aborts; the
+// processes' own timing still varies);
 // FLIGHTLINE_CHAOS=1 (make chaos) is the larger variant: more kills, and
 // Delta on S3 too.
 
