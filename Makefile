@@ -6,7 +6,7 @@ GO ?= go
 SERVICES := integration/services/services.sh
 GOTESTFLAGS ?= -race -count=1 -timeout 60m
 
-.PHONY: all build demo test test-unit services-up services-down bench fuzz chaos fuzz-long vet
+.PHONY: all build demo test test-unit services-up services-down bench fuzz chaos chaos-kill chaos-fuzz fuzz-long vet
 
 # The fuzz targets of the wire boundary (package:Target). Their seed corpus
 # (internal/doputtest) replays in every `go test`; `make fuzz` mutates each
@@ -35,6 +35,19 @@ test:
 	$(GO) vet ./... && $(GO) test $(GOTESTFLAGS) ./... && $(MAKE) --no-print-directory fuzz; rc=$$?; \
 	$(SERVICES) down; exit $$rc
 
+# Longer runs than `make test` has time for. Each recipe line stands alone
+# (starts what it needs, stops it). The kill tests: 100 kill -9s of a random
+# process of a three-process Kafka pipeline per exactly-once sink, Delta on
+# S3 included (FLIGHTLINE_KILL_SEED=N replays a run's kill schedule).
+# The heavy matrices: 100 kills per exactly-once sink (Delta on S3 too),
+# then the DoPut fuzz targets for CHAOSTIME each.
+chaos: chaos-kill chaos-fuzz
+
+chaos-kill:
+	@$(SERVICES) up kafka postgres python s3 && set -a && . integration/services/run/env && set +a && \
+	FLIGHTLINE_REQUIRE_SERVICES=1 FLIGHTLINE_CHAOS=1 $(GO) test -race -count=1 -timeout 120m -v \
+		-run '^TestIntegrationSplitKill9$$' ./integration/ ; rc=$$?; $(SERVICES) down; exit $$rc
+
 services-up:
 	$(SERVICES) up
 
@@ -57,7 +70,7 @@ fuzz:
 	done
 
 # The same targets at length: malformed DoPut streams against every sink.
-chaos:
+chaos-fuzz:
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(CHAOSTIME)
 
-fuzz-long: chaos
+fuzz-long: chaos-fuzz

@@ -71,8 +71,14 @@ func (s *syncBuffer) String() string {
 
 func start(t *testing.T, bin string, args ...string) *proc {
 	t.Helper()
+	return startLogged(t, bin, &syncBuffer{}, args...)
+}
+
+// startLogged starts bin with its output appended to log, which may
+// collect several runs.
+func startLogged(t *testing.T, bin string, log *syncBuffer, args ...string) *proc {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
-	log := &syncBuffer{}
 	cmd.Stdout = log
 	cmd.Stderr = log
 	require.NoError(t, cmd.Start())

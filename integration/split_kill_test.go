@@ -1,0 +1,707 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/flightline/flightline/checkpoint"
+	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/internal/objstore"
+	"github.com/flightline/flightline/internal/s3test"
+)
+
+// The split-process kill tests: the Kafka source (serve-source, a consumer
+// group member WITHOUT a static instance id), an exactly-once sink
+// (serve-sink) and the coordinator (run) as three flightline processes
+// talking Flight over loopback, on a live topic that a transactional
+// producer keeps writing to, with committed and aborted transactions. The
+// test kill -9s the processes and restarts them; afterwards an independent
+// reader (delta-rs, pyarrow, SQL, kcat) must find every record of a
+// committed transaction exactly once and no record of an aborted one.
+//
+// One harness (killRun) runs every sink; each sink is an entry of
+// killSinks. FLIGHTLINE_KILL_SEED=N replays a run's random choices
+// (victims, kill times, restart delays, transaction sizes and aborts; the
+// processes' own timing still varies);
+// FLIGHTLINE_CHAOS=1 (make chaos) is the larger variant: more kills, and
+// Delta on S3 too.
+
+// killSink is one exactly-once sink of the kill tests.
+type killSink struct {
+	name   string
+	format string // the Kafka source's value format: raw or json
+	chaos  bool   // only in the larger variant
+	// dest gives serve-sink a fresh destination named after name.
+	dest func(t *testing.T, ctx context.Context, name string) killDest
+}
+
+// killDest is one fresh destination of a sink.
+type killDest struct {
+	spec   string // serve-sink --sink
+	target string // run --target; empty: the sink's default
+	// read returns the key of every row committed at the destination, as
+	// a reader independent of Flightline sees it.
+	read func(ctx context.Context) ([]string, error)
+}
+
+// killSinks are the exactly-once sinks; chaos adds those that only the
+// larger variant runs.
+func killSinks(chaos bool) []killSink {
+	all := []killSink{
+		{name: "delta", format: "json", dest: func(t *testing.T, _ context.Context, _ string) killDest {
+			Need(t, "FLIGHTLINE_PYTHON", "python with deltalake")
+			uri := filepath.Join(t.TempDir(), "orders")
+			return killDest{spec: "delta:" + uri + "?checkpoint_interval=10", read: pythonKeys(t, "delta", uri, nil)}
+		}},
+		{name: "postgres", format: "json", dest: postgresKillDest},
+		{name: "kafka", format: "raw", dest: kafkaKillDest},
+		{name: "dir", format: "raw", dest: func(t *testing.T, _ context.Context, _ string) killDest {
+			Need(t, "FLIGHTLINE_PYTHON", "python with pyarrow")
+			dir := t.TempDir()
+			return killDest{spec: "dir:" + dir, target: "out", read: pythonKeys(t, "arrow", filepath.Join(dir, "out"), nil)}
+		}},
+		{name: "delta-s3", format: "json", chaos: true, dest: func(t *testing.T, _ context.Context, name string) killDest {
+			Need(t, "FLIGHTLINE_PYTHON", "python with deltalake")
+			storage := s3test.Options(t)
+			uri := fmt.Sprintf("s3://%s/%s/orders", s3test.Bucket, name)
+			return killDest{spec: deltaSinkSpec(t, uri, storage, ""), read: pythonKeys(t, "delta", uri, storage)}
+		}},
+	}
+	var out []killSink
+	for _, s := range all {
+		if chaos || !s.chaos {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func postgresKillDest(t *testing.T, ctx context.Context, name string) killDest {
+	dsn := Need(t, "FLIGHTLINE_PG_DSN", "PostgreSQL")
+	table := strings.NewReplacer("-", "_").Replace(name)
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("table", table)
+	u.RawQuery = q.Encode()
+	read := func(ctx context.Context) ([]string, error) {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return nil, err
+		}
+		defer conn.Close(context.WithoutCancel(ctx))
+		rows, err := conn.Query(ctx, `SELECT convert_from(key, 'UTF8') FROM `+pgx.Identifier{table}.Sanitize())
+		if err != nil {
+			return nil, err
+		}
+		return pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	return killDest{spec: u.String(), read: read}
+}
+
+func kafkaKillDest(t *testing.T, ctx context.Context, name string) killDest {
+	brokers := Need(t, "FLIGHTLINE_KAFKA_BROKERS", "Kafka broker")
+	kcat := Need(t, "FLIGHTLINE_KCAT", "kcat (librdkafka)")
+	_, out := kafkaTopic(t, ctx, brokers, name+"-out", 3)
+	read := func(ctx context.Context) ([]string, error) {
+		b, err := exec.CommandContext(ctx, kcat, "-C", "-b", brokers, "-t", out, "-X", "isolation.level=read_committed",
+			"-o", "beginning", "-e", "-q", "-f", "%k %s\n").Output()
+		if err != nil {
+			return nil, fmt.Errorf("kcat: %w", err)
+		}
+		var keys []string
+		for _, line := range strings.Split(string(b), "\n") {
+			if line == "" {
+				continue
+			}
+			k, v, _ := strings.Cut(line, " ")
+			if want := killValue(k); v != want {
+				return nil, fmt.Errorf("record %s has value %q, want %q", k, v, want)
+			}
+			keys = append(keys, k)
+		}
+		return keys, nil
+	}
+	// A short transaction timeout bounds the wait of a restarted sink for
+	// its killed predecessor's open transaction (issue 12, bug 3).
+	spec := fmt.Sprintf("kafka:?brokers=%s&topic=%s&transaction_timeout=10s", brokers, out)
+	return killDest{spec: spec, read: read}
+}
+
+// pythonKeys reads the key column of a Delta table or a Dir target with
+// integration/python/read_keys.py.
+func pythonKeys(t *testing.T, kind, uri string, storage objstore.Options) func(context.Context) ([]string, error) {
+	py := Need(t, "FLIGHTLINE_PYTHON", "python with pyarrow and deltalake")
+	return func(ctx context.Context) ([]string, error) {
+		cmd := exec.CommandContext(ctx, py, "python/read_keys.py", kind, uri, "key")
+		if storage != nil {
+			js, err := json.Marshal(storage)
+			if err != nil {
+				return nil, err
+			}
+			cmd.Env = append(os.Environ(), "FLIGHTLINE_DELTA_STORAGE="+string(js))
+		}
+		out, err := cmd.Output()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return nil, fmt.Errorf("read_keys.py %s %s: %w\n%s", kind, uri, err, ee.Stderr)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return strings.Fields(string(out)), nil
+	}
+}
+
+// killValue is the value of the record keyed k: JSON, which the json
+// format decodes with killSchema and the raw format passes as bytes.
+func killValue(k string) string {
+	id, _ := strconv.Atoi(k[1:])
+	if k[0] == 'a' {
+		id = -id - 1
+	}
+	return fmt.Sprintf(`{"id":%d,"item":"item-%d"}`, id, (id+1000)%97)
+}
+
+const killSchema = `{"type":"record","name":"order","fields":[{"name":"id","type":"long"},{"name":"item","type":"string"}]}`
+
+// liveProducer writes transactions to a topic until stopped: most commit
+// records k0, k1, …; about one in four aborts records a0, a1, ….
+type liveProducer struct {
+	stop chan struct{}
+	done chan struct{}
+	// Valid after Stop.
+	committed, aborted, txns int
+	err                      error
+}
+
+// startLiveProducer starts writing to topic: a transaction of 50–250
+// records round-robin over the partitions every 150–350 ms.
+func startLiveProducer(t *testing.T, brokers, topic string, seed uint64) *liveProducer {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.DefaultProduceTopic(topic),
+		kgo.TransactionalID(topic+"-producer"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
+		kgo.ProducerBatchCompression(kgo.Lz4Compression()))
+	require.NoError(t, err)
+	p := &liveProducer{stop: make(chan struct{}), done: make(chan struct{})}
+	rng := rand.New(rand.NewPCG(seed, 99))
+	go func() {
+		defer close(p.done)
+		defer cl.Close()
+		ctx := context.Background()
+		for {
+			select {
+			case <-p.stop:
+				return
+			case <-time.After(time.Duration(150+rng.IntN(200)) * time.Millisecond):
+			}
+			abort := rng.IntN(4) == 0
+			n := 50 + rng.IntN(200)
+			if err := cl.BeginTransaction(); err != nil {
+				p.err = err
+				return
+			}
+			for range n {
+				var k string
+				if abort {
+					k = fmt.Sprintf("a%d", p.aborted)
+					p.aborted++
+				} else {
+					k = fmt.Sprintf("k%d", p.committed)
+					p.committed++
+				}
+				cl.Produce(ctx, &kgo.Record{Key: []byte(k), Value: []byte(killValue(k))}, nil)
+			}
+			// Flush first, so an aborted transaction's records reach the
+			// log before its abort marker.
+			err := cl.Flush(ctx)
+			end := kgo.TryCommit
+			if abort || err != nil {
+				end = kgo.TryAbort
+			}
+			if eerr := cl.EndTransaction(ctx, end); err == nil {
+				err = eerr
+			}
+			if err != nil {
+				p.err = fmt.Errorf("transaction %d: %w", p.txns, err)
+				return
+			}
+			p.txns++
+		}
+	}()
+	t.Cleanup(func() { p.Stop(t, brokers, topic, 0) })
+	return p
+}
+
+// Stop ends the transactions, then writes one plain record to each of
+// parts partitions, so every partition ends with a data record and its end
+// offset is exactly the position after its last record.
+func (p *liveProducer) Stop(t *testing.T, brokers, topic string, parts int) {
+	select {
+	case <-p.stop:
+		<-p.done
+		return
+	default:
+	}
+	close(p.stop)
+	<-p.done
+	require.NoError(t, p.err, "the producer failed")
+	if parts == 0 {
+		return
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	defer cl.Close()
+	for i := range parts {
+		k := fmt.Sprintf("k%d", p.committed)
+		p.committed++
+		r := &kgo.Record{Key: []byte(k), Value: []byte(killValue(k)), Partition: int32(i)}
+		require.NoError(t, cl.ProduceSync(context.Background(), r).FirstErr())
+	}
+}
+
+// killRoles are the three processes of a split pipeline.
+var killRoles = []string{"source", "sink", "run"}
+
+// killRun is one split pipeline under test: a live topic, and
+// serve-source, serve-sink and run as three processes that the test may
+// kill -9 and restart.
+type killRun struct {
+	t       *testing.T
+	bin     string
+	brokers string
+	adm     *kadm.Client
+	topic   string
+	parts   int
+	pl      flightsink.Pipeline
+	dest    killDest
+	argv    map[string][]string
+	procs   map[string]*proc
+	logs    map[string]*syncBuffer
+	starts  map[string]int
+	sink    *flightsink.Client
+	prod    *liveProducer
+}
+
+// newKillRun creates a topic of 3 partitions and a fresh destination of
+// sink, starts producing, and starts the three processes.
+func newKillRun(t *testing.T, ctx context.Context, s killSink, seed uint64, session string) *killRun {
+	brokers := Need(t, "FLIGHTLINE_KAFKA_BROKERS", "Kafka broker")
+	bin := flightlineBin(t)
+	const parts = 3
+	adm, topic := kafkaTopic(t, ctx, brokers, "kill-"+s.name, parts)
+	dest := s.dest(t, ctx, topic)
+	format := "format=raw"
+	if s.format == "json" {
+		schema := filepath.Join(t.TempDir(), "order.avsc")
+		require.NoError(t, os.WriteFile(schema, []byte(killSchema), 0o644))
+		format = "format=json&schema=" + schema
+	}
+	srcAddr, sinkAddr := freePort(t), freePort(t)
+	r := &killRun{t: t, bin: bin, brokers: brokers, adm: adm, topic: topic, parts: parts,
+		pl: flightsink.Pipeline{ID: topic + "-pipe", Target: dest.target}, dest: dest,
+		procs: map[string]*proc{}, logs: map[string]*syncBuffer{}, starts: map[string]int{}}
+	// No instance_id: a restarted source is a new member of the group, and
+	// its dead predecessor stays a member until the session times out.
+	r.argv = map[string][]string{
+		"source": {"serve-source", "--listen", srcAddr, "--log-level", "info", "--source",
+			fmt.Sprintf("kafka:?brokers=%s&topics=%s&group=%s-g&batch_rows=200&batch_wait=100ms&session_timeout=%s&%s",
+				brokers, topic, topic, session, format)},
+		"sink": {"serve-sink", "--listen", sinkAddr, "--log-level", "info", "--sink", dest.spec},
+		"run": {"run", "--source", "grpc://" + srcAddr, "--sink", "grpc://" + sinkAddr, "--stream", topic,
+			"--pipeline", r.pl.ID, "--target", dest.target, "--log-level", "info"},
+	}
+	cl, err := flightsink.Dial("grpc://"+sinkAddr, flightsink.ClientConfig{})
+	require.NoError(t, err)
+	t.Cleanup(func() { cl.Close() })
+	r.sink = cl
+	r.prod = startLiveProducer(t, brokers, topic, seed)
+	for _, role := range killRoles {
+		r.logs[role] = &syncBuffer{}
+		r.start(role)
+	}
+	return r
+}
+
+func (r *killRun) start(role string) {
+	r.starts[role]++
+	fmt.Fprintf(r.logs[role], "=== %s start %d at %s\n", role, r.starts[role], time.Now().Format(time.StampMilli))
+	r.procs[role] = startLogged(r.t, r.bin, r.logs[role], r.argv[role]...)
+}
+
+func (r *killRun) kill(role string) {
+	r.procs[role].kill()
+	fmt.Fprintf(r.logs[role], "=== %s killed at %s\n", role, time.Now().Format(time.StampMilli))
+}
+
+// waitLogged waits until the current run of role has logged text.
+func (r *killRun) waitLogged(role, text string, timeout time.Duration) {
+	r.t.Helper()
+	mark := fmt.Sprintf("=== %s start %d ", role, r.starts[role])
+	require.Eventually(r.t, func() bool {
+		_, after, _ := strings.Cut(r.logs[role].String(), mark)
+		return strings.Contains(after, text)
+	}, timeout, 20*time.Millisecond, "%s did not log %q\n%s", role, text, r.dump())
+}
+
+// waitMoving waits until the sink's checkpoint names every partition and
+// then moves on in every partition.
+func (r *killRun) waitMoving(ctx context.Context, timeout time.Duration) {
+	r.t.Helper()
+	var first checkpoint.Positions
+	r.waitCommitted(ctx, timeout, "a checkpoint naming every partition", func(c checkpoint.Positions) bool {
+		first = c
+		return len(c) == r.parts
+	})
+	r.waitCommitted(ctx, timeout, "every partition moving", func(c checkpoint.Positions) bool {
+		for k, v := range first {
+			if c[k] <= v {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// waitMembers waits until the source's consumer group has n members, and
+// reports whether it did within timeout.
+func (r *killRun) waitMembers(ctx context.Context, n int, timeout time.Duration) bool {
+	group := r.topic + "-g"
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		gs, err := r.adm.DescribeGroups(ctx, group)
+		if g, ok := gs[group]; err == nil && ok && len(g.Members) == n {
+			return true
+		}
+	}
+	return false
+}
+
+var ownedRE = regexp.MustCompile(`owned="?\[([0-9 ]*)\]`)
+
+// assigned waits for the current run of the source to log its first
+// assignment, and returns the partitions it owns.
+func (r *killRun) assigned(timeout time.Duration) []int32 {
+	r.t.Helper()
+	r.waitLogged("source", "partitions assigned", timeout)
+	mark := fmt.Sprintf("=== source start %d ", r.starts["source"])
+	_, after, _ := strings.Cut(r.logs["source"].String(), mark)
+	_, line, _ := strings.Cut(after, "partitions assigned")
+	line, _, _ = strings.Cut(line, "\n")
+	m := ownedRE.FindStringSubmatch(line) // owned=[0] or owned="[0 1]"
+	require.NotNil(r.t, m, "no owned partitions in %q", line)
+	var owned []int32
+	for _, f := range strings.Fields(m[1]) {
+		p, err := strconv.Atoi(f)
+		require.NoError(r.t, err)
+		owned = append(owned, int32(p))
+	}
+	return owned
+}
+
+// requireAlive fails the test if a process exited on its own (a crash).
+func (r *killRun) requireAlive() {
+	r.t.Helper()
+	for _, role := range killRoles {
+		if done, err := r.procs[role].exited(); done {
+			r.t.Fatalf("%s exited on its own (%v)\n%s", role, err, r.dump())
+		}
+	}
+}
+
+// dump is the tail of every process's log.
+func (r *killRun) dump() string {
+	var b strings.Builder
+	for _, role := range killRoles {
+		s := r.logs[role].String()
+		if len(s) > 6000 {
+			s = "…" + s[len(s)-6000:]
+		}
+		fmt.Fprintf(&b, "----- %s log (tail) -----\n%s\n", role, s)
+	}
+	return b.String()
+}
+
+// committed is the sink's checkpoint for the pipeline, asked over Flight
+// (nil when the sink does not answer within a few seconds).
+func (r *killRun) committed(ctx context.Context) checkpoint.Positions {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cp, err := r.sink.Checkpoint(ctx, r.pl)
+	if err != nil || cp == nil {
+		return nil
+	}
+	p, err := checkpoint.Parse(cp)
+	if err != nil {
+		return nil
+	}
+	return p
+}
+
+// waitCommitted waits until the sink's checkpoint satisfies ok.
+func (r *killRun) waitCommitted(ctx context.Context, timeout time.Duration, what string, ok func(checkpoint.Positions) bool) {
+	r.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if c := r.committed(ctx); c != nil && ok(c) {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%s: not within %v; committed %s\n%s", what, timeout, r.committed(ctx).Encode(), r.dump())
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// chaos kill -9s a random process kills times, every 0.5–3 s, restarting
+// it after 0–1 s (two times in three) or 1.5–4 s, and logs each kill. After
+// a quick restart of the source, the next victim is the source again one
+// time in two (bug 1's double restart).
+func (r *killRun) chaos(ctx context.Context, rng *rand.Rand, kills int) {
+	stop := r.watchProgress(ctx)
+	defer stop()
+	victims := map[string]int{}
+	quickSource := false
+	for i := range kills {
+		time.Sleep(time.Duration(500+rng.IntN(2500)) * time.Millisecond)
+		r.requireAlive()
+		victim := killRoles[rng.IntN(len(killRoles))]
+		if quickSource && rng.IntN(2) == 0 {
+			// Bug 1's pattern, more often than by chance: a source that
+			// restarted quickly is killed again, often while it joins the
+			// group next to its dead predecessor.
+			victim = "source"
+		}
+		r.kill(victim)
+		victims[victim]++
+		pause := time.Duration(rng.IntN(1000)) * time.Millisecond
+		if rng.IntN(3) == 0 {
+			pause = time.Duration(1500+rng.IntN(2500)) * time.Millisecond
+		}
+		quickSource = victim == "source" && pause < time.Second
+		time.Sleep(pause)
+		r.start(victim)
+		msg := fmt.Sprintf("%s kill %d: %s, restarted after %v", time.Now().Format(time.StampMilli), i+1, victim, pause)
+		if (i+1)%10 == 0 {
+			c := r.committed(ctx)
+			for wait := time.Now().Add(5 * time.Second); c == nil && time.Now().Before(wait); c = r.committed(ctx) {
+				time.Sleep(200 * time.Millisecond) // the sink may be starting
+			}
+			msg += "; committed " + string(c.Encode())
+		}
+		r.t.Log(msg)
+	}
+	r.t.Logf("kills: %v", victims)
+}
+
+// watchProgress polls the sink's checkpoint until the returned function is
+// called, which logs the longest time the checkpoint did not move and the
+// kills just before it: a stall shows there.
+func (r *killRun) watchProgress(ctx context.Context) func() {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	var longest time.Duration
+	var longestEnd time.Time
+	go func() {
+		defer close(finished)
+		last, lastAt := "", time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+			c := r.committed(ctx)
+			if c == nil {
+				continue
+			}
+			if e := string(c.Encode()); e != last {
+				if d := time.Since(lastAt); d > longest {
+					longest, longestEnd = d, time.Now()
+				}
+				last, lastAt = e, time.Now()
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+		r.t.Logf("longest time without a new commit while killing: %v, until %s", longest.Round(100*time.Millisecond),
+			longestEnd.Format(time.StampMilli))
+	}
+}
+
+// finish stops the producer, waits until the sink has committed the whole
+// topic, stops the processes and checks record by record, with the
+// destination's independent reader, that every committed record is there
+// exactly once and no aborted record is.
+func (r *killRun) finish(ctx context.Context, timeout time.Duration) {
+	t := r.t
+	t.Helper()
+	r.requireAlive()
+	r.prod.Stop(t, r.brokers, r.topic, r.parts)
+	want := endPositions(t, ctx, r.adm, r.topic)
+	start := time.Now()
+	r.waitCommitted(ctx, timeout, "the pipeline reaching the end of the topic "+string(want.Encode()),
+		func(c checkpoint.Positions) bool { return checkpoint.Covers(c, want) })
+	t.Logf("caught up in %v", time.Since(start).Round(100*time.Millisecond))
+	for _, role := range killRoles {
+		r.procs[role].kill()
+	}
+	keys, err := r.dest.read(ctx)
+	require.NoError(t, err)
+	seen := make(map[string]int, r.prod.committed)
+	aborted := 0
+	for _, k := range keys {
+		if strings.HasPrefix(k, "a") {
+			aborted++
+		}
+		seen[k]++
+	}
+	var dups, missing, extra []string
+	for i := range r.prod.committed {
+		k := fmt.Sprintf("k%d", i)
+		switch c := seen[k]; {
+		case c == 0:
+			missing = append(missing, k)
+		case c > 1:
+			dups = append(dups, k)
+		}
+		delete(seen, k)
+	}
+	for k := range seen {
+		extra = append(extra, k)
+	}
+	t.Logf("%d committed records in %d transactions, %d aborted records; read back %d rows: %d duplicated, %d missing, %d unexpected (%d aborted)",
+		r.prod.committed, r.prod.txns, r.prod.aborted, len(keys), len(dups), len(missing), len(extra), aborted)
+	if len(dups)+len(missing)+len(extra) > 0 {
+		t.Fatalf("not exactly once: %d records duplicated (e.g. %v), %d missing (e.g. %v), %d unexpected (e.g. %v)\n%s",
+			len(dups), head(dups), len(missing), head(missing), len(extra), head(extra), r.dump())
+	}
+	require.Len(t, keys, r.prod.committed)
+}
+
+func head(s []string) []string { return s[:min(len(s), 5)] }
+
+// killSeed is FLIGHTLINE_KILL_SEED, or a fresh seed; the test logs it.
+func killSeed(t *testing.T) uint64 {
+	if v := os.Getenv("FLIGHTLINE_KILL_SEED"); v != "" {
+		s, err := strconv.ParseUint(v, 10, 64)
+		require.NoError(t, err, "FLIGHTLINE_KILL_SEED")
+		return s
+	}
+	return uint64(time.Now().UnixNano())
+}
+
+// chaosMode reports whether FLIGHTLINE_CHAOS=1 asks for the larger variant.
+func chaosMode() bool { return os.Getenv("FLIGHTLINE_CHAOS") == "1" }
+
+// TestIntegrationSplitKill9 is issue 12's kill test, for every
+// exactly-once sink: serve-source (Kafka, no instance_id), serve-sink and
+// run as three processes on a live topic with committed and aborted
+// transactions; a random process is kill -9ed at random times (at least 30
+// times; 100 under FLIGHTLINE_CHAOS=1) and restarted quickly or slowly;
+// then every committed record must be at the destination exactly once and
+// no aborted record at all.
+func TestIntegrationSplitKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test: skipped in -short mode")
+	}
+	kills := 30
+	if chaosMode() {
+		kills = 100
+	}
+	seed := killSeed(t)
+	for _, s := range killSinks(chaosMode()) {
+		t.Run(s.name, func(t *testing.T) {
+			t.Logf("seed %d (FLIGHTLINE_KILL_SEED=%d replays it)", seed, seed)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+			defer cancel()
+			r := newKillRun(t, ctx, s, seed, "6s")
+			r.chaos(ctx, rand.New(rand.NewPCG(seed, 1)), kills)
+			r.finish(ctx, 4*time.Minute)
+		})
+	}
+}
+
+// TestIntegrationQuickSourceRestart reproduces issue 12's bug 1 on every
+// exactly-once sink: quick restarts of a Kafka source without instance_id,
+// then a coordinator restart.
+//
+// The source is killed while the pipeline runs and restarted at once (B),
+// and B is killed and restarted again (C) as soon as it has sent its
+// JoinGroup. Both join the round the group holds open for the first dead
+// member; when that member's session expires, the round completes with B
+// and C. When C is elected leader (a coin flip inside the broker), it gives
+// itself a subset of the partitions and the dead B the rest, until B's
+// session expires too. The pipeline meanwhile commits checkpoints naming
+// only C's partitions. The coordinator is then killed and restarted. A sink
+// that keeps only each batch's checkpoint has lost the other partitions'
+// positions, and when C gets them, it reads them from the group's older
+// committed offsets: records written twice. The test retries the double
+// restart until C logs a subset assignment (a few tries at most, usually
+// one or two), then checks record by record.
+func TestIntegrationQuickSourceRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test: skipped in -short mode")
+	}
+	seed := killSeed(t)
+	for _, s := range killSinks(false) {
+		t.Run(s.name, func(t *testing.T) {
+			t.Logf("seed %d (FLIGHTLINE_KILL_SEED=%d replays the producer)", seed, seed)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			// A session long enough for B and C to join before the first
+			// dead member leaves, on a slow machine (a start takes ~2 s).
+			r := newKillRun(t, ctx, s, seed, "10s")
+			const tries = 8
+			var owned []int32
+			for try := 1; ; try++ {
+				// Kill while every partition moves: rows in flight, and
+				// the group's committed offsets behind the sink.
+				r.waitMoving(ctx, time.Minute)
+				t0 := time.Now()
+				r.kill("source")
+				r.start("source") // B
+				// B's JoinGroup is in, next to the dead member.
+				joined := r.waitMembers(ctx, 2, 15*time.Second)
+				t1 := time.Since(t0)
+				r.kill("source")
+				r.start("source") // C
+				owned = r.assigned(time.Minute)
+				t.Logf("try %d: B joined: %v after %v; the restarted source owns partitions %v of %d after %v",
+					try, joined, t1.Round(time.Millisecond), owned, r.parts, time.Since(t0).Round(time.Millisecond))
+				if len(owned) < r.parts || try == tries {
+					break
+				}
+			}
+			if len(owned) < r.parts {
+				// Let it commit checkpoints of the subset only.
+				r.waitLogged("source", "kafka reader starting", time.Minute)
+				time.Sleep(2 * time.Second)
+				t.Logf("serving a subset: committed %s", r.committed(ctx).Encode())
+			} else {
+				t.Logf("no subset assignment in %d tries: bug 1's condition was not reached", tries)
+			}
+			r.kill("run")
+			r.start("run")
+			r.finish(ctx, 3*time.Minute)
+		})
+	}
+}
