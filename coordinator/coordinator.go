@@ -206,8 +206,21 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		if c.maxAttempts > 0 && attempt >= c.maxAttempts {
 			return fmt.Errorf("coordinator: giving up after %d attempts: %w", attempt, err)
 		}
-		d := c.backoff(attempt)
-		c.log.Warn("pipeline interrupted; resuming from the sink's checkpoint", "pipeline", c.pipeline.ID, "err", err, "retry_in", d)
+		// A moved position (ErrConflict: a consumer-group rebalance, a
+		// resume_after mismatch) is coordination, not an outage: retry
+		// promptly instead of backing off as if a service were down, which
+		// stalled pipelines for tens of seconds after source restarts.
+		moved := errors.Is(err, flightline.ErrConflict)
+		n := attempt
+		if moved {
+			n = min(n, conflictSteps)
+		}
+		d := c.backoff(n)
+		if moved {
+			c.log.Info("pipeline position moved; resuming from the sink's checkpoint", "pipeline", c.pipeline.ID, "err", err, "retry_in", d)
+		} else {
+			c.log.Warn("pipeline interrupted; resuming from the sink's checkpoint", "pipeline", c.pipeline.ID, "err", err, "retry_in", d)
+		}
 		c.mu.Lock()
 		c.stats.Restarts++
 		c.mu.Unlock()
@@ -220,6 +233,9 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// conflictSteps caps the backoff after ErrConflict at 4 times the minimum.
+const conflictSteps = 3
 
 func (c *Coordinator) backoff(attempt int) time.Duration {
 	d := c.minBackoff << min(attempt-1, 20)

@@ -380,3 +380,58 @@ func TestPrepareBeforeSinkOpen(t *testing.T) {
 	require.GreaterOrEqual(t, c.Stats().Restarts, 1)
 	require.Equal(t, slices.Repeat(attempt, c.Stats().Restarts+1), o.calls)
 }
+
+// retryLog records the retry_in of every retry the coordinator logs, with
+// the level it logged it at.
+type retryLog struct {
+	mu    sync.Mutex
+	waits []time.Duration
+	warns int
+}
+
+func (h *retryLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *retryLog) WithAttrs([]slog.Attr) slog.Handler      { return h }
+func (h *retryLog) WithGroup(string) slog.Handler           { return h }
+func (h *retryLog) Handle(_ context.Context, r slog.Record) error {
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "retry_in" {
+			h.mu.Lock()
+			h.waits = append(h.waits, a.Value.Duration())
+			if r.Level >= slog.LevelWarn {
+				h.warns++
+			}
+			h.mu.Unlock()
+		}
+		return true
+	})
+	return nil
+}
+
+// TestConflictsRetryPromptly: a run of ErrConflict without progress (a
+// source restarted into a consumer group that keeps rebalancing) retries
+// after at most 4 times the minimum backoff and logs at INFO; before, the
+// backoff doubled per attempt as for an outage (tens of seconds in the
+// split-process kill test).
+func TestConflictsRetryPromptly(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	sink := flightsink.NewMemory()
+	defer sink.Release()
+	sink.FailCommit(func(_ flightsink.Pipeline, n int) error {
+		if n < 8 {
+			return fmt.Errorf("%w: injected rebalance %d", flightline.ErrConflict, n)
+		}
+		return nil
+	})
+	h := &retryLog{}
+	c, err := coordinator.New(newGen(t, mem, 1_000, 100), sink, "orders", flightsink.Pipeline{ID: "p"},
+		coordinator.WithLogger(slog.New(h)), coordinator.Backoff(time.Millisecond, 10*time.Second))
+	require.NoError(t, err)
+	require.NoError(t, c.Run(context.Background()))
+	requireExactlyOnce(t, ids(sink, ""), 1_000)
+	require.Len(t, h.waits, 8)
+	for i, d := range h.waits {
+		require.LessOrEqualf(t, d, 4*time.Millisecond, "retry %d waited %v", i, d)
+	}
+	require.Zero(t, h.warns, "a moved position is routine: INFO, not WARN")
+}

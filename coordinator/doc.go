@@ -31,7 +31,9 @@
 //     checkpoint the next Open returns (a commit call can fail after
 //     committing; the next Open's checkpoint is the truth).
 //   - Retryable errors (flightline.IsRetryable) back off with jitter and
-//     restart at step 1; others (bad input, schema mismatch, fencing,
+//     restart at step 1 — exponentially for outages, at most 4× the minimum
+//     for ErrConflict (a rebalance or a moved checkpoint is routine and
+//     logged at INFO); others (bad input, schema mismatch, fencing,
 //     credentials) stop Run and are returned.
 //
 // Sources and sinks may be local Go values or remote Flight endpoints
