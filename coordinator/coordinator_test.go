@@ -390,8 +390,8 @@ type retryLog struct {
 }
 
 func (h *retryLog) Enabled(context.Context, slog.Level) bool { return true }
-func (h *retryLog) WithAttrs([]slog.Attr) slog.Handler      { return h }
-func (h *retryLog) WithGroup(string) slog.Handler           { return h }
+func (h *retryLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *retryLog) WithGroup(string) slog.Handler            { return h }
 func (h *retryLog) Handle(_ context.Context, r slog.Record) error {
 	r.Attrs(func(a slog.Attr) bool {
 		if a.Key == "retry_in" {
