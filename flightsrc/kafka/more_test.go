@@ -70,7 +70,7 @@ func TestKfakeOverFlightWithLagMetrics(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return testutil.ToFloat64(gaugeOf(t, reg, "flightline_kafka_lag_fetched_records", "0")) == 0 &&
 			testutil.ToFloat64(gaugeOf(t, reg, "flightline_kafka_lag_acknowledged_records", "0")) == 0
-	}, 5*time.Second, 20*time.Millisecond)
+	}, 30*time.Second, 20*time.Millisecond)
 	require.Equal(t, float64(400), testutil.ToFloat64(gaugeOf(t, reg, "flightline_kafka_high_watermark", "1")))
 }
 
