@@ -44,8 +44,8 @@ type Pipeline struct {
 type Sink interface {
 	// Checkpoint returns the last committed checkpoint of p, or nil when p
 	// has committed nothing. It is read-only: it neither claims p nor fences
-	// its current writer, and it does not wait for a writer's open
-	// transaction to end.
+	// its current writer, and it does not wait (beyond a moment) for a dead
+	// writer's open transaction to end.
 	Checkpoint(ctx context.Context, p Pipeline) ([]byte, error)
 
 	// Open claims p for writing and returns a Writer and the last checkpoint

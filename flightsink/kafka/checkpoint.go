@@ -30,6 +30,12 @@ func hashPartition(key []byte, n int) int32 {
 
 var keyHasher = kgo.StickyKeyPartitioner(nil).ForTopic("")
 
+// checkpointPatience is how long Checkpoint waits for open transactions
+// on the checkpoint partition before answering from below them. Live
+// writers' transactions end within a batch; a dead writer's stays open for
+// the transaction timeout.
+const checkpointPatience = 2 * time.Second
+
 // readCheckpoint returns the value of the last committed record keyed
 // CheckpointKey(p) in the checkpoint topic, or nil. It reads the
 // pipeline's partition with read_committed from the log start.
@@ -40,8 +46,9 @@ var keyHasher = kgo.StickyKeyPartitioner(nil).ForTopic("")
 // sharing the partition — has completed: a checkpoint committed after
 // another pipeline's transaction began sits above that transaction's first
 // offset and would otherwise be missed. Open reads so, after fencing (which
-// aborts its own pipeline's open transaction at once). Without all, it
-// stops at the last stable offset and never waits (Checkpoint).
+// aborts its own pipeline's open transaction at once). Without all
+// (Checkpoint), it waits for that at most checkpointPatience, then answers
+// with what is below the last stable offset.
 func (s *Sink) readCheckpoint(ctx context.Context, p flightsink.Pipeline, all bool) ([]byte, error) {
 	pipeline := p.ID
 	md, err := s.metadata(ctx, s.cfg.cpTopic, false)
@@ -52,6 +59,7 @@ func (s *Sink) readCheckpoint(ctx context.Context, p flightsink.Pipeline, all bo
 		return nil, err
 	}
 	key := CheckpointKey(p)
+	patience := time.Now().Add(checkpointPatience)
 	// Before checkpoints were kept per target, every record was keyed by
 	// the pipeline id alone, whatever its topic: for an explicit target,
 	// the last such record naming that topic is the checkpoint until the
@@ -99,12 +107,15 @@ func (s *Sink) readCheckpoint(ctx context.Context, p flightsink.Pipeline, all bo
 			frp := &resp.Topics[0].Partitions[0]
 			if target < 0 && frp.ErrorCode == 0 {
 				target = frp.HighWatermark
-				if !all && frp.LastStableOffset >= 0 {
-					target = frp.LastStableOffset
-				}
 			}
 			if offset >= target && target >= 0 {
 				return pick(last, legacy), nil // nothing (more) to read
+			}
+			if !all && frp.ErrorCode == 0 && offset >= frp.LastStableOffset && time.Now().After(patience) {
+				// Held at the last stable offset past our patience: an open
+				// transaction (a dead writer's, until the broker times it
+				// out) hides the rest. What is below it is committed.
+				return pick(last, legacy), nil
 			}
 			fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
 				Offset: offset, IsolationLevel: kgo.ReadCommitted(), Topic: s.cfg.cpTopic, Partition: part,

@@ -25,9 +25,9 @@
 // and completes its open transaction — and then reads the checkpoint: the
 // last record with the pipeline's key in its partition of the checkpoint
 // topic, read_committed, up to the high watermark of that moment.
-// Checkpoint reads only to the last stable offset and never waits for an
-// open transaction (a dead writer's would hold it for the transaction
-// timeout). A zombie's
+// Checkpoint waits for open transactions at most 2 s, then answers from
+// below the last stable offset (a dead writer's transaction would hold it
+// for the transaction timeout). A zombie's
 // next produce or commit fails with ProducerFenced / InvalidProducerEpoch,
 // reported as flightline.ErrFenced (gRPC FAILED_PRECONDITION).
 //

@@ -123,12 +123,14 @@ func (s *Sink) classify(err error, format string, args ...any) error {
 
 // Checkpoint implements flightsink.Sink: the value of the last committed
 // record keyed CheckpointKey(p) on the checkpoint topic, read with
-// read_committed up to the partition's last stable offset. It neither
-// claims nor fences the pipeline, and it does not wait for open
-// transactions: a dead writer's transaction stays open until the broker
-// times it out, and the checkpoint below it is the last committed one. (A
-// checkpoint committed above another pipeline's open transaction is not
-// seen until that one ends; the DoPut resume_after check turns such a
+// read_committed up to the end of the partition. It neither claims nor
+// fences the pipeline. Transactions still open on the partition (other
+// pipelines' batches, which end within moments) are waited for at most 2 s;
+// a dead writer's transaction stays open until the broker times it out,
+// and then Checkpoint answers from below it rather than stall: the last
+// committed checkpoint of the dead writer's own pipeline is there. (A
+// checkpoint of ours committed above another pipeline's dead transaction
+// is missed until that one ends; the DoPut resume_after check turns such a
 // stale answer into a retry, never a duplicate.) A missing checkpoint topic
 // means no checkpoint.
 func (s *Sink) Checkpoint(ctx context.Context, p flightsink.Pipeline) ([]byte, error) {
