@@ -440,7 +440,7 @@ func TestIntegrationBrokerGoneMidTransaction(t *testing.T) {
 	topic := createTopic(t, "gone", 1, nil)
 	p := flightsink.Pipeline{ID: topic + "-pipe", Target: topic}
 	d := &cutDialer{}
-	s := newSink(t, kafkasink.Dialer(d.dial), kafkasink.BatchTimeout(4*time.Second))
+	s := newSink(t, kafkasink.Dialer(d.dial), kafkasink.BatchTimeout(10*time.Second))
 	w, _, err := s.Open(ctx, p)
 	require.NoError(t, err)
 	require.NoError(t, write(t, mem, w, 0, 10))
