@@ -158,6 +158,15 @@ func (c *checkedIn) Next(ctx context.Context) (arrow.RecordBatch, []byte, error)
 
 func (c *checkedIn) Close() error { return c.in.Close() }
 
+// Schema is the input's schema when it tells (a flightsrc.Reader does),
+// so a remote transform can send it before the first batch; nil otherwise.
+func (c *checkedIn) Schema() *arrow.Schema {
+	if s, ok := c.in.(interface{ Schema() *arrow.Schema }); ok {
+		return s.Schema()
+	}
+	return nil
+}
+
 // answer pops the pending inputs up to the first one whose checkpoint is
 // cp and returns them; nil when cp is not pending.
 func (c *checkedIn) answer(cp []byte) [][]byte {
