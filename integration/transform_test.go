@@ -31,8 +31,13 @@ import (
 // (SIGKILL) and waits for it.
 func pythonTransform(t *testing.T, port int, args ...string) (string, func()) {
 	t.Helper()
-	py := Need(t, "FLIGHTLINE_PYTHON", "python with pyarrow")
-	cmd := exec.Command(py, append([]string{"../examples/transforms/python/transform.py", "--port", fmt.Sprint(port)}, args...)...)
+	return startTransform(t, Need(t, "FLIGHTLINE_PYTHON", "python with pyarrow"), "python", port, args...)
+}
+
+// startTransform runs examples/transforms/<example>/transform.py with py.
+func startTransform(t *testing.T, py, example string, port int, args ...string) (string, func()) {
+	t.Helper()
+	cmd := exec.Command(py, append([]string{"../examples/transforms/" + example + "/transform.py", "--port", fmt.Sprint(port)}, args...)...)
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	var stderr strings.Builder
@@ -142,4 +147,37 @@ func TestIntegrationGoTransformChainDelta(t *testing.T) {
 	require.Equal(t, got.Rows, got.Distinct)
 	require.Equal(t, map[string]string{"id": "int64", "quantity": "int32"}, got.Schema)
 	require.Equal(t, `{"positions":{"orders/0":9000}}`, got.LastCheckpoint)
+}
+
+// TestIntegrationPolarsTransformDelta: generator → the polars example,
+// splitting every answer into pieces of at most 128 rows → Delta. The
+// coordinator joins the pieces; delta-rs finds every kept row once.
+func TestIntegrationPolarsTransformDelta(t *testing.T) {
+	Need(t, "FLIGHTLINE_PYTHON", "python with deltalake")
+	url, _ := startTransform(t, Need(t, "FLIGHTLINE_POLARS_PYTHON", "python with polars"), "polars", 0, "--max-rows", "128")
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	const rows, batch = 9_000, 500
+	gen, err := flightsrc.NewGenerator(flightsrc.GenRows(rows), flightsrc.GenBatchRows(batch), flightsrc.GenAllocator(mem))
+	require.NoError(t, err)
+	uri := t.TempDir() + "/orders"
+	sink, err := sinkdelta.New(ctx, uri, sinkdelta.Allocator(mem))
+	require.NoError(t, err)
+	cl, err := flighttransform.Dial(url, flightline.ClientConfig{}, flighttransform.WithAllocator(mem))
+	require.NoError(t, err)
+	defer cl.Close()
+	c, err := coordinator.New(gen, sink, "orders", flightsink.Pipeline{ID: "polars"}, coordinator.WithChain(cl), coordinator.ChainAllocator(mem))
+	require.NoError(t, err)
+	require.NoError(t, c.Run(ctx))
+	require.EqualValues(t, rows/batch, c.Stats().Batches, "one commit per input: the pieces were joined")
+
+	got := checkWithDeltaRs(t, uri, nil, "polars")
+	require.EqualValues(t, rows/9*5, got.Rows)
+	require.Equal(t, got.Rows, got.Distinct)
+	require.Equal(t, "double", got.Schema["total"])
+	require.Equal(t, `{"positions":{"orders/0":9000}}`, got.LastCheckpoint)
+	require.InDelta(t, 1.48*5, got.Sample[0]["total"], 1e-9)
 }
