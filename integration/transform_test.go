@@ -181,3 +181,23 @@ func TestIntegrationPolarsTransformDelta(t *testing.T) {
 	require.Equal(t, `{"positions":{"orders/0":9000}}`, got.LastCheckpoint)
 	require.InDelta(t, 1.48*5, got.Sample[0]["total"], 1e-9)
 }
+
+// TestInteropPythonTransformClient: a plain pyarrow.flight client drives
+// flightline's Go transform server over DoExchange: one answer per input,
+// checkpoints unchanged and in order, a 0-row input answered, a batch
+// without a checkpoint refused with INVALID_ARGUMENT, a wrong token with
+// UNAUTHENTICATED.
+func TestInteropPythonTransformClient(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	f, err := transform.Filter("quantity", transform.Ge, "5", mem)
+	require.NoError(t, err)
+	url := flighttest.Serve(t, flighttransform.NewServer(transform.Map(f), flighttransform.WithServerAllocator(mem), flighttransform.WithLogger(quiet)),
+		endpoint.ServerConfig{Token: "interop-token"})
+	s := runPython(t, "transform_client.py", url, "interop-token")
+	require.EqualValues(t, 4, s["answers"])
+	require.EqualValues(t, 300/9*5, s["rows"], "ids 0..299 with 1+id%9 >= 5: 5 of every 9, none of the last 3")
+	require.Equal(t, []any{"id", "quantity"}, s["schema"])
+	require.Equal(t, "ArrowInvalid", s["no_metadata_error"], "INVALID_ARGUMENT surfaces as ArrowInvalid in pyarrow")
+	require.Equal(t, "FlightUnauthenticatedError", s["wrong_token"])
+}
