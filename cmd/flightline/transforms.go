@@ -20,6 +20,7 @@ import (
 //	builtin:filter?column=amount&op=gt&value=100
 //	                                         keep rows where column op value;
 //	                                         op: eq ne lt le gt ge is_null not_null
+//	builtin:flatten?column=value             a struct column's fields as columns
 //
 // Python (or any other language's) transforms are their own processes
 // serving docs/protocol.md's DoExchange contract (see
@@ -36,6 +37,9 @@ Transforms (--transform, repeatable, run in the order given):
   builtin:filter?column=C&op=OP&value=V
         keep the rows where C OP V; OP: eq ne lt le gt ge is_null not_null
         (is_null and not_null take no value)
+  builtin:flatten?column=C
+        replace the struct column C by its fields (e.g. the Kafka source's
+        decoded value: builtin:flatten?column=value)
 `
 
 // transformList is a repeatable --transform flag.
@@ -155,6 +159,14 @@ func builtin(spec string) (transform.Func, error) {
 			m[old] = news[0]
 		}
 		return transform.Rename(m)
+	case "flatten":
+		if err := only("column"); err != nil {
+			return nil, err
+		}
+		if q.Get("column") == "" {
+			return nil, fmt.Errorf("--transform %q: flatten needs column=", spec)
+		}
+		return transform.Flatten(q.Get("column"), nil), nil
 	case "filter":
 		if err := only("column", "op", "value"); err != nil {
 			return nil, err
@@ -164,7 +176,7 @@ func builtin(spec string) (transform.Func, error) {
 		}
 		return transform.Filter(q.Get("column"), transform.Op(q.Get("op")), q.Get("value"), nil)
 	}
-	return nil, fmt.Errorf("--transform %q: unknown built-in %q; known: filter, rename, select", spec, name)
+	return nil, fmt.Errorf("--transform %q: unknown built-in %q; known: filter, flatten, rename, select", spec, name)
 }
 
 // serveTransform serves a chain of built-ins as one DoExchange service.

@@ -57,16 +57,16 @@ func TestRunThroughTransforms(t *testing.T) {
 func TestTransformSpecs(t *testing.T) {
 	for _, bad := range []string{
 		"builtin:nope", "builtin:select", "builtin:select?cols=a", "builtin:filter?op=gt&value=1",
-		"builtin:filter?column=a&op=like&value=1", "builtin:rename", "grpc://127.0.0.1:1?x=1", "select?columns=a",
+		"builtin:filter?column=a&op=like&value=1", "builtin:rename", "builtin:flatten", "builtin:flatten?col=v", "grpc://127.0.0.1:1?x=1", "select?columns=a",
 	} {
 		tf := transformFlags{specs: transformList{bad}}
 		_, _, err := tf.open("p", "s")
 		require.Error(t, err, bad)
 	}
-	tf := transformFlags{specs: transformList{"builtin:select?columns=a,b", "builtin:rename?a=x", "builtin:filter?column=a&op=is_null", "grpc://127.0.0.1:1"}}
+	tf := transformFlags{specs: transformList{"builtin:select?columns=a,b", "builtin:rename?a=x", "builtin:filter?column=a&op=is_null", "builtin:flatten?column=value", "grpc://127.0.0.1:1"}}
 	chain, closeChain, err := tf.open("p", "s")
 	require.NoError(t, err)
-	require.Len(t, chain, 4)
+	require.Len(t, chain, 5)
 	closeChain()
 	require.True(t, errors.Is(serveTransform(context.Background(), []string{"--help"}), flag.ErrHelp))
 	require.ErrorContains(t, serveTransform(context.Background(), []string{"--transform", "grpc://127.0.0.1:1"}), "serves built-ins")
