@@ -2,7 +2,8 @@
 //
 //	flightline serve-source --source SPEC --listen ADDR
 //	flightline serve-sink   --sink SPEC --listen ADDR
-//	flightline run          --source SPEC --sink SPEC --stream S --pipeline P
+//	flightline run          --source SPEC --sink SPEC --stream S --pipeline P [--transform T]…
+//	flightline serve-transform --transform builtin:… --listen ADDR
 //	flightline demo
 //
 // Every command takes --help.
@@ -41,7 +42,8 @@ Usage:
 Commands:
   serve-source   serve a source as an Arrow Flight server (DoGet)
   serve-sink     serve a sink as an Arrow Flight DoPut endpoint
-  run            run the coordinator between a source and a sink
+  serve-transform serve built-in transforms as an Arrow Flight DoExchange endpoint
+  run            run the coordinator between a source and a sink, through transforms
   demo           run a whole pipeline in this process and print what it wrote
 
 Run 'flightline <command> --help' for a command's flags.
@@ -60,6 +62,8 @@ func main() {
 		err = serveSource(ctx, args)
 	case "serve-sink":
 		err = serveSink(ctx, args)
+	case "serve-transform":
+		err = serveTransform(ctx, args)
 	case "run":
 		err = runPipeline(ctx, args)
 	case "demo":
@@ -309,6 +313,8 @@ func runPipeline(ctx context.Context, args []string) error {
 	c.register(fs)
 	scf.register(fs, "source-", "FLIGHTLINE_SOURCE_TOKEN")
 	kcf.register(fs, "sink-", "FLIGHTLINE_SINK_TOKEN")
+	var tf transformFlags
+	tf.register(fs)
 	srcSpec := fs.String("source", "", "source: grpc://host:port, grpc+tls://host:port, or an in-process kind (required)")
 	sinkSpec := fs.String("sink", "", "sink: grpc://host:port, grpc+tls://host:port, or an in-process kind (required)")
 	stream := fs.String("stream", "orders", "the source stream to read")
@@ -347,13 +353,19 @@ func runPipeline(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeSink()
+	chain, closeChain, err := tf.open(*pipeline, *stream)
+	if err != nil {
+		return err
+	}
+	defer closeChain()
 	stopMetrics, err := c.serveMetrics(m, log)
 	if err != nil {
 		return err
 	}
 	defer stopMetrics()
 	co, err := coordinator.New(src, sink, *stream, flightsink.Pipeline{ID: *pipeline, Target: *target},
-		coordinator.Window(*window), coordinator.WithLogger(log), coordinator.WithMetrics(m.Registry()), coordinator.MaxAttempts(*maxAttempts))
+		coordinator.Window(*window), coordinator.WithLogger(log), coordinator.WithMetrics(m.Registry()), coordinator.MaxAttempts(*maxAttempts),
+		coordinator.WithChain(chain...))
 	if err != nil {
 		return err
 	}
