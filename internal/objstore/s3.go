@@ -46,7 +46,14 @@ type S3 struct {
 // With AWS_ENDPOINT_URL set, requests use path-style addressing; an http://
 // endpoint requires AWS_ALLOW_HTTP=true.
 func NewS3(ctx context.Context, bucket, prefix string, opts Options) (*S3, error) {
+	return newS3(ctx, bucket, prefix, opts, nil)
+}
+
+func newS3(ctx context.Context, bucket, prefix string, opts Options, creds aws.CredentialsProvider) (*S3, error) {
 	var lo []func(*config.LoadOptions) error
+	if creds != nil && (opts[AccessKeyID] != "" || opts[SecretAccessKey] != "" || opts[SessionToken] != "") {
+		return nil, fmt.Errorf("%w: storage options carry AWS keys and a credentials provider is given: use one", flightline.ErrInvalidInput)
+	}
 	if id, secret := opts[AccessKeyID], opts[SecretAccessKey]; id != "" || secret != "" {
 		if id == "" || secret == "" {
 			return nil, fmt.Errorf("%w: storage options need both %s and %s", flightline.ErrInvalidInput, AccessKeyID, SecretAccessKey)
@@ -83,6 +90,11 @@ func NewS3(ctx context.Context, bucket, prefix string, opts Options) (*S3, error
 		return nil, fmt.Errorf("objstore: AWS config: %w", err)
 	}
 	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
+		if creds != nil {
+			// Used as is, not behind the SDK's credentials cache: the
+			// provider decides when its credentials are renewed.
+			o.Credentials = creds
+		}
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 			o.UsePathStyle = true

@@ -1,0 +1,60 @@
+package objstore_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/internal/objstore"
+)
+
+// countingProvider hands out a new access key on every Retrieve.
+type countingProvider struct{ n atomic.Int64 }
+
+func (p *countingProvider) Retrieve(context.Context) (aws.Credentials, error) {
+	n := p.n.Add(1)
+	return aws.Credentials{AccessKeyID: "AK" + string(rune('A'+n-1)), SecretAccessKey: "s", SessionToken: "t", Source: "test"}, nil
+}
+
+// The provider is asked for every request, not cached by the SDK: a
+// provider that renewed its credentials is obeyed at once.
+func TestCredentialsProviderUsedPerRequest(t *testing.T) {
+	var mu sync.Mutex
+	var keys []string
+	re := regexp.MustCompile(`Credential=([^/]+)/`)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if m := re.FindStringSubmatch(r.Header.Get("Authorization")); m != nil {
+			keys = append(keys, m[1]+"/"+r.Header.Get("X-Amz-Security-Token"))
+		}
+		mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	p := &countingProvider{}
+	st, err := objstore.OpenWithCredentials(ctx, "s3://b/p", objstore.Options{objstore.EndpointURL: srv.URL, objstore.AllowHTTP: "true"}, p)
+	require.NoError(t, err)
+	require.NoError(t, st.Put(ctx, "a", []byte("x")))
+	require.NoError(t, st.Put(ctx, "b", []byte("y")))
+	require.Equal(t, []string{"AKA/t", "AKB/t"}, keys)
+}
+
+func TestCredentialsProviderRefusals(t *testing.T) {
+	ctx := context.Background()
+	p := &countingProvider{}
+	_, err := objstore.OpenWithCredentials(ctx, "s3://b/p", objstore.Options{objstore.AccessKeyID: "k", objstore.SecretAccessKey: "s"}, p)
+	require.ErrorIs(t, err, flightline.ErrInvalidInput)
+	_, err = objstore.OpenWithCredentials(ctx, t.TempDir(), nil, p)
+	require.ErrorIs(t, err, flightline.ErrInvalidInput)
+	_, err = objstore.OpenWithCredentials(ctx, "file://"+t.TempDir(), nil, p)
+	require.ErrorIs(t, err, flightline.ErrInvalidInput)
+}
