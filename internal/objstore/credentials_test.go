@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/stretchr/testify/require"
@@ -57,4 +58,26 @@ func TestCredentialsProviderRefusals(t *testing.T) {
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
 	_, err = objstore.OpenWithCredentials(ctx, "file://"+t.TempDir(), nil, p)
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
+}
+
+// A request cut short by the caller's context reports the context's error
+// (the Delta source's readers test for it), not an outage.
+func TestContextEndIsNotUnavailable(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	st, err := objstore.Open(context.Background(), "s3://b/p", objstore.Options{objstore.EndpointURL: srv.URL, objstore.AllowHTTP: "true",
+		objstore.AccessKeyID: "k", objstore.SecretAccessKey: "s"})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err = st.Get(ctx, "k")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NotErrorIs(t, err, flightline.ErrUnavailable)
 }

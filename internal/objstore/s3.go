@@ -268,6 +268,11 @@ func (s *S3) wrap(err error, op, key string) error {
 			return fmt.Errorf("objstore: %s %s: %v: %w", op, where, err, flightline.ErrPermissionDenied)
 		}
 	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		// The caller's context ended: say so (callers test for it), not
+		// that the store is unavailable.
+		return fmt.Errorf("objstore: %s %s: %w", op, where, err)
+	}
 	var ne net.Error
 	if errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return fmt.Errorf("objstore: %s %s: %v: %w", op, where, err, flightline.ErrUnavailable)
