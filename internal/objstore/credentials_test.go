@@ -81,3 +81,25 @@ func TestContextEndIsNotUnavailable(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.NotErrorIs(t, err, flightline.ErrUnavailable)
 }
+
+// S3's ExpiredToken is an outage when a provider renews the credentials
+// (retrying uses renewed ones), and a refusal with fixed keys.
+func TestExpiredTokenWithRenewingProvider(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>ExpiredToken</Code><Message>The provided token has expired.</Message></Error>`))
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	opts := objstore.Options{objstore.EndpointURL: srv.URL, objstore.AllowHTTP: "true"}
+	st, err := objstore.OpenWithCredentials(ctx, "s3://b/p", opts, &countingProvider{})
+	require.NoError(t, err)
+	err = st.Put(ctx, "k", []byte("x"))
+	require.ErrorIs(t, err, flightline.ErrUnavailable)
+	opts[objstore.AccessKeyID], opts[objstore.SecretAccessKey], opts[objstore.SessionToken] = "k", "s", "t"
+	st, err = objstore.Open(ctx, "s3://b/p", opts)
+	require.NoError(t, err)
+	err = st.Put(ctx, "k", []byte("x"))
+	require.ErrorIs(t, err, flightline.ErrUnauthenticated)
+}

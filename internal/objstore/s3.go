@@ -39,6 +39,9 @@ type S3 struct {
 	prefix    string // no leading or trailing '/'
 	partSize  int
 	threshold int
+	// renewing: credentials come from a provider that renews them
+	// (OpenWithCredentials), so an expired token is a transient state.
+	renewing bool
 }
 
 // NewS3 returns a store on s3://bucket/prefix configured by opts (see
@@ -104,7 +107,8 @@ func newS3(ctx context.Context, bucket, prefix string, opts Options, creds aws.C
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	})
-	return &S3{client: client, bucket: bucket, prefix: strings.Trim(prefix, "/"), partSize: DefaultPartSize, threshold: MultipartThreshold}, nil
+	return &S3{client: client, bucket: bucket, prefix: strings.Trim(prefix, "/"), partSize: DefaultPartSize, threshold: MultipartThreshold,
+		renewing: creds != nil}, nil
 }
 
 // SetPartSize changes the multipart part size and threshold (for tests).
@@ -246,7 +250,15 @@ func (s *S3) wrap(err error, op, key string) error {
 			return fmt.Errorf("%s: %w", where, ErrExists)
 		case "NoSuchBucket":
 			return fmt.Errorf("objstore: %s %s: bucket %q does not exist: %w", op, where, s.bucket, flightline.ErrNotFound)
-		case "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken", "InvalidClientTokenId",
+		case "ExpiredToken":
+			if s.renewing {
+				// The provider renews its credentials (and refuses to hand
+				// out ones about to expire): S3 saw them expire first, e.g.
+				// a clock behind S3's. Retrying uses renewed ones.
+				return fmt.Errorf("objstore: %s %s: credentials expired before renewal (%s): %w", op, where, ae.ErrorMessage(), flightline.ErrUnavailable)
+			}
+			return fmt.Errorf("objstore: %s %s: credentials refused (%s): %w", op, where, ae.ErrorCode(), flightline.ErrUnauthenticated)
+		case "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "InvalidClientTokenId",
 			"XAdminUserNotFound": // versitygw's unknown access key, sent as 404
 			return fmt.Errorf("objstore: %s %s: credentials refused (%s): %w", op, where, ae.ErrorCode(), flightline.ErrUnauthenticated)
 		case "AccessDenied", "Forbidden":
