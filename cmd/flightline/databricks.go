@@ -40,7 +40,7 @@ type ucConn struct {
 	TokenEnv        *string        `spec:"token_env" doc:"environment variable holding a personal access token (default: DATABRICKS_TOKEN)"`
 	ClientID        *string        `spec:"client_id" doc:"OAuth M2M service principal's client id (default: $DATABRICKS_CLIENT_ID)"`
 	ClientSecretEnv *string        `spec:"client_secret_env" doc:"environment variable holding the OAuth client secret (default: DATABRICKS_CLIENT_SECRET)"`
-	VendMargin      *time.Duration `spec:"vend_margin" doc:"re-vend table credentials when this much (or half their life) is left (default 5m)"`
+	VendMargin      *time.Duration `spec:"vend_margin" doc:"re-vend table credentials when this much (or half their life) is left, but not before a quarter of their life (default 5m)"`
 }
 
 func (c ucConn) config(kind string) (unitycatalog.Config, unitycatalog.VendOptions, error) {

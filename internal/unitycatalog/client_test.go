@@ -266,3 +266,20 @@ func TestVendedWithoutExpiry(t *testing.T) {
 	v.Close() // the renewal goroutine has already ended: nothing to renew
 	require.Equal(t, 1, s.Stats().Vends)
 }
+
+// A margin longer than the credentials live does not turn renewal into a
+// vend storm: renewal waits for at least a quarter of their life.
+func TestVendedLongMarginNoStorm(t *testing.T) {
+	ctx := context.Background()
+	s := uctest.New(t, uctest.Static())
+	tb := s.AddExternal("main.sales.orders", "s3://lake/orders")
+	s.SetCredentialLife(4 * time.Second)
+	v, err := pat(t, s).Vend(ctx, &tb, unitycatalog.Read, unitycatalog.VendOptions{Margin: time.Hour})
+	require.NoError(t, err)
+	defer v.Close()
+	time.Sleep(700 * time.Millisecond)
+	require.Equal(t, 1, s.Stats().Vends, "no renewal before a quarter of the life")
+	require.Eventually(t, func() bool { return s.Stats().Vends >= 2 }, 30*time.Second, 20*time.Millisecond)
+	_, err = v.Retrieve(ctx)
+	require.NoError(t, err)
+}

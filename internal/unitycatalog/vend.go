@@ -102,7 +102,9 @@ func (v *Vended) refreshAt() time.Time {
 		return time.Time{}
 	}
 	life := v.exp.Sub(v.issued)
-	return v.exp.Add(-max(v.o.Margin, life/2))
+	// Never earlier than a quarter into the life: a margin longer than
+	// the credentials live must not make every vend trigger the next.
+	return v.exp.Add(-min(max(v.o.Margin, life/2), life*3/4))
 }
 
 func (v *Vended) loop() {
