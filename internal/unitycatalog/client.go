@@ -189,6 +189,15 @@ func (o *oauthM2M) header(ctx context.Context) (string, error) {
 	return "Bearer " + o.token, nil
 }
 
+// forget drops the token sent as header h, unless it was renewed meanwhile.
+func (o *oauthM2M) forget(h string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if "Bearer "+o.token == h {
+		o.token = ""
+	}
+}
+
 // APIError is an error answer of the workspace: its HTTP status and, when
 // the body is the documented JSON, the catalog's error_code and message
 // (OAuth errors: error and error_description). It unwraps to the
@@ -273,28 +282,42 @@ func (c *Client) do(req *http.Request, call string, out any) error {
 }
 
 func (c *Client) call(ctx context.Context, method, path, call string, in, out any) error {
-	var body io.Reader
+	var payload []byte
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return err
 		}
-		body = bytes.NewReader(b)
+		payload = b
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
-	if err != nil {
+	for attempt := 0; ; attempt++ {
+		var body io.Reader
+		if payload != nil {
+			body = bytes.NewReader(payload)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+		if err != nil {
+			return err
+		}
+		h, err := c.auth.header(ctx)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", h)
+		req.Header.Set("Accept", "application/json")
+		if payload != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		err = c.do(req, call, out)
+		var ae *APIError
+		if o, ok := c.auth.(*oauthM2M); ok && attempt == 0 && errors.As(err, &ae) && ae.Status == http.StatusUnauthorized {
+			// The workspace no longer honours the OAuth token (revoked
+			// or expired early): get a new one and try once more.
+			o.forget(h)
+			continue
+		}
 		return err
 	}
-	h, err := c.auth.header(ctx)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", h)
-	req.Header.Set("Accept", "application/json")
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	return c.do(req, call, out)
 }
 
 // Table types and formats (TableInfo.table_type, data_source_format).

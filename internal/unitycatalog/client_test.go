@@ -283,3 +283,25 @@ func TestVendedLongMarginNoStorm(t *testing.T) {
 	_, err = v.Retrieve(ctx)
 	require.NoError(t, err)
 }
+
+// An OAuth token the workspace stops honouring is replaced once.
+func TestOAuthTokenRevoked(t *testing.T) {
+	ctx := context.Background()
+	s := uctest.New(t, uctest.Static())
+	s.AddExternal("main.sales.orders", "s3://lake/orders")
+	c, err := unitycatalog.New(unitycatalog.Config{Host: s.URL, ClientID: s.ClientID, ClientSecret: s.ClientSecret})
+	require.NoError(t, err)
+	_, err = c.GetTable(ctx, "main.sales.orders")
+	require.NoError(t, err)
+	s.RevokeTokens()
+	_, err = c.GetTable(ctx, "main.sales.orders")
+	require.NoError(t, err)
+	require.Equal(t, 2, s.Stats().TokenGrants)
+	require.Equal(t, 1, s.Stats().Unauthenticated)
+
+	pat, err := unitycatalog.New(unitycatalog.Config{Host: s.URL, Token: "dapi-bad"})
+	require.NoError(t, err)
+	_, err = pat.GetTable(ctx, "main.sales.orders")
+	require.ErrorIs(t, err, flightline.ErrUnauthenticated, "a PAT is not retried")
+	require.Equal(t, 2, s.Stats().Unauthenticated)
+}
