@@ -131,7 +131,7 @@ func TestIntegrationVendOutage(t *testing.T) {
 	e := uctest.NewMotoEnv(t)
 	loc := fmt.Sprintf("s3://%s/outage-%d", uctest.Bucket, time.Now().UnixNano())
 	e.AddExternal("main.flightline.outage", loc)
-	e.SetCredentialLife(6 * time.Second) // renewal at 3 s left, refused at 1.5 s left
+	e.SetCredentialLife(8 * time.Second) // renewal at 4 s left, refused at 2 s left: 2 s of slack for 1 s outages
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)

@@ -191,19 +191,23 @@ func TestVendedOutage(t *testing.T) {
 	ctx := context.Background()
 	s := uctest.New(t, uctest.Static())
 	tb := s.AddExternal("main.sales.orders", "s3://lake/orders")
-	s.SetCredentialLife(4 * time.Second) // renewal at 2 s left, unusable at 1 s left
+	s.SetCredentialLife(6 * time.Second) // renewal at 3 s left, unusable at 1.5 s left
 	c := pat(t, s)
 	v, err := c.Vend(ctx, &tb, unitycatalog.Read, unitycatalog.VendOptions{Margin: time.Millisecond})
 	require.NoError(t, err)
 	defer v.Close()
 
-	s.FailVendsFor(600 * time.Millisecond)
-	end := time.Now().Add(5 * time.Second)
-	for time.Now().Before(end) {
+	// An outage of 800 ms from just before the renewal is due.
+	exp := v.Expiration()
+	time.Sleep(time.Until(exp.Add(-3*time.Second - 100*time.Millisecond)))
+	s.FailVendsFor(800 * time.Millisecond)
+	for time.Now().Before(exp.Add(time.Second)) {
 		_, err := v.Retrieve(ctx)
 		require.NoError(t, err, "a short outage is ridden out")
 		time.Sleep(20 * time.Millisecond)
 	}
+	require.Positive(t, s.Stats().FailedVends, "the outage met the renewal")
+	require.True(t, v.Expiration().After(exp), "renewed after the outage")
 
 	s.FailVends(true)
 	failedAt := time.Time{}
