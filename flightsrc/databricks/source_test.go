@@ -26,11 +26,11 @@ import (
 
 // The source conformance suite through the catalog: each stream is a table
 // of the fake catalog on moto, filled by the Delta sink with fixed keys
-// (directly) and read with vended READ credentials that expire every 4 s,
+// (directly) and read with vended READ credentials that expire after 6 s,
 // through the proxy that refuses expired ones.
 func TestIntegrationConformance(t *testing.T) {
 	e := uctest.NewMotoEnv(t)
-	e.SetCredentialLife(4 * time.Second)
+	e.SetCredentialLife(6 * time.Second)
 	prefix := fmt.Sprintf("s3://%s/src-conformance-%d", uctest.Bucket, time.Now().UnixNano())
 	for _, once := range []bool{true, false} {
 		t.Run(fmt.Sprintf("once=%v", once), func(t *testing.T) {
