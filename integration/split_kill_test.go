@@ -71,6 +71,7 @@ func killSinks(chaos bool) []killSink {
 			return killDest{spec: "delta:" + uri + "?checkpoint_interval=10", read: pythonKeys(t, "delta", uri, nil)}
 		}},
 		{name: "postgres", format: "json", dest: postgresKillDest},
+		{name: "databricks", format: "json", dest: databricksKillDest},
 		{name: "kafka", format: "raw", dest: kafkaKillDest},
 		{name: "dir", format: "raw", dest: func(t *testing.T, _ context.Context, _ string) killDest {
 			Need(t, "FLIGHTLINE_PYTHON", "python with pyarrow")
