@@ -4,6 +4,9 @@
 //	flightline serve-sink   --sink SPEC --listen ADDR
 //	flightline run          --source SPEC --sink SPEC --stream S --pipeline P
 //	flightline demo
+//	flightline check        [--config flightline.yml]
+//	flightline config show  [--config flightline.yml]
+//	flightline config doc
 //
 // Every command takes --help.
 package main
@@ -44,6 +47,11 @@ Commands:
   run            run the coordinator between a source and a sink
   demo           run a whole pipeline in this process and print what it wrote
 
+With a config file (flightline.yml, or --config FILE; see docs/config.md):
+  check          validate the file, then reach each endpoint: one line each
+  config show    print the resolved file, secrets masked
+  config doc     print the reference of every kind's keys (docs/config.md)
+
 Run 'flightline <command> --help' for a command's flags.
 `
 
@@ -64,6 +72,10 @@ func main() {
 		err = runPipeline(ctx, args)
 	case "demo":
 		err = demo(ctx, args, os.Stdout)
+	case "config":
+		err = configCommand(args, os.Stdout)
+	case "check":
+		err = checkCommand(ctx, args, os.Stdout)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 	default:
