@@ -124,10 +124,11 @@ type pipelineConf struct {
 	target     string
 	window     int
 	attempts   int
+	plainViews bool // copy view columns to plain ones before the sink
 }
 
 // pipelineKeys are the keys of a pipeline entry.
-var pipelineKeys = []string{"source", "sink", "deadletter_sink", "deadletter", "id", "stream", "target", "window", "max_attempts"}
+var pipelineKeys = []string{"source", "sink", "deadletter_sink", "deadletter", "id", "stream", "target", "window", "max_attempts", "plain_views"}
 
 // configError is an error at a place in the file.
 type configError struct {
@@ -560,6 +561,13 @@ func (l *loader) pipeline(c *fileConfig, k, v *yaml.Node) (*pipelineConf, error)
 			p.stream, err = l.scalar(fv, w)
 		case "target":
 			p.target, err = l.scalar(fv, w)
+		case "plain_views":
+			var s string
+			if s, err = l.scalar(fv, w); err == nil {
+				if p.plainViews, err = strconv.ParseBool(s); err != nil {
+					err = l.errf(fv, "%s: %q: want true or false", w, s)
+				}
+			}
 		case "window", "max_attempts":
 			var s string
 			if s, err = l.scalar(fv, w); err == nil {
@@ -816,6 +824,7 @@ func (c *fileConfig) show() ([]byte, error) {
 			}
 			put(m, "window", str(strconv.Itoa(p.window)))
 			put(m, "max_attempts", str(strconv.Itoa(p.attempts)))
+			put(m, "plain_views", str(strconv.FormatBool(p.plainViews)))
 			put(s, name, m)
 		}
 		put(root, secPipelines, s)

@@ -266,6 +266,7 @@ pipelines:
 | ` + "`target`" + ` | the target inside the sink (table, topic, directory); default: the sink's own |
 | ` + "`window`" + ` | batches in flight between source and sink (default 4) |
 | ` + "`max_attempts`" + ` | give up after this many failed attempts in a row (default 0: never) |
+| ` + "`plain_views`" + ` | ` + "`true`" + `: copy binary_view and string_view columns (a Kafka source's key and value) into plain binary and string ones before the sink, for sinks whose type map has no view types (PostgreSQL); default ` + "`false`" + ` |
 
 `)
 	section := func(title, sec string) {

@@ -4,6 +4,7 @@
 //	flightline serve-sink   --sink SPEC --listen ADDR
 //	flightline run          --source SPEC --sink SPEC --stream S --pipeline P
 //	flightline demo
+//	flightline sync         [--config flightline.yml] [--pipeline NAME] [--once]
 //	flightline check        [--config flightline.yml]
 //	flightline config show  [--config flightline.yml]
 //	flightline config doc
@@ -48,6 +49,8 @@ Commands:
   demo           run a whole pipeline in this process and print what it wrote
 
 With a config file (flightline.yml, or --config FILE; see docs/config.md):
+  sync           run the file's pipelines (--pipeline NAME: one) in this process;
+                 --once stops when the sink has what the source held at the start
   check          validate the file, then reach each endpoint: one line each
   config show    print the resolved file, secrets masked
   config doc     print the reference of every kind's keys (docs/config.md)
@@ -76,6 +79,8 @@ func main() {
 		err = configCommand(args, os.Stdout)
 	case "check":
 		err = checkCommand(ctx, args, os.Stdout)
+	case "sync":
+		err = syncCommand(ctx, args)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 	default:
