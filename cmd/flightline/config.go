@@ -36,6 +36,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -54,9 +55,28 @@ const (
 	secSinks       = "sinks"
 	secDeadLetters = "deadletter_sinks"
 	secPipelines   = "pipelines"
+	secListen      = "listen"
 )
 
-var sections = []string{secSources, secSinks, secDeadLetters, secPipelines}
+var sections = []string{secSources, secSinks, secDeadLetters, secPipelines, secListen}
+
+// listenConfig is where `flightline serve` serves one endpoint of the
+// file, and how it secures it: the serve-source and serve-sink flags.
+type listenConfig struct {
+	Addr      string        `spec:"addr" doc:"HOST:PORT to listen on (required)"`
+	Cert      string        `spec:"tls_cert" doc:"TLS certificate file (enables TLS)"`
+	Key       string        `spec:"tls_key" doc:"TLS private key file"`
+	ClientCA  string        `spec:"tls_client_ca" doc:"CA file clients' certificates must chain to (enables mTLS)"`
+	Token     string        `spec:"token" secret:"true" doc:"bearer token clients must send; write it ${VAR}"`
+	TokenFile string        `spec:"token_file" doc:"file holding the bearer token clients must send"`
+	Heartbeat time.Duration `spec:"heartbeat" default:"5s" doc:"sources: send a heartbeat after this long without data (0 disables)"`
+}
+
+var listenSpec = spec.New[listenConfig]("listen", "listen: {REF: HOST:PORT} or {REF: {addr: HOST:PORT, …}}",
+	"where flightline serve serves an endpoint of the file", nil)
+
+// listenDecl declares the keys of a listen entry.
+var listenDecl = func() *decl { d := declOf(listenSpec); d.loc, d.locDoc = "", ""; return d }()
 
 // grpcFileConfig is the remote kind in the config file: a Flight URL and
 // the security settings the command line takes as --source-tls-ca, ….
@@ -85,6 +105,8 @@ type fileConfig struct {
 	sinks     map[string]*endpointConf
 	deadSinks map[string]*endpointConf
 	pipelines map[string]*pipelineConf
+	// listen maps an endpoint to where serve serves it.
+	listen map[*endpointConf]listenConfig
 }
 
 // endpointConf is one source or sink of the file.
@@ -191,7 +213,7 @@ func parseConfig(path string, b []byte, lookup func(string) (string, bool)) (*fi
 	c := &fileConfig{path: path, sources: map[string]*endpointConf{}, sinks: map[string]*endpointConf{},
 		deadSinks: map[string]*endpointConf{}, pipelines: map[string]*pipelineConf{}}
 	root := doc.Content[0]
-	var pipelines *yaml.Node
+	var pipelines, listen *yaml.Node
 	err := l.eachKey(root, "the file", func(k, v *yaml.Node) error {
 		switch k.Value {
 		case secSources:
@@ -202,6 +224,9 @@ func parseConfig(path string, b []byte, lookup func(string) (string, bool)) (*fi
 			return l.endpoints(v, secDeadLetters, c.deadSinks)
 		case secPipelines:
 			pipelines = v
+			return nil
+		case secListen:
+			listen = v
 			return nil
 		}
 		return l.unknownKey(k, "the file", k.Value, sections)
@@ -217,6 +242,14 @@ func parseConfig(path string, b []byte, lookup func(string) (string, bool)) (*fi
 			}
 			c.pipelines[p.name] = p
 			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	c.listen = map[*endpointConf]listenConfig{}
+	if listen != nil {
+		if err := l.eachKey(listen, secListen, func(k, v *yaml.Node) error {
+			return l.listenEntry(c, k, v)
 		}); err != nil {
 			return nil, err
 		}
@@ -829,6 +862,30 @@ func (c *fileConfig) show() ([]byte, error) {
 		}
 		put(root, secPipelines, s)
 	}
+	if len(c.listen) > 0 {
+		s := mapping()
+		var refs []*endpointConf
+		for e := range c.listen {
+			refs = append(refs, e)
+		}
+		sort.Slice(refs, func(i, j int) bool { return refs[i].ref() < refs[j].ref() })
+		for _, e := range refs {
+			lc := c.listen[e]
+			m := mapping()
+			put(m, "addr", str(lc.Addr))
+			for _, kv := range [][2]string{{"tls_cert", lc.Cert}, {"tls_key", lc.Key}, {"tls_client_ca", lc.ClientCA}, {"token_file", lc.TokenFile}} {
+				if kv[1] != "" {
+					put(m, kv[0], str(kv[1]))
+				}
+			}
+			if lc.Token != "" {
+				put(m, "token", str(masked))
+			}
+			put(m, "heartbeat", str(lc.Heartbeat.String()))
+			put(s, e.ref(), m)
+		}
+		put(root, secListen, s)
+	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# %s, resolved; secrets are masked\n", c.path)
 	enc := yaml.NewEncoder(&b)
@@ -843,4 +900,53 @@ func (c *fileConfig) show() ([]byte, error) {
 // config error carries as its type.
 func reason(err error) string {
 	return strings.TrimPrefix(err.Error(), flightline.ErrInvalidInput.Error()+": ")
+}
+
+// listenEntry reads one entry of the listen section: an endpoint
+// reference and an address, or a mapping of listenConfig's keys.
+func (l *loader) listenEntry(c *fileConfig, k, v *yaml.Node) error {
+	where := secListen + "." + k.Value
+	sec, _, _ := strings.Cut(k.Value, ".")
+	if !slices.Contains([]string{secSources, secSinks, secDeadLetters}, sec) {
+		return l.errf(k, "%s: want sources.NAME, sinks.NAME or deadletter_sinks.NAME", where)
+	}
+	e, err := l.resolveRef(c, k, where, sec)
+	if err != nil {
+		return err
+	}
+	if e.remote() {
+		return l.errf(k, "%s: %s is a remote endpoint; serve it where it runs", where, e.ref())
+	}
+	q := url.Values{}
+	if v.Kind == yaml.ScalarNode {
+		addr, err := l.scalar(v, where)
+		if err != nil {
+			return err
+		}
+		q.Set("addr", addr)
+	} else if err := l.eachKey(v, where, func(fk, fv *yaml.Node) error {
+		if !listenDecl.known(fk.Value) {
+			return l.unknownKey(fk, where, fk.Value, listenDecl.keys())
+		}
+		s, err := l.scalar(fv, where+"."+fk.Value)
+		if err != nil {
+			return err
+		}
+		q.Set(fk.Value, s)
+		return nil
+	}); err != nil {
+		return err
+	}
+	lc, err := listenSpec.Parse(q)
+	if err != nil {
+		return l.errf(v, "%s: %s", where, reason(err))
+	}
+	if lc.Addr == "" {
+		return l.errf(v, "%s: addr is required", where)
+	}
+	if lc.Token != "" && lc.TokenFile != "" {
+		return l.errf(v, "%s: give token or token_file, not both", where)
+	}
+	c.listen[e] = lc
+	return nil
 }

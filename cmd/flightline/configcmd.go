@@ -269,45 +269,63 @@ pipelines:
 | ` + "`plain_views`" + ` | ` + "`true`" + `: copy binary_view and string_view columns (a Kafka source's key and value) into plain binary and string ones before the sink, for sinks whose type map has no view types (PostgreSQL); default ` + "`false`" + ` |
 
 `)
+	table := func(d *decl) {
+		b.WriteString("| key | type | default | description |\n|---|---|---|---|\n")
+		if d.loc != "" {
+			fmt.Fprintf(&b, "| `%s` | location | | %s |\n", d.loc, escapeCell(d.locDoc))
+		}
+		for _, f := range d.fields {
+			typ := strings.ToLower(f.Type.String())
+			switch f.Type {
+			case spec.Enum:
+				typ = strings.Join(f.Enum, " \\| ")
+			case spec.Int:
+				typ = "integer"
+			}
+			def := f.Default
+			if def != "" {
+				def = "`" + def + "`"
+			}
+			doc := escapeCell(f.Doc)
+			if f.Secret {
+				doc += " **(secret)**"
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", f.Name, typ, def, doc)
+		}
+		if d.extra != nil {
+			keys := make([]string, len(d.extra.Keys))
+			for i, k := range d.extra.Keys {
+				keys[i] = "`" + k + "`"
+				if slices.Contains(d.extra.Secret, k) {
+					keys[i] += " (secret)"
+				}
+			}
+			fmt.Fprintf(&b, "\nAlso %s: %s.\n", escapeCell(d.extra.Doc), strings.Join(keys, ", "))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString(`## Listen addresses (flightline serve)
+
+` + "`flightline serve`" + ` serves each source and sink (and dead-letter sink) that the
+` + "`listen`" + ` section gives an address, as ` + "`serve-source`" + ` and ` + "`serve-sink`" + ` would; ` + "`--only REF,…`" + `
+serves a subset, so one file can describe a chain across hosts. An entry is
+` + "`REF: HOST:PORT`" + ` or a mapping:
+
+` + "```yaml" + `
+listen:
+  sources.orders_kafka: 127.0.0.1:7401
+  sinks.lake: {addr: 0.0.0.0:7402, tls_cert: /etc/fl/cert.pem, tls_key: /etc/fl/key.pem, token: ${LAKE_TOKEN}}
+` + "```" + `
+
+`)
+	table(listenDecl)
 	section := func(title, sec string) {
 		fmt.Fprintf(&b, "## %s\n\n", title)
 		kinds := kindsOf(sec)
 		for _, name := range mainKinds(sec) {
 			d := kinds[name]
 			fmt.Fprintf(&b, "### `%s`\n\n%s. URL form: `%s`.\n\n", name, d.doc, d.form)
-			b.WriteString("| key | type | default | description |\n|---|---|---|---|\n")
-			if d.loc != "" {
-				fmt.Fprintf(&b, "| `%s` | location | | %s |\n", d.loc, escapeCell(d.locDoc))
-			}
-			for _, f := range d.fields {
-				typ := strings.ToLower(f.Type.String())
-				switch f.Type {
-				case spec.Enum:
-					typ = strings.Join(f.Enum, " \\| ")
-				case spec.Int:
-					typ = "integer"
-				}
-				def := f.Default
-				if def != "" {
-					def = "`" + def + "`"
-				}
-				doc := escapeCell(f.Doc)
-				if f.Secret {
-					doc += " **(secret)**"
-				}
-				fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", f.Name, typ, def, doc)
-			}
-			if d.extra != nil {
-				keys := make([]string, len(d.extra.Keys))
-				for i, k := range d.extra.Keys {
-					keys[i] = "`" + k + "`"
-					if slices.Contains(d.extra.Secret, k) {
-						keys[i] += " (secret)"
-					}
-				}
-				fmt.Fprintf(&b, "\nAlso %s: %s.\n", escapeCell(d.extra.Doc), strings.Join(keys, ", "))
-			}
-			b.WriteString("\n")
+			table(d)
 		}
 	}
 	section("Sources", secSources)

@@ -5,6 +5,7 @@
 //	flightline run          --source SPEC --sink SPEC --stream S --pipeline P
 //	flightline demo
 //	flightline sync         [--config flightline.yml] [--pipeline NAME] [--once]
+//	flightline serve        [--config flightline.yml] [--only REF,…]
 //	flightline check        [--config flightline.yml]
 //	flightline config show  [--config flightline.yml]
 //	flightline config doc
@@ -51,6 +52,7 @@ Commands:
 With a config file (flightline.yml, or --config FILE; see docs/config.md):
   sync           run the file's pipelines (--pipeline NAME: one) in this process;
                  --once stops when the sink has what the source held at the start
+  serve          serve the file's sources and sinks that have listen addresses
   check          validate the file, then reach each endpoint: one line each
   config show    print the resolved file, secrets masked
   config doc     print the reference of every kind's keys (docs/config.md)
@@ -81,6 +83,8 @@ func main() {
 		err = checkCommand(ctx, args, os.Stdout)
 	case "sync":
 		err = syncCommand(ctx, args)
+	case "serve":
+		err = serveCommand(ctx, args)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 	default:
