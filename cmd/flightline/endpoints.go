@@ -34,6 +34,11 @@ type env struct {
 	ctx context.Context
 	log *slog.Logger
 	reg prometheus.Registerer // nil: no metrics
+	// deadLetters, when set, is where a source kind that can hand over
+	// undecodable records sends them (a config-file pipeline's
+	// deadletter_sink or deadletter: discard); nil: such records fail the
+	// pipeline, or go where the kind's own options say.
+	deadLetters *deadLetterRouter
 }
 
 // usager is a kind's declaration, as usage needs it.

@@ -96,11 +96,27 @@ type syncResult struct {
 func syncPipeline(ctx context.Context, e env, p *pipelineConf, once bool) error {
 	start := time.Now()
 	log := e.log
+	if p.deadLetter != nil || p.discard {
+		var dlSink flightsink.Sink
+		if p.deadLetter != nil {
+			s, closeDL, err := openConfSink(e, p.deadLetter)
+			if err != nil {
+				return err
+			}
+			defer closeDL()
+			dlSink = s
+		}
+		e.deadLetters = newDeadLetterRouter(p, dlSink, log, e.reg)
+		defer e.deadLetters.close(context.WithoutCancel(ctx))
+	}
 	src, closeSrc, err := openConfSource(e, p.source)
 	if err != nil {
 		return err
 	}
 	defer closeSrc()
+	if e.deadLetters != nil && !e.deadLetters.used {
+		return fmt.Errorf("the %s source %s does not hand over undecodable records: deadletter_sink and deadletter: discard need one that does (kafka)", p.source.kind, p.source.ref())
+	}
 	sink, closeSink, err := openConfSink(e, p.sink)
 	if err != nil {
 		return err
