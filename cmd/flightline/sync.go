@@ -29,7 +29,7 @@ func syncCommand(ctx context.Context, args []string) error {
 	var c common
 	c.register(fs)
 	name := fs.String("pipeline", "", "the pipeline to run; empty: every pipeline in the file")
-	once := fs.Bool("once", false, "stop when the sink has everything the source held at the start (Kafka end offsets, the PostgreSQL watermark), then exit 0")
+	once := fs.Bool("once", false, "stop when the sink has everything the source held at the start (Kafka end offsets, the Delta table version, the PostgreSQL watermark), then exit 0")
 	if err := parse(fs, args); err != nil {
 		return err
 	}

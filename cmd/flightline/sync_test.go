@@ -180,3 +180,44 @@ func dirHasFiles(dir string) bool {
 	})
 	return n > 0
 }
+
+// sync --once reads a Delta table up to the version it found at the
+// start: its snapshot first, later commits on the next run.
+func TestSyncOnceDelta(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "orders"), filepath.Join(dir, "copy")
+	path := writeConfig(t, `
+sources:
+  gen: 'generator:?rows=3000&batch_rows=500'
+  more: 'generator:?rows=700&batch_rows=300'
+  table:
+    delta: {uri: '`+src+`', batch_rows: 400}
+sinks:
+  orders:
+    delta: {uri: '`+src+`'}
+  copy:
+    delta: {uri: '`+dst+`'}
+pipelines:
+  fill:
+    source: gen
+    sink: orders
+  fill_more:
+    source: more
+    sink: orders
+  copy:
+    source: table
+    sink: copy
+`)
+	logs := captureLogs(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	require.NoError(t, syncCommand(ctx, []string{"--config", path, "--pipeline", "fill"}), logs.String())
+	require.NoError(t, syncCommand(ctx, []string{"--config", path, "--pipeline", "copy", "--once"}), logs.String())
+	require.Contains(t, logs.String(), `msg="pipeline sync complete" pipeline=copy rows=3000 `)
+	require.NoError(t, syncCommand(ctx, []string{"--config", path, "--pipeline", "copy", "--once"}), logs.String())
+	require.Contains(t, logs.String(), `msg="pipeline sync complete" pipeline=copy rows=0 `)
+
+	require.NoError(t, syncCommand(ctx, []string{"--config", path, "--pipeline", "fill_more"}), logs.String())
+	require.NoError(t, syncCommand(ctx, []string{"--config", path, "--pipeline", "copy", "--once"}), logs.String())
+	require.Contains(t, logs.String(), `msg="pipeline sync complete" pipeline=copy rows=700 `, "the new commits, read in tail mode")
+}
