@@ -268,7 +268,9 @@ pipelines:
 | ` + "`max_attempts`" + ` | give up after this many failed attempts in a row (default 0: never) |
 | ` + "`plain_views`" + ` | ` + "`true`" + `: copy binary_view and string_view columns (a Kafka source's key and value) into plain binary and string ones before the sink, for sinks whose type map has no view types (PostgreSQL); default ` + "`false`" + ` |
 
+
 `)
+	b.WriteString(strings.ReplaceAll(configDocProse, "§", "`"))
 	table := func(d *decl) {
 		b.WriteString("| key | type | default | description |\n|---|---|---|---|\n")
 		if d.loc != "" {
@@ -334,3 +336,53 @@ listen:
 }
 
 func escapeCell(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
+
+// configDocProse is the part of docs/config.md about commands and dead
+// letters; § stands for a backtick.
+const configDocProse = `
+## Commands
+
+- §flightline check§ validates the file, then opens each endpoint and asks it one
+  read-only question: a source its streams (and whether the pipelines'
+  streams are among them), a sink the checkpoint of each pipeline writing to
+  it. One line per endpoint, §ok§ or §FAIL§ with the reason; non-zero exit on
+  any failure. It never opens a writer, which would fence a running pipeline.
+- §flightline config show§ prints the resolved file (variables expanded,
+  defaults filled in and marked, secrets masked).
+- §flightline sync [--pipeline NAME] [--once]§ runs the pipelines (one, or all)
+  in this process. §--once§ reads the source's end when it starts (Kafka end
+  offsets, the Delta table version, the PostgreSQL table's greatest
+  (watermark, key)), stops when the sink's checkpoint covers it, exits 0 and
+  logs one §pipeline sync complete§ line with rows, batches, bytes, wall time and
+  the final checkpoint. Without it, sync runs until SIGINT or SIGTERM and
+  stops cleanly. One pipeline's failure stops the others.
+- §flightline serve [--only REF,…]§ serves the entries of the §listen§ section.
+
+## Dead letters
+
+A record the Kafka source cannot decode (bad JSON, a bad Avro payload, an
+unknown schema id) or whose value is over §max_value_bytes§ is a dead letter.
+
+- Default (§deadletter: fail§): the pipeline stops with an error naming the
+  record's partition, offset and reason. Nothing is dropped silently.
+- §deadletter_sink: deadletter_sinks.NAME§: written to that sink (any kind; not
+  the data sink) as rows of §pipeline, stage (decode|load), reason, dead_at,
+  topic, partition, offset, record_time, key, value§, under the pipeline id
+  §ID.deadletters§. The source hands them over before it returns the batch
+  holding the neighbouring rows, and the write returns once the sink has
+  committed them, so the batch that skipped a record cannot commit before
+  its dead letter: a crash can repeat a dead letter, never lose one. Each
+  write carries a Positions checkpoint (partition → last dead offset + 1), so
+  an exactly-once sink (PostgreSQL, Delta, Kafka, dir) skips a repeat its
+  checkpoint covers; an at-least-once sink (s3) rewrites the same object for
+  the same checkpoint, and a repeat grouped differently after a restart may
+  appear twice there, identified by topic, partition and offset.
+- §deadletter: discard§: dropped, logged (§dead letters discarded§ with the count
+  and the first offset and reason) and counted in
+  §flightline_deadletters_total{pipeline,stage,outcome="discarded"}§ (written ones
+  count with §outcome="written"§).
+
+Sources other than Kafka do not hand over dead letters yet: a pipeline that
+asks for a dead-letter sink or discard with one is refused at start.
+
+`
