@@ -133,4 +133,8 @@ type End struct {
 	// sink's checkpoint; nil when it has none) has read every record the
 	// stream held when End was called. Safe for concurrent use.
 	Covered func(ctx context.Context, cp []byte) (bool, error)
+	// Left, when not nil, estimates the records a pipeline whose sink
+	// holds cp has still to read to reach the end (for progress output;
+	// records that will not become rows, such as dead letters, count).
+	Left func(ctx context.Context, cp []byte) (int64, error)
 }

@@ -29,6 +29,8 @@ func syncCommand(ctx context.Context, args []string) error {
 	var c common
 	c.register(fs)
 	name := fs.String("pipeline", "", "the pipeline to run; empty: every pipeline in the file")
+	mode := fs.String("progress", string(progressAuto), "with --once: auto (a bar on a terminal, plain lines otherwise), bar, plain or none")
+	every := fs.Duration("progress-every", 5*time.Second, "with --progress plain: how often to log a progress line")
 	once := fs.Bool("once", false, "stop when the sink has everything the source held at the start (Kafka end offsets, the Delta table version, the PostgreSQL watermark), then exit 0")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -52,6 +54,16 @@ func syncCommand(ctx context.Context, args []string) error {
 	if len(ps) == 0 {
 		return fmt.Errorf("%s names no pipelines", cfg.path)
 	}
+	pm := progressMode(*mode)
+	switch pm {
+	case progressAuto, progressBar, progressPlain, progressNone:
+	default:
+		return fmt.Errorf("--progress: want auto, bar, plain or none, got %q", *mode)
+	}
+	if *every <= 0 {
+		return fmt.Errorf("--progress-every must be positive")
+	}
+	pm = pm.resolve(len(ps))
 	log, err := c.logger(logOutput)
 	if err != nil {
 		return err
@@ -74,7 +86,11 @@ func syncCommand(ctx context.Context, args []string) error {
 		go func() {
 			defer wg.Done()
 			e := env{ctx: ctx, log: log, reg: m.Registry()}
-			if errs[i] = syncPipeline(ctx, e, p, *once); errs[i] != nil {
+			var pr *progress
+			if *once && pm != progressNone {
+				pr = &progress{mode: pm, every: *every, out: logOutput, log: log, pipeline: p.name}
+			}
+			if errs[i] = syncPipeline(ctx, e, p, *once, pr); errs[i] != nil {
 				errs[i] = fmt.Errorf("pipeline %s: %w", p.name, errs[i])
 				cancel()
 			}
@@ -93,7 +109,7 @@ type syncResult struct {
 
 // syncPipeline runs p until ctx ends or, with once, until the sink's
 // checkpoint covers the end the source reported at the start.
-func syncPipeline(ctx context.Context, e env, p *pipelineConf, once bool) error {
+func syncPipeline(ctx context.Context, e env, p *pipelineConf, once bool, pr *progress) error {
 	start := time.Now()
 	log := e.log
 	if p.deadLetter != nil || p.discard {
@@ -169,11 +185,26 @@ func syncPipeline(ctx context.Context, e env, p *pipelineConf, once bool) error 
 		watchDone = make(chan struct{})
 		go func() { defer close(watchDone); w.run(runCtx, co, log) }()
 	}
+	progressDone := make(chan struct{})
+	if pr != nil {
+		pr.total = -1
+		if end.Left != nil {
+			if n, err := end.Left(ctx, w.merged); err == nil {
+				pr.total = n
+			} else {
+				log.Warn("sync --once: cannot count the rows to go", "err", err)
+			}
+		}
+		go func() { defer close(progressDone); pr.run(runCtx, co) }()
+	} else {
+		close(progressDone)
+	}
 	runErr := co.Run(runCtx)
 	stopRun()
 	if watchDone != nil {
 		<-watchDone
 	}
+	<-progressDone
 	res := syncResult{stats: co.Stats(), wall: time.Since(start)}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()

@@ -221,3 +221,36 @@ pipelines:
 	require.NoError(t, syncCommand(ctx, []string{"--config", path, "--pipeline", "copy", "--once"}), logs.String())
 	require.Contains(t, logs.String(), `msg="pipeline sync complete" pipeline=copy rows=700 `, "the new commits, read in tail mode")
 }
+
+// sync --once shows its progress: plain "sync progress" lines with the
+// rows to go, or a bar.
+func TestSyncOnceProgress(t *testing.T) {
+	dsn := servicetest.Need(t, "FLIGHTLINE_PG_DSN", "PostgreSQL")
+	src := pgtest.Name("progress_src")
+	c := pgtest.Conn(t)
+	pgtest.Exec(t, c, "CREATE TABLE "+src+" (id bigint PRIMARY KEY, updated_at bigint NOT NULL)")
+	pgtest.Exec(t, c, "INSERT INTO "+src+" SELECT g, g FROM generate_series(1, 2000) g")
+	cfg := func(id string) string {
+		return writeConfig(t, `
+sources:
+  table:
+    postgres: {dsn: '`+dsn+`', table: `+src+`, watermark: updated_at, key: id, batch_rows: 100}
+sinks:
+  copy: 'null:'
+pipelines:
+  copy:
+    id: `+id+`
+    source: table
+    sink: copy
+`)
+	}
+	logs := captureLogs(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	require.NoError(t, syncCommand(ctx, []string{"--config", cfg("plain"), "--once", "--progress", "plain", "--progress-every", "1ms"}), logs.String())
+	require.Regexp(t, `msg="sync progress" pipeline=copy rows=\d+ rows_per_s=\d+ total=2000 `, logs.String())
+
+	require.NoError(t, syncCommand(ctx, []string{"--config", cfg("bar"), "--once", "--progress", "bar"}), logs.String())
+	require.Regexp(t, `sync copy +100% .*\(2000/2000, \d+ rows/s\)`, logs.String())
+	require.ErrorContains(t, syncCommand(ctx, []string{"--config", cfg("x"), "--once", "--progress", "fancy"}), "--progress")
+}

@@ -45,10 +45,11 @@ func (s *Source) End(ctx context.Context, stream string) (flightsrc.End, error) 
 	if err != nil {
 		return flightsrc.End{}, s.classify(fmt.Errorf("kafka: listing the end offsets of %q: %w", stream, err))
 	}
-	want := checkpoint.Positions{}
+	want, from := checkpoint.Positions{}, checkpoint.Positions{}
 	ends.Each(func(o kadm.ListedOffset) {
 		if st, ok := starts.Lookup(o.Topic, o.Partition); ok && o.Offset > st.Offset {
 			want[key(o.Topic, o.Partition)] = o.Offset
+			from[key(o.Topic, o.Partition)] = st.Offset
 		}
 	})
 	return flightsrc.End{
@@ -65,6 +66,24 @@ func (s *Source) End(ctx context.Context, stream string) (flightsrc.End, error) 
 				return false, err
 			}
 			return checkpoint.Covers(got, want), nil
+		},
+		Left: func(_ context.Context, cp []byte) (int64, error) {
+			got := checkpoint.Positions{}
+			if len(cp) > 0 {
+				var err error
+				if got, err = checkpoint.Parse(cp); err != nil {
+					return 0, err
+				}
+			}
+			var n int64
+			for k, end := range want {
+				at, ok := got[k]
+				if !ok || at < from[k] {
+					at = from[k]
+				}
+				n += max(0, end-at)
+			}
+			return n, nil
 		},
 	}, nil
 }

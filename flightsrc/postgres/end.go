@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -40,6 +41,30 @@ func (s *Source) End(ctx context.Context, stream string) (flightsrc.End, error) 
 	left := "SELECT EXISTS (SELECT 1 FROM " + t.ident.Sanitize() + " AS src WHERE (" + wm + ", " + key + ") <= ($1, $2)"
 	after := left + " AND (" + wm + ", " + key + ") > ($3, $4))"
 	first := left + " AND " + wm + " IS NOT NULL)"
+	count := func(q string) string {
+		return strings.Replace(strings.TrimSuffix(q, ")"), "SELECT EXISTS (SELECT 1 FROM", "SELECT count(*) FROM", 1)
+	}
+	rowsLeft := func(ctx context.Context, b []byte) (int64, error) {
+		cp, err := ParseCheckpoint(b)
+		if err != nil {
+			return 0, err
+		}
+		c, err := s.connect(ctx)
+		if err != nil {
+			return 0, err
+		}
+		defer c.Close(context.WithoutCancel(ctx))
+		var n int64
+		if cp.Watermark == nil {
+			err = c.QueryRow(ctx, count(first), *end.Watermark, *end.Key).Scan(&n)
+		} else {
+			err = c.QueryRow(ctx, count(after), *end.Watermark, *end.Key, *cp.Watermark, *cp.Key).Scan(&n)
+		}
+		if err != nil {
+			return 0, s.wrap(err, "postgres source %s: rows left in %s", s.server, t.ident.Sanitize())
+		}
+		return n, nil
+	}
 	return flightsrc.End{
 		Desc: string(end.Encode()),
 		Covered: func(ctx context.Context, b []byte) (bool, error) {
@@ -63,5 +88,6 @@ func (s *Source) End(ctx context.Context, stream string) (flightsrc.End, error) 
 			}
 			return !more, nil
 		},
+		Left: rowsLeft,
 	}, nil
 }
