@@ -93,7 +93,7 @@ func (p *progress) line(rows int64, took time.Duration) {
 			attrs = append(attrs, "percent", min(100, 100*rows/p.total))
 		}
 		if rate > 0 {
-			attrs = append(attrs, "eta", (time.Duration(float64(max(0, p.total-rows))/rate*float64(time.Second))).Round(time.Second))
+			attrs = append(attrs, "eta", (time.Duration(float64(max(0, p.total-rows)) / rate * float64(time.Second))).Round(time.Second))
 		}
 	}
 	p.log.Info("sync progress", attrs...)
