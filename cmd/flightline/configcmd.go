@@ -355,7 +355,14 @@ const configDocProse = `
   (watermark, key)), stops when the sink's checkpoint covers it, exits 0 and
   logs one §pipeline sync complete§ line with rows, batches, bytes, wall time and
   the final checkpoint. Without it, sync runs until SIGINT or SIGTERM and
-  stops cleanly. One pipeline's failure stops the others.
+  stops cleanly. One pipeline's failure stops the others. With §--once§ it shows
+  progress: a bar (rows done of rows to go, rate, ETA) when standard error is
+  a terminal, otherwise a §sync progress§ log line every §--progress-every§ (5 s)
+  (§--progress auto|bar|plain|none§). With §--metrics-addr§ it also serves
+  §/status§ (an HTML page refreshing every 2 s) and §/status.json§: for each
+  pipeline its state, rows, rows/s over the last minute, last committed
+  checkpoint and its age, lag (Kafka: the acknowledged-lag gauges), last
+  error, restarts and dead letters.
 - §flightline serve [--only REF,…]§ serves the entries of the §listen§ section.
 
 ## Dead letters

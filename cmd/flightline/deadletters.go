@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -96,6 +97,8 @@ type deadLetterRouter struct {
 	// setting, which is then an error.
 	used bool
 
+	routed atomic.Int64 // dead letters written or discarded
+
 	mu sync.Mutex
 	w  flightsink.Writer // open writer; nil until the first write or after a failure
 }
@@ -143,6 +146,7 @@ func (r *deadLetterRouter) route(ctx context.Context, ds []deadLetter) error {
 		return nil
 	}
 	if r.sink == nil {
+		r.routed.Add(int64(len(ds)))
 		for _, d := range ds {
 			r.count.WithLabelValues(r.pipeline, d.stage, "discarded").Inc()
 		}
@@ -160,6 +164,7 @@ func (r *deadLetterRouter) route(ctx context.Context, ds []deadLetter) error {
 	if err := r.write(ctx, rec, cp.Encode()); err != nil {
 		return fmt.Errorf("dead-letter sink: %w", err)
 	}
+	r.routed.Add(int64(len(ds)))
 	for _, d := range ds {
 		r.count.WithLabelValues(r.pipeline, d.stage, "written").Inc()
 	}
@@ -194,6 +199,9 @@ func (r *deadLetterRouter) write(ctx context.Context, rec arrow.RecordBatch, cp 
 		}
 	}
 }
+
+// total is the number of dead letters written or discarded so far.
+func (r *deadLetterRouter) total() int64 { return r.routed.Load() }
 
 // close ends the writer.
 func (r *deadLetterRouter) close(ctx context.Context) {

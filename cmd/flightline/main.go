@@ -133,7 +133,7 @@ func (c *common) logger(w io.Writer) (*slog.Logger, error) {
 
 // serveMetrics starts the metrics endpoint if configured; the returned
 // function stops it.
-func (c *common) serveMetrics(m *metrics.Metrics, log *slog.Logger) (func(), error) {
+func (c *common) serveMetrics(m *metrics.Metrics, log *slog.Logger, extra ...map[string]http.Handler) (func(), error) {
 	if c.metricsAddr == "" {
 		return func() {}, nil
 	}
@@ -143,6 +143,11 @@ func (c *common) serveMetrics(m *metrics.Metrics, log *slog.Logger) (func(), err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.Handler())
+	for _, routes := range extra {
+		for path, h := range routes {
+			mux.Handle(path, h)
+		}
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(lis)
 	log.Info("metrics listening", "addr", lis.Addr().String())

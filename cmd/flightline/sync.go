@@ -69,16 +69,26 @@ func syncCommand(ctx context.Context, args []string) error {
 		return err
 	}
 	m := metrics.New()
-	stopMetrics, err := c.serveMetrics(m, log)
+	board := newStatusBoard(m.Registry())
+	for _, p := range ps {
+		board.add(p)
+	}
+	stopMetrics, err := c.serveMetrics(m, log, board.routes(log))
 	if err != nil {
 		return err
 	}
 	defer stopMetrics()
+	if c.metricsAddr != "" {
+		log.Info("status page", "url", "/status", "json", "/status.json")
+	}
 
 	// One pipeline's failure stops the others: the command's exit status
 	// must say that something failed.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	sampling, stopSampling := context.WithCancel(context.Background())
+	defer stopSampling()
+	go board.run(sampling)
 	var wg sync.WaitGroup
 	errs := make([]error, len(ps))
 	for i, p := range ps {
@@ -90,7 +100,9 @@ func syncCommand(ctx context.Context, args []string) error {
 			if *once && pm != progressNone {
 				pr = &progress{mode: pm, every: *every, out: logOutput, log: log, pipeline: p.name}
 			}
-			if errs[i] = syncPipeline(ctx, e, p, *once, pr); errs[i] != nil {
+			if errs[i] = syncPipeline(ctx, e, p, *once, pr, board); errs[i] != nil {
+				board.setError(p.name, errs[i])
+				board.setState(p.name, "failed")
 				errs[i] = fmt.Errorf("pipeline %s: %w", p.name, errs[i])
 				cancel()
 			}
@@ -109,7 +121,7 @@ type syncResult struct {
 
 // syncPipeline runs p until ctx ends or, with once, until the sink's
 // checkpoint covers the end the source reported at the start.
-func syncPipeline(ctx context.Context, e env, p *pipelineConf, once bool, pr *progress) error {
+func syncPipeline(ctx context.Context, e env, p *pipelineConf, once bool, pr *progress, board *statusBoard) error {
 	start := time.Now()
 	log := e.log
 	if p.deadLetter != nil || p.discard {
@@ -167,11 +179,20 @@ func syncPipeline(ctx context.Context, e env, p *pipelineConf, once bool, pr *pr
 			return err
 		}
 		if done {
+			board.setState(p.name, "complete")
 			logComplete(log, p, syncResult{wall: time.Since(start), checkpoint: cp})
 			return nil
 		}
 	}
-	opts := []coordinator.Option{coordinator.Window(p.window), coordinator.WithLogger(log),
+	tap := slog.New(errorTap{Handler: log.Handler(), f: func(msg, err string) {
+		board.setError(p.name, fmt.Errorf("%s: %s", msg, err))
+		board.set(p.name, func(s *pipelineStatus) {
+			if s.state == "running" {
+				s.state = "restarting"
+			}
+		})
+	}})
+	opts := []coordinator.Option{coordinator.Window(p.window), coordinator.WithLogger(tap),
 		coordinator.WithMetrics(e.reg), coordinator.MaxAttempts(p.attempts)}
 	if p.plainViews {
 		opts = append(opts, coordinator.WithTransform(transform.PlainViews(nil)))
@@ -199,8 +220,19 @@ func syncPipeline(ctx context.Context, e env, p *pipelineConf, once bool, pr *pr
 	} else {
 		close(progressDone)
 	}
+	board.set(p.name, func(s *pipelineStatus) {
+		s.co, s.stream, s.dl, s.state = co, stream, e.deadLetters, "running"
+	})
 	runErr := co.Run(runCtx)
 	stopRun()
+	board.sample(time.Now())
+	switch {
+	case runErr != nil:
+	case ctx.Err() != nil:
+		board.setState(p.name, "stopped")
+	default:
+		board.setState(p.name, "complete")
+	}
 	if watchDone != nil {
 		<-watchDone
 	}
@@ -307,4 +339,33 @@ func (w *endWatch) reached() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.done
+}
+
+// errorTap passes records to its handler and calls f with the message and
+// err attribute of those at WARN and above: the status page's last error.
+type errorTap struct {
+	slog.Handler
+	f func(msg, err string)
+}
+
+func (t errorTap) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		var e string
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "err" {
+				e = a.Value.String()
+			}
+			return true
+		})
+		t.f(r.Message, e)
+	}
+	return t.Handler.Handle(ctx, r)
+}
+
+func (t errorTap) WithAttrs(as []slog.Attr) slog.Handler {
+	return errorTap{Handler: t.Handler.WithAttrs(as), f: t.f}
+}
+
+func (t errorTap) WithGroup(name string) slog.Handler {
+	return errorTap{Handler: t.Handler.WithGroup(name), f: t.f}
 }
