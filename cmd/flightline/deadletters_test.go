@@ -249,6 +249,13 @@ func TestDeadLettersToS3(t *testing.T) {
 	defer cancel()
 	require.NoError(t, syncCommand(ctx, []string{"--config", path, "--once"}), logs.String())
 	require.Contains(t, logs.String(), "dead letters written")
+	bad := 0
+	for _, r := range rs {
+		if !r.good {
+			bad++
+		}
+	}
+	require.Regexp(t, fmt.Sprintf(`msg="pipeline sync complete" pipeline=orders rows=%d .* dead_letters=%d `, len(rs)-bad, bad), logs.String())
 
 	// An independent reader: list the objects and read their Parquet.
 	st, err := objstore.NewS3(ctx, s3test.Bucket, "", opts)

@@ -114,9 +114,10 @@ func syncCommand(ctx context.Context, args []string) error {
 
 // syncResult is what one pipeline's sync did.
 type syncResult struct {
-	stats      coordinator.Stats
-	wall       time.Duration
-	checkpoint []byte
+	stats       coordinator.Stats
+	deadLetters int64
+	wall        time.Duration
+	checkpoint  []byte
 }
 
 // syncPipeline runs p until ctx ends or, with once, until the sink's
@@ -238,6 +239,9 @@ func syncPipeline(ctx context.Context, e env, p *pipelineConf, once bool, pr *pr
 	}
 	<-progressDone
 	res := syncResult{stats: co.Stats(), wall: time.Since(start)}
+	if e.deadLetters != nil {
+		res.deadLetters = e.deadLetters.total()
+	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	res.checkpoint, err = sink.Checkpoint(fctx, pl)
@@ -266,7 +270,8 @@ func syncPipeline(ctx context.Context, e env, p *pipelineConf, once bool, pr *pr
 
 func logComplete(log *slog.Logger, p *pipelineConf, r syncResult) {
 	log.Info("pipeline sync complete", "pipeline", p.name, "rows", r.stats.Rows, "batches", r.stats.Batches,
-		"bytes", r.stats.Bytes, "wall", r.wall.Round(time.Millisecond), "restarts", r.stats.Restarts, "checkpoint", string(r.checkpoint))
+		"bytes", r.stats.Bytes, "wall", r.wall.Round(time.Millisecond), "restarts", r.stats.Restarts,
+		"dead_letters", r.deadLetters, "checkpoint", string(r.checkpoint))
 }
 
 // pipelineStream is p's stream: the one it names (which the source must

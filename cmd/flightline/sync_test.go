@@ -87,7 +87,7 @@ pipelines:
 	require.NoError(t, pgtest.Conn(t).QueryRow(ctx, "SELECT count(DISTINCT value->>'order_id') FROM "+table).Scan(&distinct))
 	require.Equal(t, int64(n), distinct, "each record once")
 
-	summary := regexp.MustCompile(`msg="pipeline sync complete" pipeline=orders rows=(\d+) batches=(\d+) bytes=(\d+) wall=\S+ restarts=\d+ checkpoint=`)
+	summary := regexp.MustCompile(`msg="pipeline sync complete" pipeline=orders rows=(\d+) batches=(\d+) bytes=(\d+) wall=\S+ restarts=\d+ dead_letters=\d+ checkpoint=`)
 	m := summary.FindAllStringSubmatch(logs.String(), -1)
 	require.Len(t, m, 1, logs.String())
 	require.Equal(t, fmt.Sprint(n), m[0][1])
