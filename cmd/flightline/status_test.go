@@ -5,17 +5,21 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/flightline/flightline/internal/servicetest"
 )
 
-// --metrics-addr serves /status and /status.json; a running pipeline's
-// rows increase between two reads. (Read over HTTP here; no browser.)
-func TestSyncStatusPage(t *testing.T) {
+// startStatusSync runs sync of an unbounded generator with --metrics-addr
+// until the test ends and returns the metrics address.
+func startStatusSync(t *testing.T) string {
 	dir := t.TempDir()
 	path := writeConfig(t, `
 sources:
@@ -31,7 +35,7 @@ pipelines:
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- syncCommand(ctx, []string{"--config", path, "--metrics-addr", "127.0.0.1:0"}) }()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		select {
 		case err := <-done:
@@ -39,7 +43,7 @@ pipelines:
 		case <-time.After(time.Minute):
 			t.Fatal("sync did not stop")
 		}
-	}()
+	})
 	addrRe := regexp.MustCompile(`msg="metrics listening" addr=(\S+)`)
 	var addr string
 	require.Eventually(t, func() bool {
@@ -49,7 +53,13 @@ pipelines:
 		}
 		return m != nil
 	}, time.Minute, 20*time.Millisecond)
+	return addr
+}
 
+// --metrics-addr serves /status and /status.json; a running pipeline's
+// rows increase between two reads.
+func TestSyncStatusPage(t *testing.T) {
+	addr := startStatusSync(t)
 	get := func(p string) (string, string) {
 		resp, err := http.Get("http://" + addr + p)
 		require.NoError(t, err)
@@ -79,4 +89,34 @@ pipelines:
 	require.Contains(t, page, `<tr data-pipeline="p">`)
 	require.Contains(t, page, `<td class="state">running</td>`)
 	_, _ = get("/metrics")
+}
+
+// The status page renders in a real headless browser (Chromium), and a
+// running pipeline's rows increase between two renderings.
+func TestSyncStatusPageInBrowser(t *testing.T) {
+	chromium := servicetest.Need(t, "FLIGHTLINE_CHROMIUM", "Chromium (headless)")
+	addr := startStatusSync(t)
+	profile := t.TempDir()
+	render := func() (state string, rows int64) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+			"--user-data-dir="+profile, "--dump-dom", "http://"+addr+"/status")
+		out, err := cmd.Output()
+		require.NoError(t, err)
+		dom := string(out)
+		require.Contains(t, dom, "<h1>Flightline pipelines</h1>")
+		m := regexp.MustCompile(`<tr data-pipeline="p"><td>p</td><td class="state">(\w+)</td><td class="rows">(\d+)</td>`).FindStringSubmatch(dom)
+		require.NotNil(t, m, dom)
+		n, err := strconv.ParseInt(m[2], 10, 64)
+		require.NoError(t, err)
+		return m[1], n
+	}
+	var first int64
+	require.Eventually(t, func() bool {
+		state, rows := render()
+		first = rows
+		return state == "running" && rows > 0
+	}, 2*time.Minute, 100*time.Millisecond)
+	require.Eventually(t, func() bool { _, rows := render(); return rows > first }, 2*time.Minute, 100*time.Millisecond)
 }
