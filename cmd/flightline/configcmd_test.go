@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/flightline/flightline/internal/pgtest"
 	"github.com/flightline/flightline/internal/servicetest"
 )
 
@@ -125,6 +127,15 @@ func TestCheckRealServices(t *testing.T) {
 	dead := lis.Addr().String()
 	require.NoError(t, lis.Close())
 	topic := createTopic(t, "check", 1)
+	// A role with a password (the test cluster trusts only postgres).
+	role := pgtest.Name("check_role")
+	pgtest.Exec(t, pgtest.Conn(t), "CREATE ROLE "+role+" LOGIN PASSWORD 'right-pw'")
+	t.Setenv("CHECK_PG_RIGHT", "right-pw")
+	t.Setenv("CHECK_PG_WRONG", "wrong-pw")
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
+	u.User = url.User(role)
+	roleDSN := u.String()
 	path := writeConfig(t, `
 sources:
   k:
@@ -134,14 +145,22 @@ sources:
 sinks:
   pg:
     postgres: {dsn: '`+dsn+`', table: check_orders}
+  pg_role:
+    postgres: {dsn: '`+roleDSN+`', password: '${CHECK_PG_RIGHT}', table: check_orders, checkpoint_table: `+role+`_cps}
+  pg_wrong_pw:
+    postgres: {dsn: '`+roleDSN+`', password: '${CHECK_PG_WRONG}', table: check_orders}
   pg_closed:
     postgres: {dsn: 'postgres://postgres@`+dead+`/postgres?sslmode=disable&connect_timeout=5', table: check_orders}
 `)
 	var out bytes.Buffer
 	err = checkCommand(context.Background(), []string{"--config", path, "--timeout", "30s"}, &out)
 	t.Log("\n" + out.String())
-	require.ErrorContains(t, err, "2 endpoint(s) failed")
+	require.ErrorContains(t, err, "3 endpoint(s) failed")
 	require.Regexp(t, `ok    sources.k +kafka +reachable; streams: `+topic, out.String())
+	require.Regexp(t, `ok    sinks.pg_role +postgres +reachable`, out.String())
+	require.Regexp(t, `FAIL  sinks.pg_wrong_pw +postgres +.*password authentication failed`, out.String())
+	require.NotContains(t, out.String(), "wrong-pw")
+	require.NotContains(t, out.String(), "right-pw")
 	require.Regexp(t, `FAIL  sources.k_wrong +kafka +.*(SASL|sasl|authentication|Authentication)`, out.String())
 	require.Regexp(t, `ok    sinks.pg +postgres +reachable`, out.String())
 	require.Regexp(t, `FAIL  sinks.pg_closed +postgres +.*`, out.String())
