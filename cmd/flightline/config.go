@@ -56,9 +56,10 @@ const (
 	secDeadLetters = "deadletter_sinks"
 	secPipelines   = "pipelines"
 	secListen      = "listen"
+	secSchemaSinks = "schema_sinks"
 )
 
-var sections = []string{secSources, secSinks, secDeadLetters, secPipelines, secListen}
+var sections = []string{secSources, secSinks, secDeadLetters, secSchemaSinks, secPipelines, secListen}
 
 // listenConfig is where `flightline serve` serves one endpoint of the
 // file, and how it secures it: the serve-source and serve-sink flags.
@@ -107,6 +108,8 @@ type fileConfig struct {
 	pipelines map[string]*pipelineConf
 	// listen maps an endpoint to where serve serves it.
 	listen map[*endpointConf]listenConfig
+	// schemaSinks are the catalogs pipelines register their schemas in.
+	schemaSinks map[string]*schemaSinkConf
 }
 
 // endpointConf is one source or sink of the file.
@@ -146,11 +149,12 @@ type pipelineConf struct {
 	target     string
 	window     int
 	attempts   int
-	plainViews bool // copy view columns to plain ones before the sink
+	plainViews bool            // copy view columns to plain ones before the sink
+	schemaSink *schemaSinkConf // nil: none
 }
 
 // pipelineKeys are the keys of a pipeline entry.
-var pipelineKeys = []string{"source", "sink", "deadletter_sink", "deadletter", "id", "stream", "target", "window", "max_attempts", "plain_views"}
+var pipelineKeys = []string{"source", "sink", "deadletter_sink", "deadletter", "schema_sink", "id", "stream", "target", "window", "max_attempts", "plain_views"}
 
 // configError is an error at a place in the file.
 type configError struct {
@@ -211,7 +215,7 @@ func parseConfig(path string, b []byte, lookup func(string) (string, bool)) (*fi
 		return nil, l.errf(&doc, "want a mapping with the sections %s", strings.Join(sections, ", "))
 	}
 	c := &fileConfig{path: path, sources: map[string]*endpointConf{}, sinks: map[string]*endpointConf{},
-		deadSinks: map[string]*endpointConf{}, pipelines: map[string]*pipelineConf{}}
+		deadSinks: map[string]*endpointConf{}, pipelines: map[string]*pipelineConf{}, schemaSinks: map[string]*schemaSinkConf{}}
 	root := doc.Content[0]
 	var pipelines, listen *yaml.Node
 	err := l.eachKey(root, "the file", func(k, v *yaml.Node) error {
@@ -225,6 +229,14 @@ func parseConfig(path string, b []byte, lookup func(string) (string, bool)) (*fi
 		case secPipelines:
 			pipelines = v
 			return nil
+		case secSchemaSinks:
+			return l.eachKey(v, secSchemaSinks, func(k, v *yaml.Node) error {
+				ss, err := l.schemaSink(k, v)
+				if err == nil {
+					c.schemaSinks[ss.name] = ss
+				}
+				return err
+			})
 		case secListen:
 			listen = v
 			return nil
@@ -588,6 +600,14 @@ func (l *loader) pipeline(c *fileConfig, k, v *yaml.Node) (*pipelineConf, error)
 				err = l.errf(fv, "%s: %q: want fail (the default: stop with an error) or discard", w, dlMode)
 			}
 			dlNode = fk
+		case "schema_sink":
+			var ref string
+			if ref, err = l.scalar(fv, w); err == nil {
+				name := strings.TrimPrefix(ref, secSchemaSinks+".")
+				if p.schemaSink = c.schemaSinks[name]; p.schemaSink == nil {
+					err = l.errf(fv, "%s: %s has no %q (it has: %s)", w, secSchemaSinks, name, strings.Join(sortedKeys(c.schemaSinks), ", "))
+				}
+			}
 		case "id":
 			p.id, err = l.scalar(fv, w)
 		case "stream":
@@ -833,6 +853,23 @@ func (c *fileConfig) show() ([]byte, error) {
 		}
 		put(root, sec.name, s)
 	}
+	if len(c.schemaSinks) > 0 {
+		s := mapping()
+		for _, name := range sortedKeys(c.schemaSinks) {
+			g := c.schemaSinks[name].cfg
+			m := mapping()
+			for _, kv := range [][2]string{{"database", g.Database}, {"table", g.Table}, {"region", g.Region}, {"endpoint", g.Endpoint},
+				{"location", g.Location}, {"partition_keys", strings.Join(g.PartitionKeys, ",")}} {
+				if kv[1] != "" {
+					put(m, kv[0], str(kv[1]))
+				}
+			}
+			k := mapping()
+			put(k, "glue", m)
+			put(s, name, k)
+		}
+		put(root, secSchemaSinks, s)
+	}
 	if len(c.pipelines) > 0 {
 		s := mapping()
 		for _, name := range sortedKeys(c.pipelines) {
@@ -858,6 +895,9 @@ func (c *fileConfig) show() ([]byte, error) {
 			put(m, "window", str(strconv.Itoa(p.window)))
 			put(m, "max_attempts", str(strconv.Itoa(p.attempts)))
 			put(m, "plain_views", str(strconv.FormatBool(p.plainViews)))
+			if p.schemaSink != nil {
+				put(m, "schema_sink", str(secSchemaSinks+"."+p.schemaSink.name))
+			}
 			put(s, name, m)
 		}
 		put(root, secPipelines, s)

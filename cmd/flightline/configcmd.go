@@ -266,6 +266,7 @@ pipelines:
 | ` + "`target`" + ` | the target inside the sink (table, topic, directory); default: the sink's own |
 | ` + "`window`" + ` | batches in flight between source and sink (default 4) |
 | ` + "`max_attempts`" + ` | give up after this many failed attempts in a row (default 0: never) |
+| ` + "`schema_sink`" + ` | ` + "`schema_sinks.NAME`" + `: the catalog the pipeline's schema is registered in (see Schema sinks) |
 | ` + "`plain_views`" + ` | ` + "`true`" + `: copy binary_view and string_view columns (a Kafka source's key and value) into plain binary and string ones before the sink, for sinks whose type map has no view types (PostgreSQL); default ` + "`false`" + ` |
 
 
@@ -330,6 +331,29 @@ listen:
 			table(d)
 		}
 	}
+	b.WriteString(`## Schema sinks
+
+A pipeline may name a schema sink (` + "`schema_sink: schema_sinks.NAME`" + `). Before the
+first batch it writes, and whenever the Arrow schema it writes changes, the
+table in the catalog is created or updated to match: columns and types
+mapped from Arrow, the Parquet SerDe, the S3 location, partition keys. New
+nullable columns are added; any other change stops the pipeline with an
+error naming the column (the table is left as it was). The first kind is
+` + "`glue`" + ` (the AWS Glue Data Catalog; credentials from the SDK's default chain):
+
+` + "```yaml" + `
+schema_sinks:
+  catalog:
+    glue: {database: lake, table: orders, region: us-east-1}
+pipelines:
+  orders:
+    source: sources.orders_kafka
+    sink: sinks.lake_s3
+    schema_sink: schema_sinks.catalog
+` + "```" + `
+
+`)
+	table(glueSchemaDecl)
 	section("Sources", secSources)
 	section("Sinks and dead-letter sinks", secSinks)
 	return b.String()

@@ -16,6 +16,7 @@ import (
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/internal/metrics"
+	"github.com/flightline/flightline/schemasink/glue"
 	"github.com/flightline/flightline/transform"
 )
 
@@ -151,6 +152,19 @@ func syncPipeline(ctx context.Context, e env, p *pipelineConf, once bool, pr *pr
 		return err
 	}
 	defer closeSink()
+	if p.schemaSink != nil {
+		loc, err := schemaLocation(p)
+		if err != nil {
+			return err
+		}
+		c := p.schemaSink.cfg
+		reg, err := glue.New(ctx, glue.Config{Database: c.Database, Table: c.Table, Region: c.Region, Endpoint: c.Endpoint,
+			Location: loc, PartitionKeys: c.PartitionKeys, Logger: log})
+		if err != nil {
+			return err
+		}
+		sink = withSchemaSink(sink, reg)
+	}
 	stream, err := pipelineStream(ctx, src, p)
 	if err != nil {
 		return err
