@@ -128,10 +128,34 @@ func checkCommand(ctx context.Context, args []string, out io.Writer) error {
 			report(e, detail, err)
 		}
 	}
+	for _, pname := range sortedKeys(cfg.pipelines) {
+		p := cfg.pipelines[pname]
+		if p.schemaSink == nil {
+			continue
+		}
+		ref := fmt.Sprintf("%s.%s (%s)", secSchemaSinks, p.schemaSink.name, p.name)
+		cctx, cancel := context.WithTimeout(ctx, *timeout)
+		detail, err := checkSchemaSink(cctx, p)
+		cancel()
+		if err != nil {
+			failed++
+			fmt.Fprintf(out, "FAIL  %-32s %-10s %s\n", ref, "glue", oneLine(err))
+		} else {
+			fmt.Fprintf(out, "ok    %-32s %-10s %s\n", ref, "glue", detail)
+		}
+	}
 	if failed > 0 {
 		return fmt.Errorf("check: %d endpoint(s) failed", failed)
 	}
 	return nil
+}
+
+func checkSchemaSink(ctx context.Context, p *pipelineConf) (string, error) {
+	reg, err := newRegistrar(ctx, p, nil)
+	if err != nil {
+		return "", err
+	}
+	return reg.Check(ctx)
 }
 
 func checkSource(e env, c *endpointConf, want []string) (string, error) {
@@ -369,8 +393,8 @@ const configDocProse = `
 - §flightline check§ validates the file, then opens each endpoint and asks it one
   read-only question: a source its streams (and whether the pipelines'
   streams are among them), a sink the checkpoint of each pipeline writing to
-  it. One line per endpoint, §ok§ or §FAIL§ with the reason; non-zero exit on
-  any failure. It never opens a writer, which would fence a running pipeline.
+  it, a schema sink whether its table exists. One line per endpoint, §ok§ or
+  §FAIL§ with the reason; non-zero exit on any failure. It never opens a writer, which would fence a running pipeline.
 - §flightline config show§ prints the resolved file (variables expanded,
   defaults filled in and marked, secrets masked).
 - §flightline sync [--pipeline NAME] [--once]§ runs the pipelines (one, or all)

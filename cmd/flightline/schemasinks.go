@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 
@@ -93,6 +94,17 @@ func schemaLocation(p *pipelineConf) (string, error) {
 		parts = append(parts, p.target)
 	}
 	return "s3://" + strings.Join(append(parts, p.id), "/") + "/", nil
+}
+
+// newRegistrar returns the Glue registrar of p's schema sink.
+func newRegistrar(ctx context.Context, p *pipelineConf, log *slog.Logger) (*glue.Registrar, error) {
+	loc, err := schemaLocation(p)
+	if err != nil {
+		return nil, err
+	}
+	c := p.schemaSink.cfg
+	return glue.New(ctx, glue.Config{Database: c.Database, Table: c.Table, Region: c.Region, Endpoint: c.Endpoint,
+		Location: loc, PartitionKeys: c.PartitionKeys, Logger: log})
 }
 
 // withSchemaSink wraps sink so that every writer registers each new schema

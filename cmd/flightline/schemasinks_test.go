@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -77,4 +78,8 @@ pipelines:
 		}
 	}
 	require.Positive(t, parquet, "Parquet objects under the table's location")
+
+	var out bytes.Buffer
+	require.NoError(t, checkCommand(ctx, []string{"--config", path}, &out), out.String())
+	require.Regexp(t, `ok    schema_sinks.catalog \(orders\) +glue +reachable; table flightline_sync.`+id+` has 5 columns`, out.String())
 }

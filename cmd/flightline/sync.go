@@ -16,7 +16,6 @@ import (
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/internal/metrics"
-	"github.com/flightline/flightline/schemasink/glue"
 	"github.com/flightline/flightline/transform"
 )
 
@@ -153,13 +152,7 @@ func syncPipeline(ctx context.Context, e env, p *pipelineConf, once bool, pr *pr
 	}
 	defer closeSink()
 	if p.schemaSink != nil {
-		loc, err := schemaLocation(p)
-		if err != nil {
-			return err
-		}
-		c := p.schemaSink.cfg
-		reg, err := glue.New(ctx, glue.Config{Database: c.Database, Table: c.Table, Region: c.Region, Endpoint: c.Endpoint,
-			Location: loc, PartitionKeys: c.PartitionKeys, Logger: log})
+		reg, err := newRegistrar(ctx, p, log)
 		if err != nil {
 			return err
 		}

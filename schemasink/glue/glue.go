@@ -260,3 +260,22 @@ func glueType(dt arrow.DataType) (string, error) {
 	}
 	return "", fmt.Errorf("arrow type %s has no Glue type", dt)
 }
+
+// Check asks Glue about the table without changing anything: it reports
+// whether the table exists (and its column count) or will be created,
+// exercising reachability and credentials.
+func (r *Registrar) Check(ctx context.Context) (string, error) {
+	got, err := r.cl.GetTable(ctx, &awsglue.GetTableInput{DatabaseName: &r.cfg.Database, Name: &r.cfg.Table})
+	var nf *types.EntityNotFoundException
+	switch {
+	case errors.As(err, &nf):
+		return fmt.Sprintf("reachable; table %s.%s will be created on the first batch", r.cfg.Database, r.cfg.Table), nil
+	case err != nil:
+		return "", fmt.Errorf("glue: get table %s.%s: %w", r.cfg.Database, r.cfg.Table, err)
+	}
+	n := 0
+	if got.Table.StorageDescriptor != nil {
+		n = len(got.Table.StorageDescriptor.Columns)
+	}
+	return fmt.Sprintf("reachable; table %s.%s has %d columns", r.cfg.Database, r.cfg.Table, n), nil
+}
