@@ -5,6 +5,11 @@
 //	flightline run          --source SPEC --sink SPEC --stream S --pipeline P [--transform T]…
 //	flightline serve-transform --transform builtin:… --listen ADDR
 //	flightline demo
+//	flightline sync         [--config flightline.yml] [--pipeline NAME] [--once]
+//	flightline serve        [--config flightline.yml] [--only REF,…]
+//	flightline check        [--config flightline.yml]
+//	flightline config show  [--config flightline.yml]
+//	flightline config doc
 //
 // Every command takes --help.
 package main
@@ -46,6 +51,14 @@ Commands:
   run            run the coordinator between a source and a sink, through transforms
   demo           run a whole pipeline in this process and print what it wrote
 
+With a config file (flightline.yml, or --config FILE; see docs/config.md):
+  sync           run the file's pipelines (--pipeline NAME: one) in this process;
+                 --once stops when the sink has what the source held at the start
+  serve          serve the file's sources and sinks that have listen addresses
+  check          validate the file, then reach each endpoint: one line each
+  config show    print the resolved file, secrets masked
+  config doc     print the reference of every kind's keys (docs/config.md)
+
 Run 'flightline <command> --help' for a command's flags.
 `
 
@@ -68,6 +81,14 @@ func main() {
 		err = runPipeline(ctx, args)
 	case "demo":
 		err = demo(ctx, args, os.Stdout)
+	case "config":
+		err = configCommand(args, os.Stdout)
+	case "check":
+		err = checkCommand(ctx, args, os.Stdout)
+	case "sync":
+		err = syncCommand(ctx, args)
+	case "serve":
+		err = serveCommand(ctx, args)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 	default:
@@ -116,7 +137,7 @@ func (c *common) logger(w io.Writer) (*slog.Logger, error) {
 
 // serveMetrics starts the metrics endpoint if configured; the returned
 // function stops it.
-func (c *common) serveMetrics(m *metrics.Metrics, log *slog.Logger) (func(), error) {
+func (c *common) serveMetrics(m *metrics.Metrics, log *slog.Logger, extra ...map[string]http.Handler) (func(), error) {
 	if c.metricsAddr == "" {
 		return func() {}, nil
 	}
@@ -126,6 +147,11 @@ func (c *common) serveMetrics(m *metrics.Metrics, log *slog.Logger) (func(), err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.Handler())
+	for _, routes := range extra {
+		for path, h := range routes {
+			mux.Handle(path, h)
+		}
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(lis)
 	log.Info("metrics listening", "addr", lis.Addr().String())
