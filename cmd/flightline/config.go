@@ -151,10 +151,18 @@ type pipelineConf struct {
 	attempts   int
 	plainViews bool            // copy view columns to plain ones before the sink
 	schemaSink *schemaSinkConf // nil: none
+	transforms []transformConf // between source and sink, in order
+}
+
+// transformConf is one stage of a pipeline's transforms: a built-in, or a
+// DoExchange service.
+type transformConf struct {
+	spec   string        // builtin:…, or the service's grpc:// URL
+	remote *endpointConf // the service's url, TLS and token; nil for a built-in
 }
 
 // pipelineKeys are the keys of a pipeline entry.
-var pipelineKeys = []string{"source", "sink", "deadletter_sink", "deadletter", "schema_sink", "id", "stream", "target", "window", "max_attempts", "plain_views"}
+var pipelineKeys = []string{"source", "sink", "deadletter_sink", "deadletter", "schema_sink", "id", "stream", "target", "window", "max_attempts", "plain_views", "transforms"}
 
 // configError is an error at a place in the file.
 type configError struct {
@@ -351,6 +359,9 @@ func (l *loader) endpoints(n *yaml.Node, section string, into map[string]*endpoi
 // kindsOf returns the registry of a section's kinds.
 func kindsOf(section string) map[string]*decl {
 	out := map[string]*decl{"grpc": grpcDecl}
+	if section == secPipelines { // a pipeline's remote transforms
+		return out
+	}
 	if section == secSources {
 		for name, k := range sourceKinds {
 			if k.decl != nil {
@@ -370,6 +381,9 @@ func kindsOf(section string) map[string]*decl {
 // mainKinds are a section's kinds without the aliases (postgresql for
 // postgres), for suggestions and the reference.
 func mainKinds(section string) []string {
+	if section == secPipelines {
+		return []string{"grpc"}
+	}
 	var out []string
 	add := func(name string, s usager, d *decl) {
 		if _, isAlias := s.(alias); !isAlias && d != nil {
@@ -554,6 +568,47 @@ func (d *decl) known(key string) bool {
 	return ok || (d.extra != nil && slices.Contains(d.extra.Keys, key))
 }
 
+// transforms reads a pipeline's transforms: a list whose items are
+// builtin:… specs, grpc:// URLs, or {grpc: {url: …, tls_ca: …, token: …}}
+// entries — the same as run's --transform flags, with TLS and a token per
+// service.
+func (l *loader) transforms(n *yaml.Node, where string) ([]transformConf, error) {
+	if n.Kind != yaml.SequenceNode {
+		return nil, l.errf(n, "%s: want a list of builtin:…, grpc://HOST:PORT or {grpc: {url: …}} items", where)
+	}
+	var out []transformConf
+	for i, it := range n.Content {
+		w := fmt.Sprintf("%s[%d]", where, i)
+		if it.Kind == yaml.MappingNode {
+			name := strings.TrimPrefix(w, secPipelines+".")
+			e, err := l.endpoint(secPipelines, &yaml.Node{Kind: yaml.ScalarNode, Value: name, Line: it.Line}, it)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, transformConf{spec: e.q.Get("url"), remote: e})
+			continue
+		}
+		s, err := l.scalar(it, w)
+		if err != nil {
+			return nil, err
+		}
+		if isRemote(s) {
+			if err := checkRemote(s); err != nil {
+				return nil, l.errf(it, "%s: %s", w, reason(err))
+			}
+			e := &endpointConf{section: secPipelines, name: strings.TrimPrefix(w, secPipelines+"."), line: it.Line,
+				kind: "grpc", decl: grpcDecl, q: url.Values{"url": {s}}}
+			out = append(out, transformConf{spec: s, remote: e})
+			continue
+		}
+		if _, err := builtin(s); err != nil {
+			return nil, l.errf(it, "%s: %s", w, reason(err))
+		}
+		out = append(out, transformConf{spec: s})
+	}
+	return out, nil
+}
+
 // resolveRef finds "section.name" (or a bare name) in section.
 func (l *loader) resolveRef(c *fileConfig, n *yaml.Node, where, section string) (*endpointConf, error) {
 	ref, err := l.scalar(n, where)
@@ -614,6 +669,8 @@ func (l *loader) pipeline(c *fileConfig, k, v *yaml.Node) (*pipelineConf, error)
 			p.stream, err = l.scalar(fv, w)
 		case "target":
 			p.target, err = l.scalar(fv, w)
+		case "transforms":
+			p.transforms, err = l.transforms(fv, w)
 		case "plain_views":
 			var s string
 			if s, err = l.scalar(fv, w); err == nil {
@@ -895,6 +952,17 @@ func (c *fileConfig) show() ([]byte, error) {
 			put(m, "window", str(strconv.Itoa(p.window)))
 			put(m, "max_attempts", str(strconv.Itoa(p.attempts)))
 			put(m, "plain_views", str(strconv.FormatBool(p.plainViews)))
+			if len(p.transforms) > 0 {
+				seq := &yaml.Node{Kind: yaml.SequenceNode}
+				for _, t := range p.transforms {
+					if t.remote != nil {
+						seq.Content = append(seq.Content, t.remote.node())
+					} else {
+						seq.Content = append(seq.Content, str(t.spec))
+					}
+				}
+				put(m, "transforms", seq)
+			}
 			if p.schemaSink != nil {
 				put(m, "schema_sink", str(secSchemaSinks+"."+p.schemaSink.name))
 			}

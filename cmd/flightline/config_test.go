@@ -97,6 +97,7 @@ func TestConfigLoads(t *testing.T) {
 // Every wrong thing is an error naming the file, the line and, for an
 // unknown key, the nearest valid one.
 func TestConfigErrors(t *testing.T) {
+	const pipe = "sources:\n  gen: 'generator:'\nsinks:\n  n: 'null:'\npipelines:\n  p:\n    source: gen\n    sink: n\n"
 	for _, tc := range []struct{ name, yml, want string }{
 		{"top-level key", "sorces: {}\n", `f.yml:1: the file: unknown key "sorces"; did you mean "sources"?`},
 		{"kind field", "sources:\n  a:\n    kafka:\n      brokers: [h:1]\n      topcs: [t]\n",
@@ -121,6 +122,12 @@ func TestConfigErrors(t *testing.T) {
 		{"URL string with unknown option", "sources:\n  a: 'generator:?colour=blue'\n", `f.yml:2: sources.a: generator: unknown option(s) colour`},
 		{"DSN query key", "sinks:\n  a:\n    postgres: {dsn: 'postgres://h/db?sslmod=disable'}\n", `did you mean "sslmode"?`},
 		{"remote without url", "sinks:\n  a:\n    grpc: {tls_ca: /x}\n", `f.yml:3: sinks.a.grpc: url is required`},
+		{"transforms not a list", pipe + "    transforms: builtin:select?columns=a\n", `f.yml:9: pipelines.p.transforms: want a list`},
+		{"bad built-in", pipe + "    transforms:\n      - builtin:select?columns=a\n      - builtin:filter?column=a&op=like&value=1\n",
+			`f.yml:11: pipelines.p.transforms[1]: `},
+		{"transform of a sink kind", pipe + "    transforms:\n      - dir: {path: /x}\n", `f.yml:10: pipelines.p.transforms[0]: unknown kind "dir" (known: grpc)`},
+		{"transform service key", pipe + "    transforms:\n      - grpc: {url: 'grpc://h:1', tls_cax: /x}\n",
+			`f.yml:10: pipelines.p.transforms[0].grpc: unknown key "tls_cax"; did you mean "tls_ca"?`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parseConfig("f.yml", []byte(tc.yml), envOf(nil))

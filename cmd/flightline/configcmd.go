@@ -291,6 +291,7 @@ pipelines:
 | ` + "`window`" + ` | batches in flight between source and sink (default 4) |
 | ` + "`max_attempts`" + ` | give up after this many failed attempts in a row (default 0: never) |
 | ` + "`schema_sink`" + ` | ` + "`schema_sinks.NAME`" + `: the catalog the pipeline's schema is registered in (see Schema sinks) |
+| ` + "`transforms`" + ` | a list of transforms run between source and sink, in order: ` + "`builtin:…`" + ` specs and ` + "`grpc://HOST:PORT`" + ` services as ` + "`run --transform`" + ` takes them, or ` + "`{grpc: {url: …, tls_ca: …, token_file: …}}`" + ` for a service with TLS or a token |
 | ` + "`plain_views`" + ` | ` + "`true`" + `: copy binary_view and string_view columns (a Kafka source's key and value) into plain binary and string ones before the sink, for sinks whose type map has no view types (PostgreSQL); default ` + "`false`" + ` |
 
 

@@ -205,6 +205,12 @@ func syncPipeline(ctx context.Context, e env, p *pipelineConf, once bool, pr *pr
 	if p.plainViews {
 		opts = append(opts, coordinator.WithTransform(transform.PlainViews(nil)))
 	}
+	chain, closeChain, err := openConfTransforms(p, stream)
+	if err != nil {
+		return err
+	}
+	defer closeChain()
+	opts = append(opts, coordinator.WithChain(chain...))
 	co, err := coordinator.New(src, sink, stream, pl, opts...)
 	if err != nil {
 		return err

@@ -110,6 +110,42 @@ func (t *transformFlags) open(pipeline, stream string) ([]transform.Transform, f
 	return chain, closeAll, nil
 }
 
+// openConfTransforms opens the transforms of pipeline p of the config file,
+// for stream, and returns a function that closes their connections.
+func openConfTransforms(p *pipelineConf, stream string) ([]transform.Transform, func(), error) {
+	var chain []transform.Transform
+	var closers []func()
+	closeAll := func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	for _, t := range p.transforms {
+		if t.remote == nil {
+			f, err := builtin(t.spec)
+			if err != nil {
+				closeAll()
+				return nil, nil, err
+			}
+			chain = append(chain, named{transform.Map(f), t.spec})
+			continue
+		}
+		cc, err := t.remote.clientConfig()
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		c, err := flighttransform.Dial(t.spec, cc, flighttransform.ForPipeline(p.id, stream))
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("%s: %w", t.remote.ref(), err)
+		}
+		closers = append(closers, func() { c.Close() })
+		chain = append(chain, c)
+	}
+	return chain, closeAll, nil
+}
+
 // named gives a Transform the name errors call it by.
 type named struct {
 	transform.Transform

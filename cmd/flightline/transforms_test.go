@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,6 +53,63 @@ func TestRunThroughTransforms(t *testing.T) {
 	require.NoError(t, run("--transform-token-file", tok))
 	require.Contains(t, logs.String(), `msg="run finished" pipeline=tp rows=500 batches=7`)
 	require.Contains(t, logs.String(), `checkpoint="{\"positions\":{\"orders/0\":2000}}"`)
+}
+
+// A pipeline of the config file runs its transforms list: a built-in in
+// process, then a service with a token; config show lists them, the token
+// masked.
+func TestSyncThroughConfigTransforms(t *testing.T) {
+	logs := captureLogs(t)
+	dir := t.TempDir()
+	tok := filepath.Join(dir, "token")
+	require.NoError(t, os.WriteFile(tok, []byte("s3cret\n"), 0o600))
+	sctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- serveTransform(sctx, []string{"--transform", "builtin:filter?column=id&op=lt&value=500",
+			"--listen", "127.0.0.1:0", "--token-file", tok})
+	}()
+	defer func() {
+		stop()
+		require.NoError(t, <-done)
+	}()
+	addr := regexp.MustCompile(`msg=listening addr=(\S+)`)
+	var url string
+	require.Eventually(t, func() bool {
+		if m := addr.FindStringSubmatch(logs.String()); m != nil {
+			url = "grpc://" + m[1]
+		}
+		return url != ""
+	}, 10*time.Second, 10*time.Millisecond)
+
+	cfg := func(token string) string {
+		return writeConfig(t, `
+sources:
+  gen: 'generator:?rows=2000&batch_rows=300'
+sinks:
+  out:
+    dir: {path: '`+filepath.Join(dir, "out")+`'}
+pipelines:
+  tp:
+    source: gen
+    sink: out
+    transforms:
+      - builtin:select?columns=id,amount
+      - grpc: {url: '`+url+`'`+token+`}
+`)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.ErrorIs(t, syncCommand(ctx, []string{"--config", cfg("")}), flightline.ErrUnauthenticated, "no token")
+	path := cfg(", token: s3cret")
+	require.NoError(t, syncCommand(ctx, []string{"--config", path}), logs.String())
+	require.Contains(t, logs.String(), `msg="pipeline sync complete" pipeline=tp rows=500 `)
+
+	var out strings.Builder
+	require.NoError(t, configCommand([]string{"show", "--config", path}, &out))
+	require.Contains(t, out.String(), "- builtin:select?columns=id,amount")
+	require.Contains(t, out.String(), url)
+	require.NotContains(t, out.String(), "s3cret")
 }
 
 func TestTransformSpecs(t *testing.T) {
