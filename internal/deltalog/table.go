@@ -300,12 +300,17 @@ func (s *Snapshot) CheckWrite() error {
 		// appendOnly (we only append) and invariants (refused below).
 	case p.MinWriterVersion == 7:
 		for _, f := range p.WriterFeatures {
-			if !slices.Contains(writeFeatures, f) && f != "invariants" {
+			// columnMapping with mode none (CheckRead refuses the others)
+			// maps no names: plain appends are correct.
+			if !slices.Contains(writeFeatures, f) && f != "invariants" && f != "columnMapping" {
 				return fmt.Errorf("%w: writer feature %q", ErrUnsupportedFeature, f)
 			}
 		}
 	default:
 		return fmt.Errorf("%w: writer version %d (check constraints, change data feed, generated or identity columns, column mapping)", ErrUnsupportedFeature, p.MinWriterVersion)
+	}
+	if err := s.checkMetadataFeatures(); err != nil {
+		return err
 	}
 	if s.Schema != nil && hasInvariants(*s.Schema) {
 		return fmt.Errorf("%w: column invariants (delta.invariants) are not enforced by this writer", ErrUnsupportedFeature)
@@ -326,42 +331,6 @@ func hasInvariants(t DataType) bool {
 		}
 	}
 	return false
-}
-
-// SupportsDomainMetadata reports whether the protocol allows
-// domainMetadata actions.
-func (p *Protocol) SupportsDomainMetadata() bool {
-	return p != nil && p.MinWriterVersion == 7 && slices.Contains(p.WriterFeatures, "domainMetadata")
-}
-
-// WithDomainMetadata returns the protocol upgraded to writer version 7 with
-// the domainMetadata feature, keeping the features the old writer version
-// implied. It returns p itself when nothing changes.
-func (p *Protocol) WithDomainMetadata() *Protocol {
-	if p.SupportsDomainMetadata() {
-		return p
-	}
-	np := &Protocol{MinReaderVersion: p.MinReaderVersion, MinWriterVersion: 7, ReaderFeatures: slices.Clone(p.ReaderFeatures)}
-	if p.MinWriterVersion == 7 {
-		np.WriterFeatures = slices.Clone(p.WriterFeatures)
-	} else if p.MinWriterVersion >= 2 {
-		np.WriterFeatures = []string{"appendOnly", "invariants"}
-	}
-	np.WriterFeatures = append(np.WriterFeatures, "domainMetadata")
-	return np
-}
-
-// NewProtocol returns the protocol Flightline creates tables with: reader
-// version 1 and writer version 7 with domainMetadata; with timestamp_ntz
-// columns, reader version 3 and the timestampNtz feature.
-func NewProtocol(schema *Schema) *Protocol {
-	p := &Protocol{MinReaderVersion: 1, MinWriterVersion: 7, WriterFeatures: []string{"domainMetadata"}}
-	if usesNTZ(*schema) {
-		p.MinReaderVersion = 3
-		p.ReaderFeatures = []string{"timestampNtz"}
-		p.WriterFeatures = append(p.WriterFeatures, "timestampNtz")
-	}
-	return p
 }
 
 // SnapshotAt loads the state at version v: the newest checkpoint at or
