@@ -86,16 +86,22 @@ type Snapshot struct {
 	Metadata *Metadata
 	Schema   *Schema
 	// Files are the active data files by path.
-	Files   map[string]*Add
-	Txns    map[string]Txn
-	Domains map[string]DomainMetadata
+	Files map[string]*Add
+	// Tombstones are the removed files by path (a later add of the path
+	// drops its tombstone); checkpoints keep those whose retention has not
+	// expired, so that VACUUM by other engines spares files that readers
+	// of older versions may still need.
+	Tombstones map[string]*Remove
+	Txns       map[string]Txn
+	Domains    map[string]DomainMetadata
 	// CheckpointVersion is the version of the Delta checkpoint the
 	// snapshot was loaded from (-1: none).
 	CheckpointVersion int64
 }
 
 func newSnapshot() *Snapshot {
-	return &Snapshot{Version: -1, CheckpointVersion: -1, Files: map[string]*Add{}, Txns: map[string]Txn{}, Domains: map[string]DomainMetadata{}}
+	return &Snapshot{Version: -1, CheckpointVersion: -1, Files: map[string]*Add{}, Tombstones: map[string]*Remove{},
+		Txns: map[string]Txn{}, Domains: map[string]DomainMetadata{}}
 }
 
 type lastCheckpoint struct {
@@ -212,8 +218,10 @@ func (s *Snapshot) Apply(v int64, actions []Action) error {
 			s.Metadata, s.Schema = a.MetaData, sc
 		case a.Add != nil:
 			s.Files[a.Add.Path] = a.Add
+			delete(s.Tombstones, a.Add.Path)
 		case a.Remove != nil:
 			delete(s.Files, a.Remove.Path)
+			s.Tombstones[a.Remove.Path] = a.Remove
 		case a.Txn != nil:
 			s.Txns[a.Txn.AppID] = *a.Txn
 		case a.DomainMetadata != nil:
@@ -235,6 +243,10 @@ func (s *Snapshot) Clone() *Snapshot {
 	c.Files = make(map[string]*Add, len(s.Files))
 	for k, v := range s.Files {
 		c.Files[k] = v
+	}
+	c.Tombstones = make(map[string]*Remove, len(s.Tombstones))
+	for k, v := range s.Tombstones {
+		c.Tombstones[k] = v
 	}
 	c.Txns = make(map[string]Txn, len(s.Txns))
 	for k, v := range s.Txns {
