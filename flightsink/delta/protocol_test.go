@@ -3,6 +3,9 @@ package delta_test
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -163,4 +166,32 @@ func TestProtocolRepairedOnOpen(t *testing.T) {
 			require.Equal(t, tc.want, snap.Protocol.WriterFeatures)
 		})
 	}
+}
+
+// A table with a v2 checkpoint (written by Spark, see
+// internal/deltalog/testdata) is refused by name at Open, and nothing is
+// written to it.
+func TestV2CheckpointTableRefused(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(dir, os.DirFS("../../internal/deltalog/testdata/v2checkpoint")))
+	before := listDir(t, dir)
+	s, err := delta.New(ctx, dir)
+	require.NoError(t, err)
+	_, _, err = s.Open(ctx, flightsink.Pipeline{ID: "v2"})
+	require.ErrorIs(t, err, deltalog.ErrUnsupportedFeature)
+	require.ErrorContains(t, err, "v2Checkpoint")
+	_, err = s.Checkpoint(ctx, flightsink.Pipeline{ID: "v2"})
+	require.ErrorContains(t, err, "v2Checkpoint")
+	require.Equal(t, before, listDir(t, dir), "nothing written")
+}
+
+func listDir(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		out = append(out, p)
+		return err
+	}))
+	return out
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/flightline/flightline/internal/objstore"
 )
 
 func strMapType() arrow.DataType {
@@ -243,6 +245,9 @@ func (t *Table) readCheckpoint(ctx context.Context, s *Snapshot, v, parts int64)
 	var acts []Action
 	for _, k := range keys {
 		b, err := t.store.Get(ctx, k)
+		if errors.Is(err, objstore.ErrNotExist) && t.v2CheckpointAt(ctx, v) {
+			return t.errV2Checkpoint(fmt.Sprintf("checkpoint %d", v))
+		}
 		if err != nil {
 			return fmt.Errorf("delta: %s: read checkpoint: %w", t.URL(), err)
 		}

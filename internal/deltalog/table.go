@@ -110,6 +110,40 @@ type lastCheckpoint struct {
 	Parts         *int64 `json:"parts,omitempty"`
 	SizeInBytes   int64  `json:"sizeInBytes,omitempty"`
 	NumOfAddFiles int64  `json:"numOfAddFiles,omitempty"`
+	// V2Checkpoint is set when the checkpoint is a v2 checkpoint
+	// (N.checkpoint.<uuid>.json|parquet with sidecars), which this package
+	// refuses.
+	V2Checkpoint json.RawMessage `json:"v2Checkpoint,omitempty"`
+}
+
+// errV2Checkpoint refuses a table whose checkpoint is a v2 checkpoint.
+func (t *Table) errV2Checkpoint(what string) error {
+	return fmt.Errorf("%w: v2Checkpoint (%s of %s is a v2 checkpoint, delta.checkpointPolicy=v2)", ErrUnsupportedFeature, what, t.URL())
+}
+
+// isV2Checkpoint reports whether name (under _delta_log/) is a v2
+// checkpoint file of version v: NNN.checkpoint.<uuid>.json|parquet.
+func isV2Checkpoint(name string) (v int64, ok bool) {
+	fs := strings.Split(name, ".")
+	if len(fs) != 4 || fs[1] != "checkpoint" || (fs[3] != "json" && fs[3] != "parquet") || len(fs[2]) != 36 {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(fs[0], 10, 64)
+	return v, err == nil
+}
+
+// v2CheckpointAt reports whether the log holds a v2 checkpoint of version v.
+func (t *Table) v2CheckpointAt(ctx context.Context, v int64) bool {
+	keys, err := t.store.List(ctx, fmt.Sprintf("%s%020d.checkpoint.", logDir, v), "")
+	if err != nil {
+		return false
+	}
+	for _, k := range keys {
+		if _, ok := isV2Checkpoint(strings.TrimPrefix(k, logDir)); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // Snapshot loads the latest state: _last_checkpoint, then the checkpoint
@@ -124,6 +158,9 @@ func (t *Table) Snapshot(ctx context.Context) (*Snapshot, error) {
 		var lc lastCheckpoint
 		if err := json.Unmarshal(b, &lc); err != nil {
 			return nil, fmt.Errorf("delta: %s: bad _last_checkpoint: %w", t.URL(), err)
+		}
+		if len(lc.V2Checkpoint) > 0 && string(lc.V2Checkpoint) != "null" {
+			return nil, t.errV2Checkpoint(fmt.Sprintf("_last_checkpoint (version %d)", lc.Version))
 		}
 		start = lc.Version
 		if lc.Parts != nil {
@@ -154,10 +191,14 @@ func (t *Table) findCheckpoint(ctx context.Context) (int64, int64, error) {
 	if err != nil {
 		return -1, 0, fmt.Errorf("delta: %s: list log: %w", t.URL(), err)
 	}
-	best, bestParts := int64(-1), int64(0)
+	best, bestParts, bestV2 := int64(-1), int64(0), int64(-1)
 	multi := map[string]int{} // "v/parts" -> parts seen
 	for _, k := range keys {
 		name := strings.TrimPrefix(k, logDir)
+		if v, ok := isV2Checkpoint(name); ok {
+			bestV2 = max(bestV2, v)
+			continue
+		}
 		fs := strings.Split(name, ".")
 		if len(fs) < 3 || fs[1] != "checkpoint" || fs[len(fs)-1] != "parquet" {
 			continue
@@ -179,6 +220,9 @@ func (t *Table) findCheckpoint(ctx context.Context) (int64, int64, error) {
 				best, bestParts = v, n
 			}
 		}
+	}
+	if bestV2 >= 0 && bestV2 >= best {
+		return -1, 0, t.errV2Checkpoint(fmt.Sprintf("the newest checkpoint (version %d)", bestV2))
 	}
 	return best, bestParts, nil
 }
@@ -353,15 +397,22 @@ func (t *Table) SnapshotAt(ctx context.Context, v int64) (*Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("delta: %s: list log: %w", t.URL(), err)
 	}
-	best := int64(-1)
+	best, bestV2 := int64(-1), int64(-1)
 	for _, k := range keys {
 		name := strings.TrimPrefix(k, logDir)
+		if cv, ok := isV2Checkpoint(name); ok && cv <= v {
+			bestV2 = max(bestV2, cv)
+			continue
+		}
 		fs := strings.Split(name, ".")
 		if len(fs) == 3 && fs[1] == "checkpoint" && fs[2] == "parquet" {
 			if cv, err := strconv.ParseInt(fs[0], 10, 64); err == nil && cv <= v && cv > best {
 				best = cv
 			}
 		}
+	}
+	if bestV2 >= 0 && bestV2 >= best {
+		return nil, t.errV2Checkpoint(fmt.Sprintf("the newest checkpoint at or before version %d (version %d)", v, bestV2))
 	}
 	if best >= 0 {
 		if err := t.readCheckpoint(ctx, s, best, 0); err != nil {
