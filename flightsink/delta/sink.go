@@ -381,7 +381,7 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 			}
 			break
 		}
-		acts := []deltalog.Action{{CommitInfo: w.commitInfo("FLIGHTLINE CLAIM", st, nil)}}
+		acts := []deltalog.Action{{CommitInfo: w.commitInfo(false, st, nil, nil, 0)}}
 		if proto, err := protocolFor(snap, nil, nil); err != nil {
 			return nil, nil, err
 		} else if proto != snap.Protocol {

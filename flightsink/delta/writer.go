@@ -41,18 +41,36 @@ func (w *writer) domainAction() *deltalog.DomainMetadata {
 	return &deltalog.DomainMetadata{Domain: w.domain, Configuration: string(b)}
 }
 
-func (w *writer) commitInfo(op string, st state, cp []byte) map[string]any {
+// commitInfo is the commitInfo of a WRITE (add: the batch's file, nil for
+// an empty batch) or, with write false, of a claim. Like Spark's, its
+// operationParameters and operationMetrics are string maps (Spark reads
+// them as such in DESCRIBE HISTORY): a WRITE has numFiles, numOutputRows
+// and numOutputBytes; a claim changes no data and has none.
+func (w *writer) commitInfo(write bool, st state, cp []byte, add *deltalog.Add, rows int64) map[string]any {
 	fl := map[string]any{"pipeline_id": w.p.ID, "instance": st.Instance, "epoch": st.Epoch, "seq": st.Seq}
 	if cp != nil {
 		fl["checkpoint"] = map[string]string{w.p.ID: string(cp)}
 	}
+	op, params, metrics := "FLIGHTLINE CLAIM", map[string]string{}, map[string]string{}
+	if write {
+		op, params = "WRITE", map[string]string{"mode": "Append", "partitionBy": "[]"}
+		files, size := 0, int64(0)
+		if add != nil {
+			files, size = 1, add.Size
+		}
+		metrics = map[string]string{"numFiles": strconv.Itoa(files), "numOutputRows": strconv.FormatInt(rows, 10),
+			"numOutputBytes": strconv.FormatInt(size, 10)}
+	}
 	return map[string]any{
 		"timestamp":           time.Now().UnixMilli(),
 		"operation":           op,
-		"operationParameters": map[string]string{"mode": "Append"},
+		"operationParameters": params,
+		"operationMetrics":    metrics,
+		"isolationLevel":      "Serializable",
 		"engineInfo":          "flightline",
 		"clientVersion":       "flightline",
-		"isBlindAppend":       true,
+		"isBlindAppend":       write,
+		"txnId":               uuid(),
 		"flightline":          fl,
 	}
 }
@@ -225,7 +243,7 @@ func (w *writer) actions(snap *deltalog.Snapshot, next state, batch *deltalog.Sc
 	if err != nil {
 		return nil, err
 	}
-	acts := []deltalog.Action{{CommitInfo: w.commitInfo("WRITE", next, cp)}}
+	acts := []deltalog.Action{{CommitInfo: w.commitInfo(true, next, cp, add, rec.NumRows())}}
 	now := time.Now().UnixMilli()
 	// The metadata this commit leaves the table with: new, evolved or the
 	// table's own. The protocol must support every feature it uses, and
