@@ -108,7 +108,9 @@ func (d *sparkDriver) call(t *testing.T, cmd map[string]any, out any) {
 	b, _ := json.Marshal(cmd)
 	_, err := d.in.Write(append(b, '\n'))
 	require.NoError(t, err)
+	start := time.Now()
 	a := d.answer(t)
+	t.Logf("spark %s: %s", cmd["op"], time.Since(start).Round(time.Millisecond))
 	var e struct{ Error, Trace string }
 	if json.Unmarshal([]byte(a), &e) == nil && e.Error != "" {
 		t.Fatalf("spark %s: %s\n%s", b, e.Error, e.Trace)
@@ -172,6 +174,23 @@ func (d *sparkDriver) writtenRows(t *testing.T, path string, version int64) int6
 	return n
 }
 
+// operation is the operation of version v in DESCRIBE HISTORY.
+func (d *sparkDriver) operation(t *testing.T, path string, v int64) string {
+	t.Helper()
+	var h []struct {
+		Version   int64
+		Operation string
+	}
+	d.call(t, map[string]any{"op": "history", "path": path}, &h)
+	for _, c := range h {
+		if c.Version == v {
+			return c.Operation
+		}
+	}
+	t.Fatalf("no version %d in the history of %s", v, path)
+	return ""
+}
+
 func (d *sparkDriver) sql(t *testing.T, q string) []map[string]any {
 	t.Helper()
 	var r struct{ Rows []map[string]any }
@@ -184,10 +203,13 @@ func sparkTable(path string) string { return "delta.`" + path + "`" }
 // runFlightline runs the flightline binary to its end.
 func runFlightline(t *testing.T, args ...string) {
 	t.Helper()
+	bin := flightlineBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, flightlineBin(t), args...).CombinedOutput()
+	start := time.Now()
+	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
 	require.NoErrorf(t, err, "flightline %v:\n%s", args, out)
+	t.Logf("flightline %s took %s", args[0], time.Since(start).Round(time.Millisecond))
 }
 
 // lastCheckpoint is the version _last_checkpoint names (-1: none).
@@ -221,8 +243,8 @@ func TestInteropSpark(t *testing.T) {
 
 	t.Run("demo", func(t *testing.T) {
 		out := filepath.Join(dir, "demo")
-		const rows = 20_000
-		runFlightline(t, "demo", "--out", out, "--rows", strconv.Itoa(rows), "--batch-rows", "1000")
+		const rows = 10_000
+		runFlightline(t, "demo", "--out", out, "--rows", strconv.Itoa(rows), "--batch-rows", "500")
 		table := filepath.Join(out, "orders")
 		c := spark.count(t, table, "order_id")
 		require.Equal(t, int64(rows), c.Rows)
@@ -240,22 +262,31 @@ func TestInteropSpark(t *testing.T) {
 
 	t.Run("generator with checkpoints", func(t *testing.T) {
 		table := filepath.Join(dir, "gen")
+		gen := func(rows int) {
+			runFlightline(t, "run", "--source", fmt.Sprintf("generator:?rows=%d&batch_rows=250", rows),
+				"--sink", "delta:"+table+"?checkpoint_interval=4", "--stream", "orders", "--pipeline", "gen", "--log-level", "warn")
+		}
+		gen(5500)
+		claim := lastVersion(t, table) + 1
 		const rows = 6000
-		runFlightline(t, "run", "--source", fmt.Sprintf("generator:?rows=%d&batch_rows=250", rows),
-			"--sink", "delta:"+table+"?checkpoint_interval=4", "--stream", "orders", "--pipeline", "gen", "--log-level", "warn")
+		gen(rows) // a resume: the claim commit (no data), then 2 batches
 		cpv := lastCheckpoint(t, table)
 		require.Positive(t, cpv, "Flightline wrote Delta checkpoints")
 		c := spark.count(t, table, "id")
 		require.Equal(t, sparkCount{Rows: rows, Distinct: rows, Min: ptr(int64(0)), Max: ptr(int64(rows - 1))}, c)
 		require.Equal(t, spark.writtenRows(t, table, cpv), spark.count(t, table, "id", cpv).Rows,
 			"time travel to the checkpoint's version")
+		require.Equal(t, int64(rows), spark.writtenRows(t, table, -1), "numOutputRows over the history")
+		require.Equal(t, int64(5500), spark.count(t, table, "id", claim).Rows, "time travel to the claim commit")
+		require.Equal(t, "FLIGHTLINE CLAIM", spark.operation(t, table, claim))
 		det := spark.detail(t, table)
 		require.Equal(t, 1, det.MinReaderVersion)
 		require.Equal(t, 7, det.MinWriterVersion)
 		require.ElementsMatch(t, []string{"domainMetadata", "invariants"}, det.TableFeatures)
-		rs := checkWithDeltaRs(t, table, nil)
+		rs := checkWithDeltaRs(t, table, nil, "gen")
 		require.Equal(t, int64(rows), rs.Rows)
 		require.Equal(t, int64(rows), rs.Distinct)
+		require.Equal(t, int(lastVersion(t, table)+1), rs.OurCommits, "delta-rs reads the history, the claim commit included")
 	})
 	if !full {
 		t.Log("the rest of the Spark interop test runs with FLIGHTLINE_INTEROP=1 (make test-interop)")
@@ -308,6 +339,8 @@ func TestInteropSpark(t *testing.T) {
 		want := int64(1000 - 100 + 2 + 500)
 		c := spark.count(t, table, "id")
 		require.Equal(t, sparkCount{Rows: want, Distinct: want, Min: ptr(int64(100)), Max: ptr(int64(5001))}, c)
+		require.Equal(t, int64(1000+2+500), spark.writtenRows(t, table, -1), "numOutputRows of our WRITEs and Spark's INSERT")
+		require.Equal(t, "FLIGHTLINE CLAIM", spark.operation(t, table, sparkHead+1))
 
 		st, err := objstore.NewLocal(table)
 		require.NoError(t, err)
