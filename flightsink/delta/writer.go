@@ -255,10 +255,10 @@ func (w *writer) actions(snap *deltalog.Snapshot, next state, batch *deltalog.Sc
 		md = &deltalog.Metadata{ID: uuid(), Format: deltalog.Format{Provider: "parquet", Options: deltalog.StrMap{}},
 			SchemaString: string(b), PartitionColumns: []string{}, Configuration: deltalog.StrMap{}, CreatedTime: &now}
 	case schema != snap.Schema: // evolved
-		cp := *snap.Metadata
+		ev := *snap.Metadata
 		b, _ := json.Marshal(schema)
-		cp.SchemaString = string(b)
-		md = &cp
+		ev.SchemaString = string(b)
+		md = &ev
 	}
 	proto, err := protocolFor(snap, md, schema)
 	if err != nil {
