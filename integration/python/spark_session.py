@@ -3,7 +3,9 @@ the spark venv): one core, a small heap, no UI, one snapshot partition (the
 tables are small; the defaults cost tens of seconds per query on two
 cores). The delta-spark jars come through Ivy, cached in
 $FLIGHTLINE_SPARK_IVY."""
+import atexit
 import os
+import shutil
 import tempfile
 
 from delta import configure_spark_with_delta_pip
@@ -12,6 +14,8 @@ from pyspark.sql import SparkSession
 
 def spark_session():
     ivy = os.environ["FLIGHTLINE_SPARK_IVY"]
+    warehouse = tempfile.mkdtemp(prefix="flightline-spark-")  # unused: path tables only
+    atexit.register(shutil.rmtree, warehouse, True)
     builder = (
         SparkSession.builder.master("local[1]")
         .appName("flightline-delta-interop")
@@ -22,7 +26,7 @@ def spark_session():
         .config("spark.default.parallelism", "1")
         .config("spark.databricks.delta.snapshotPartitions", "1")
         .config("spark.jars.ivy", ivy)
-        .config("spark.sql.warehouse.dir", tempfile.mkdtemp(prefix="flightline-spark-"))
+        .config("spark.sql.warehouse.dir", warehouse)
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
