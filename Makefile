@@ -6,7 +6,7 @@ GO ?= go
 SERVICES := integration/services/services.sh
 GOTESTFLAGS ?= -race -count=1 -timeout 60m
 
-.PHONY: all build demo test test-unit services-up services-down bench fuzz chaos chaos-kill chaos-fuzz fuzz-long vet
+.PHONY: all build demo test test-unit test-interop services-up services-down bench fuzz chaos chaos-kill chaos-fuzz fuzz-long vet
 
 # The fuzz targets of the wire boundary (package:Target). Their seed corpus
 # (internal/doputtest) replays in every `go test`; `make fuzz` mutates each
@@ -34,6 +34,15 @@ test:
 	export FLIGHTLINE_REQUIRE_SERVICES=1; \
 	$(GO) vet ./... && $(GO) test $(GOTESTFLAGS) ./... && $(MAKE) --no-print-directory fuzz; rc=$$?; \
 	$(SERVICES) down; exit $$rc
+
+# The whole Delta interop test with Apache Spark (pyspark + delta-spark in
+# their own venv; `make test` runs its fast part: the demo's and a
+# generator table): also a schema-evolved table, Spark's own DELETE,
+# OPTIMIZE and VACUUM followed by a Flightline resume, and v2 checkpoints.
+test-interop:
+	@$(SERVICES) up python spark && set -a && . integration/services/run/env && set +a && \
+	FLIGHTLINE_REQUIRE_SERVICES=1 FLIGHTLINE_INTEROP=1 $(GO) test -race -count=1 -timeout 60m -v \
+		-run '^TestInteropSpark$$' ./integration/ ; rc=$$?; $(SERVICES) down; exit $$rc
 
 # Longer runs than `make test` has time for. Each recipe line stands alone
 # (starts what it needs, stops it). The kill tests: 100 kill -9s of a random

@@ -391,9 +391,11 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 			}
 			break
 		}
-		acts := []deltalog.Action{{CommitInfo: w.commitInfo("FLIGHTLINE CLAIM", st, nil)}}
-		if !snap.Protocol.SupportsDomainMetadata() {
-			acts = append(acts, deltalog.Action{Protocol: snap.Protocol.WithDomainMetadata()})
+		acts := []deltalog.Action{{CommitInfo: w.commitInfo(false, st, nil, nil, 0)}}
+		if proto, err := protocolFor(snap, nil, nil); err != nil {
+			return nil, nil, err
+		} else if proto != snap.Protocol {
+			acts = append(acts, deltalog.Action{Protocol: proto})
 		}
 		acts = append(acts, deltalog.Action{DomainMetadata: w.domainAction()})
 		err = t.Commit(ctx, snap.Version+1, acts)

@@ -41,18 +41,36 @@ func (w *writer) domainAction() *deltalog.DomainMetadata {
 	return &deltalog.DomainMetadata{Domain: w.domain, Configuration: string(b)}
 }
 
-func (w *writer) commitInfo(op string, st state, cp []byte) map[string]any {
+// commitInfo is the commitInfo of a WRITE (add: the batch's file, nil for
+// an empty batch) or, with write false, of a claim. Like Spark's, its
+// operationParameters and operationMetrics are string maps (Spark reads
+// them as such in DESCRIBE HISTORY): a WRITE has numFiles, numOutputRows
+// and numOutputBytes; a claim changes no data and has none.
+func (w *writer) commitInfo(write bool, st state, cp []byte, add *deltalog.Add, rows int64) map[string]any {
 	fl := map[string]any{"pipeline_id": w.p.ID, "instance": st.Instance, "epoch": st.Epoch, "seq": st.Seq}
 	if cp != nil {
 		fl["checkpoint"] = map[string]string{w.p.ID: string(cp)}
 	}
+	op, params, metrics := "FLIGHTLINE CLAIM", map[string]string{}, map[string]string{}
+	if write {
+		op, params = "WRITE", map[string]string{"mode": "Append", "partitionBy": "[]"}
+		files, size := 0, int64(0)
+		if add != nil {
+			files, size = 1, add.Size
+		}
+		metrics = map[string]string{"numFiles": strconv.Itoa(files), "numOutputRows": strconv.FormatInt(rows, 10),
+			"numOutputBytes": strconv.FormatInt(size, 10)}
+	}
 	return map[string]any{
 		"timestamp":           time.Now().UnixMilli(),
 		"operation":           op,
-		"operationParameters": map[string]string{"mode": "Append"},
+		"operationParameters": params,
+		"operationMetrics":    metrics,
+		"isolationLevel":      "Serializable",
 		"engineInfo":          "flightline",
 		"clientVersion":       "flightline",
-		"isBlindAppend":       true,
+		"isBlindAppend":       write,
+		"txnId":               uuid(),
 		"flightline":          fl,
 	}
 }
@@ -225,24 +243,32 @@ func (w *writer) actions(snap *deltalog.Snapshot, next state, batch *deltalog.Sc
 	if err != nil {
 		return nil, err
 	}
-	acts := []deltalog.Action{{CommitInfo: w.commitInfo("WRITE", next, cp)}}
+	acts := []deltalog.Action{{CommitInfo: w.commitInfo(true, next, cp, add, rec.NumRows())}}
 	now := time.Now().UnixMilli()
+	// The metadata this commit leaves the table with: new, evolved or the
+	// table's own. The protocol must support every feature it uses, and
+	// domainMetadata (the instance state): widen it in this commit if not.
+	var md *deltalog.Metadata
 	switch {
 	case snap.Version < 0:
 		b, _ := json.Marshal(schema)
-		acts = append(acts, deltalog.Action{Protocol: deltalog.NewProtocol(schema)},
-			deltalog.Action{MetaData: &deltalog.Metadata{ID: uuid(), Format: deltalog.Format{Provider: "parquet", Options: deltalog.StrMap{}},
-				SchemaString: string(b), PartitionColumns: []string{}, Configuration: deltalog.StrMap{}, CreatedTime: &now}})
-	default:
-		if !snap.Protocol.SupportsDomainMetadata() {
-			acts = append(acts, deltalog.Action{Protocol: snap.Protocol.WithDomainMetadata()})
-		}
-		if schema != snap.Schema { // evolved
-			md := *snap.Metadata
-			b, _ := json.Marshal(schema)
-			md.SchemaString = string(b)
-			acts = append(acts, deltalog.Action{MetaData: &md})
-		}
+		md = &deltalog.Metadata{ID: uuid(), Format: deltalog.Format{Provider: "parquet", Options: deltalog.StrMap{}},
+			SchemaString: string(b), PartitionColumns: []string{}, Configuration: deltalog.StrMap{}, CreatedTime: &now}
+	case schema != snap.Schema: // evolved
+		ev := *snap.Metadata
+		b, _ := json.Marshal(schema)
+		ev.SchemaString = string(b)
+		md = &ev
+	}
+	proto, err := protocolFor(snap, md, schema)
+	if err != nil {
+		return nil, err
+	}
+	if proto != snap.Protocol {
+		acts = append(acts, deltalog.Action{Protocol: proto})
+	}
+	if md != nil {
+		acts = append(acts, deltalog.Action{MetaData: md})
 	}
 	if add != nil {
 		acts = append(acts, deltalog.Action{Add: add})
@@ -256,6 +282,26 @@ func (w *writer) actions(snap *deltalog.Snapshot, next state, batch *deltalog.Sc
 	b, _ := json.Marshal(next)
 	acts = append(acts, deltalog.Action{DomainMetadata: &deltalog.DomainMetadata{Domain: w.domain, Configuration: string(b)}})
 	return acts, nil
+}
+
+// protocolFor returns the protocol to commit with metadata md (nil: the
+// table's, unchanged) whose schema is schema: snap's protocol (nil for a
+// new table) widened by the features md uses and domainMetadata; snap's
+// own protocol when nothing is missing. Widening repairs tables that older
+// Flightline versions created without the invariants feature.
+func protocolFor(snap *deltalog.Snapshot, md *deltalog.Metadata, schema *deltalog.Schema) (*deltalog.Protocol, error) {
+	if md == nil {
+		md, schema = snap.Metadata, snap.Schema
+	}
+	var p *deltalog.Protocol
+	if snap.Version >= 0 {
+		p = snap.Protocol
+	}
+	np, err := deltalog.ProtocolFor(p, md, schema, "domainMetadata")
+	if err != nil {
+		return nil, fmt.Errorf("delta sink: %w", err)
+	}
+	return np, nil
 }
 
 // schemaFor checks batch against the table schema of snap and returns the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
 
+	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
 	sinkdelta "github.com/flightline/flightline/flightsink/delta"
 	"github.com/flightline/flightline/flightsrc"
@@ -115,4 +117,17 @@ func seq(from, to int64) []int64 {
 		out = append(out, i)
 	}
 	return out
+}
+
+// A table with a v2 checkpoint (written by Spark, see
+// internal/deltalog/testdata) is refused by name, not with "no such object".
+func TestV2CheckpointTableRefused(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(dir, os.DirFS("../../internal/deltalog/testdata/v2checkpoint")))
+	src, err := delta.New(ctx, dir, delta.Once(true))
+	require.NoError(t, err)
+	_, err = src.Streams(ctx)
+	require.ErrorIs(t, err, flightline.ErrInvalidInput)
+	require.ErrorContains(t, err, "v2Checkpoint")
 }

@@ -2,7 +2,8 @@
 package): rows, ids exactly once, schema, commit history and txn.
 
 usage: delta_check.py URI [PIPELINE APP_ID]
-Storage options come as JSON in FLIGHTLINE_DELTA_STORAGE (may be empty).
+Storage options come as JSON in FLIGHTLINE_DELTA_STORAGE (may be empty);
+FLIGHTLINE_DELTA_ID names the id column (default id).
 Prints a JSON summary; the Go test asserts on it.
 """
 import json
@@ -19,7 +20,8 @@ storage = json.loads(os.environ.get("FLIGHTLINE_DELTA_STORAGE") or "{}")
 
 dt = DeltaTable(uri, storage_options=storage or None)
 t = dt.to_pyarrow_table()
-ids = t.column("id")
+id_col = os.environ.get("FLIGHTLINE_DELTA_ID") or "id"
+ids = t.column(id_col)
 out = {
     "version": dt.version(),
     "rows": t.num_rows,
@@ -40,7 +42,7 @@ if pipeline:
 if app_id:
     out["txn"] = dt.transaction_version(app_id)
 if os.environ.get("FLIGHTLINE_DELTA_ROWS"):
-    out["sample"] = json.loads(json.dumps(t.sort_by("id").slice(0, 2).to_pylist(), default=str))
+    out["sample"] = json.loads(json.dumps(t.sort_by(id_col).slice(0, 2).to_pylist(), default=str))
 print(json.dumps(out))
 sys.stdout.flush()
 os._exit(0)  # skip interpreter teardown: delta-rs' runtime aborts in it

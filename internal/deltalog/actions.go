@@ -60,13 +60,15 @@ type Add struct {
 	DeletionVector   json.RawMessage `json:"deletionVector,omitempty"`
 }
 
-// Remove removes a data file.
+// Remove removes a data file. Until its retention expires it is a
+// tombstone that checkpoints keep (see Snapshot.Tombstones).
 type Remove struct {
-	Path              string     `json:"path"`
-	DeletionTimestamp *int64     `json:"deletionTimestamp,omitempty"`
-	DataChange        bool       `json:"dataChange"`
-	PartitionValues   NullStrMap `json:"partitionValues,omitempty"`
-	Size              *int64     `json:"size,omitempty"`
+	Path                 string     `json:"path"`
+	DeletionTimestamp    *int64     `json:"deletionTimestamp,omitempty"`
+	DataChange           bool       `json:"dataChange"`
+	ExtendedFileMetadata *bool      `json:"extendedFileMetadata,omitempty"`
+	PartitionValues      NullStrMap `json:"partitionValues,omitempty"`
+	Size                 *int64     `json:"size,omitempty"`
 }
 
 // Txn records the latest version of an application's transactions, the

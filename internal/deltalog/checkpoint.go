@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -15,6 +17,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/flightline/flightline/internal/objstore"
 )
 
 func strMapType() arrow.DataType {
@@ -82,9 +86,54 @@ func toKVLists(row map[string]any) {
 	}
 }
 
+// DefaultDeletedFileRetention is the tombstone retention of a table
+// without delta.deletedFileRetentionDuration (the protocol's default).
+const DefaultDeletedFileRetention = 7 * 24 * time.Hour
+
+// DeletedFileRetention returns the table's tombstone retention
+// (delta.deletedFileRetentionDuration, e.g. "interval 1 week"). ok is
+// false when the property is set but not understood: keep every tombstone
+// then.
+func (s *Snapshot) DeletedFileRetention() (d time.Duration, ok bool) {
+	if s.Metadata == nil {
+		return DefaultDeletedFileRetention, true
+	}
+	v, set := s.Metadata.Configuration["delta.deletedFileRetentionDuration"]
+	if !set {
+		return DefaultDeletedFileRetention, true
+	}
+	return parseInterval(v)
+}
+
+// parseInterval parses Spark's calendar interval strings without months:
+// "interval 1 week", "interval 7 days 12 hours", "168 hours".
+func parseInterval(v string) (time.Duration, bool) {
+	fs := strings.Fields(strings.ToLower(strings.TrimSpace(v)))
+	if len(fs) > 0 && fs[0] == "interval" {
+		fs = fs[1:]
+	}
+	if len(fs) == 0 || len(fs)%2 != 0 {
+		return 0, false
+	}
+	units := map[string]time.Duration{"week": 7 * 24 * time.Hour, "day": 24 * time.Hour, "hour": time.Hour,
+		"minute": time.Minute, "second": time.Second, "millisecond": time.Millisecond, "microsecond": time.Microsecond}
+	var d time.Duration
+	for i := 0; i < len(fs); i += 2 {
+		n, err := strconv.ParseInt(fs[i], 10, 64)
+		u, ok := units[strings.TrimSuffix(fs[i+1], "s")]
+		if err != nil || !ok || n < 0 {
+			return 0, false
+		}
+		d += time.Duration(n) * u
+	}
+	return d, true
+}
+
 // CheckpointActions returns the actions a checkpoint of s holds:
-// protocol, metaData, txns, live domains and the active files.
-func (s *Snapshot) CheckpointActions() []Action {
+// protocol, metaData, txns, live domains, the active files and the
+// tombstones (removes) deleted after now minus the table's retention, as
+// the protocol asks.
+func (s *Snapshot) CheckpointActions(now time.Time) []Action {
 	acts := []Action{{Protocol: s.Protocol}, {MetaData: s.Metadata}}
 	for _, k := range sortedKeys(s.Txns) {
 		t := s.Txns[k]
@@ -99,6 +148,17 @@ func (s *Snapshot) CheckpointActions() []Action {
 		a.DataChange = false
 		acts = append(acts, Action{Add: &a})
 	}
+	retention, known := s.DeletedFileRetention()
+	minTS := now.Add(-retention).UnixMilli()
+	for _, k := range sortedKeys(s.Tombstones) {
+		r := *s.Tombstones[k]
+		// A tombstone without deletionTimestamp counts as deleted at 0.
+		if known && (r.DeletionTimestamp == nil || *r.DeletionTimestamp <= minTS) {
+			continue
+		}
+		r.DataChange = false
+		acts = append(acts, Action{Remove: &r})
+	}
 	return acts
 }
 
@@ -109,7 +169,7 @@ func (t *Table) WriteCheckpoint(ctx context.Context, s *Snapshot) error {
 	if s.Version < 0 || s.Protocol == nil || s.Metadata == nil {
 		return fmt.Errorf("delta: checkpoint of a table without protocol or metadata")
 	}
-	acts := s.CheckpointActions()
+	acts := s.CheckpointActions(time.Now())
 	var js bytes.Buffer
 	for _, a := range acts {
 		b, err := json.Marshal(a)
@@ -160,6 +220,7 @@ func (t *Table) WriteCheckpoint(ctx context.Context, s *Snapshot) error {
 // checkpointColumns are the leaf columns read from checkpoints.
 var checkpointColumns = []string{"txn", "add.path", "add.partitionValues", "add.size", "add.modificationTime",
 	"add.dataChange", "add.stats", "add.tags", "add.deletionVector", "remove.path", "remove.dataChange",
+	"remove.deletionTimestamp", "remove.extendedFileMetadata", "remove.partitionValues", "remove.size",
 	"metaData", "protocol", "domainMetadata"}
 
 func wantColumn(path string) bool {
@@ -184,6 +245,9 @@ func (t *Table) readCheckpoint(ctx context.Context, s *Snapshot, v, parts int64)
 	var acts []Action
 	for _, k := range keys {
 		b, err := t.store.Get(ctx, k)
+		if errors.Is(err, objstore.ErrNotExist) && t.v2CheckpointAt(ctx, v) {
+			return t.errV2Checkpoint(fmt.Sprintf("checkpoint %d", v))
+		}
 		if err != nil {
 			return fmt.Errorf("delta: %s: read checkpoint: %w", t.URL(), err)
 		}

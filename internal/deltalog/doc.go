@@ -11,7 +11,13 @@
 // or 7 with appendOnly, domainMetadata, timestampNtz. Column mapping,
 // deletion vectors, v2 checkpoints, type widening, check constraints,
 // generated and identity columns are refused with ErrUnsupportedFeature
-// naming the feature.
+// naming the feature, whether the protocol lists it or only the metadata
+// enables it (MetadataFeatures).
+//
+// Writers commit the protocol ProtocolFor returns with any metaData: the
+// table's protocol widened by every feature the metadata uses (invariants
+// for a NOT NULL field, timestampNtz, ...), as Spark and delta-rs refuse a
+// table whose metadata uses a feature its protocol does not list.
 //
 // Pitfalls:
 //   - Never write a commit file with anything but Table.Commit: log

@@ -125,25 +125,6 @@ func ParseSchema(s string) (*Schema, error) {
 	return &t, nil
 }
 
-// usesNTZ reports whether t contains timestamp_ntz anywhere.
-func usesNTZ(t DataType) bool {
-	switch t.Name {
-	case "timestamp_ntz":
-		return true
-	case "struct":
-		for _, f := range t.Fields {
-			if usesNTZ(f.Type) {
-				return true
-			}
-		}
-	case "array":
-		return usesNTZ(*t.Element)
-	case "map":
-		return usesNTZ(*t.Key) || usesNTZ(*t.Value)
-	}
-	return false
-}
-
 // FromArrowSchema maps an Arrow schema to a Delta schema (see ToDelta).
 func FromArrowSchema(sc *arrow.Schema) (*Schema, error) {
 	st := &DataType{Name: "struct"}

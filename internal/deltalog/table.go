@@ -86,16 +86,22 @@ type Snapshot struct {
 	Metadata *Metadata
 	Schema   *Schema
 	// Files are the active data files by path.
-	Files   map[string]*Add
-	Txns    map[string]Txn
-	Domains map[string]DomainMetadata
+	Files map[string]*Add
+	// Tombstones are the removed files by path (a later add of the path
+	// drops its tombstone); checkpoints keep those whose retention has not
+	// expired, so that VACUUM by other engines spares files that readers
+	// of older versions may still need.
+	Tombstones map[string]*Remove
+	Txns       map[string]Txn
+	Domains    map[string]DomainMetadata
 	// CheckpointVersion is the version of the Delta checkpoint the
 	// snapshot was loaded from (-1: none).
 	CheckpointVersion int64
 }
 
 func newSnapshot() *Snapshot {
-	return &Snapshot{Version: -1, CheckpointVersion: -1, Files: map[string]*Add{}, Txns: map[string]Txn{}, Domains: map[string]DomainMetadata{}}
+	return &Snapshot{Version: -1, CheckpointVersion: -1, Files: map[string]*Add{}, Tombstones: map[string]*Remove{},
+		Txns: map[string]Txn{}, Domains: map[string]DomainMetadata{}}
 }
 
 type lastCheckpoint struct {
@@ -104,6 +110,40 @@ type lastCheckpoint struct {
 	Parts         *int64 `json:"parts,omitempty"`
 	SizeInBytes   int64  `json:"sizeInBytes,omitempty"`
 	NumOfAddFiles int64  `json:"numOfAddFiles,omitempty"`
+	// V2Checkpoint is set when the checkpoint is a v2 checkpoint
+	// (N.checkpoint.<uuid>.json|parquet with sidecars), which this package
+	// refuses.
+	V2Checkpoint json.RawMessage `json:"v2Checkpoint,omitempty"`
+}
+
+// errV2Checkpoint refuses a table whose checkpoint is a v2 checkpoint.
+func (t *Table) errV2Checkpoint(what string) error {
+	return fmt.Errorf("%w: v2Checkpoint (%s of %s is a v2 checkpoint, delta.checkpointPolicy=v2)", ErrUnsupportedFeature, what, t.URL())
+}
+
+// isV2Checkpoint reports whether name (under _delta_log/) is a v2
+// checkpoint file of version v: NNN.checkpoint.<uuid>.json|parquet.
+func isV2Checkpoint(name string) (v int64, ok bool) {
+	fs := strings.Split(name, ".")
+	if len(fs) != 4 || fs[1] != "checkpoint" || (fs[3] != "json" && fs[3] != "parquet") || len(fs[2]) != 36 {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(fs[0], 10, 64)
+	return v, err == nil
+}
+
+// v2CheckpointAt reports whether the log holds a v2 checkpoint of version v.
+func (t *Table) v2CheckpointAt(ctx context.Context, v int64) bool {
+	keys, err := t.store.List(ctx, fmt.Sprintf("%s%020d.checkpoint.", logDir, v), "")
+	if err != nil {
+		return false
+	}
+	for _, k := range keys {
+		if _, ok := isV2Checkpoint(strings.TrimPrefix(k, logDir)); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // Snapshot loads the latest state: _last_checkpoint, then the checkpoint
@@ -118,6 +158,9 @@ func (t *Table) Snapshot(ctx context.Context) (*Snapshot, error) {
 		var lc lastCheckpoint
 		if err := json.Unmarshal(b, &lc); err != nil {
 			return nil, fmt.Errorf("delta: %s: bad _last_checkpoint: %w", t.URL(), err)
+		}
+		if len(lc.V2Checkpoint) > 0 && string(lc.V2Checkpoint) != "null" {
+			return nil, t.errV2Checkpoint(fmt.Sprintf("_last_checkpoint (version %d)", lc.Version))
 		}
 		start = lc.Version
 		if lc.Parts != nil {
@@ -148,10 +191,14 @@ func (t *Table) findCheckpoint(ctx context.Context) (int64, int64, error) {
 	if err != nil {
 		return -1, 0, fmt.Errorf("delta: %s: list log: %w", t.URL(), err)
 	}
-	best, bestParts := int64(-1), int64(0)
+	best, bestParts, bestV2 := int64(-1), int64(0), int64(-1)
 	multi := map[string]int{} // "v/parts" -> parts seen
 	for _, k := range keys {
 		name := strings.TrimPrefix(k, logDir)
+		if v, ok := isV2Checkpoint(name); ok {
+			bestV2 = max(bestV2, v)
+			continue
+		}
 		fs := strings.Split(name, ".")
 		if len(fs) < 3 || fs[1] != "checkpoint" || fs[len(fs)-1] != "parquet" {
 			continue
@@ -173,6 +220,9 @@ func (t *Table) findCheckpoint(ctx context.Context) (int64, int64, error) {
 				best, bestParts = v, n
 			}
 		}
+	}
+	if bestV2 >= 0 && bestV2 >= best {
+		return -1, 0, t.errV2Checkpoint(fmt.Sprintf("the newest checkpoint (version %d)", bestV2))
 	}
 	return best, bestParts, nil
 }
@@ -212,8 +262,10 @@ func (s *Snapshot) Apply(v int64, actions []Action) error {
 			s.Metadata, s.Schema = a.MetaData, sc
 		case a.Add != nil:
 			s.Files[a.Add.Path] = a.Add
+			delete(s.Tombstones, a.Add.Path)
 		case a.Remove != nil:
 			delete(s.Files, a.Remove.Path)
+			s.Tombstones[a.Remove.Path] = a.Remove
 		case a.Txn != nil:
 			s.Txns[a.Txn.AppID] = *a.Txn
 		case a.DomainMetadata != nil:
@@ -235,6 +287,10 @@ func (s *Snapshot) Clone() *Snapshot {
 	c.Files = make(map[string]*Add, len(s.Files))
 	for k, v := range s.Files {
 		c.Files[k] = v
+	}
+	c.Tombstones = make(map[string]*Remove, len(s.Tombstones))
+	for k, v := range s.Tombstones {
+		c.Tombstones[k] = v
 	}
 	c.Txns = make(map[string]Txn, len(s.Txns))
 	for k, v := range s.Txns {
@@ -300,12 +356,17 @@ func (s *Snapshot) CheckWrite() error {
 		// appendOnly (we only append) and invariants (refused below).
 	case p.MinWriterVersion == 7:
 		for _, f := range p.WriterFeatures {
-			if !slices.Contains(writeFeatures, f) && f != "invariants" {
+			// columnMapping with mode none (CheckRead refuses the others)
+			// maps no names: plain appends are correct.
+			if !slices.Contains(writeFeatures, f) && f != "invariants" && f != "columnMapping" {
 				return fmt.Errorf("%w: writer feature %q", ErrUnsupportedFeature, f)
 			}
 		}
 	default:
 		return fmt.Errorf("%w: writer version %d (check constraints, change data feed, generated or identity columns, column mapping)", ErrUnsupportedFeature, p.MinWriterVersion)
+	}
+	if err := s.checkMetadataFeatures(); err != nil {
+		return err
 	}
 	if s.Schema != nil && hasInvariants(*s.Schema) {
 		return fmt.Errorf("%w: column invariants (delta.invariants) are not enforced by this writer", ErrUnsupportedFeature)
@@ -328,42 +389,6 @@ func hasInvariants(t DataType) bool {
 	return false
 }
 
-// SupportsDomainMetadata reports whether the protocol allows
-// domainMetadata actions.
-func (p *Protocol) SupportsDomainMetadata() bool {
-	return p != nil && p.MinWriterVersion == 7 && slices.Contains(p.WriterFeatures, "domainMetadata")
-}
-
-// WithDomainMetadata returns the protocol upgraded to writer version 7 with
-// the domainMetadata feature, keeping the features the old writer version
-// implied. It returns p itself when nothing changes.
-func (p *Protocol) WithDomainMetadata() *Protocol {
-	if p.SupportsDomainMetadata() {
-		return p
-	}
-	np := &Protocol{MinReaderVersion: p.MinReaderVersion, MinWriterVersion: 7, ReaderFeatures: slices.Clone(p.ReaderFeatures)}
-	if p.MinWriterVersion == 7 {
-		np.WriterFeatures = slices.Clone(p.WriterFeatures)
-	} else if p.MinWriterVersion >= 2 {
-		np.WriterFeatures = []string{"appendOnly", "invariants"}
-	}
-	np.WriterFeatures = append(np.WriterFeatures, "domainMetadata")
-	return np
-}
-
-// NewProtocol returns the protocol Flightline creates tables with: reader
-// version 1 and writer version 7 with domainMetadata; with timestamp_ntz
-// columns, reader version 3 and the timestampNtz feature.
-func NewProtocol(schema *Schema) *Protocol {
-	p := &Protocol{MinReaderVersion: 1, MinWriterVersion: 7, WriterFeatures: []string{"domainMetadata"}}
-	if usesNTZ(*schema) {
-		p.MinReaderVersion = 3
-		p.ReaderFeatures = []string{"timestampNtz"}
-		p.WriterFeatures = append(p.WriterFeatures, "timestampNtz")
-	}
-	return p
-}
-
 // SnapshotAt loads the state at version v: the newest checkpoint at or
 // before v, then the commits up to v.
 func (t *Table) SnapshotAt(ctx context.Context, v int64) (*Snapshot, error) {
@@ -372,15 +397,22 @@ func (t *Table) SnapshotAt(ctx context.Context, v int64) (*Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("delta: %s: list log: %w", t.URL(), err)
 	}
-	best := int64(-1)
+	best, bestV2 := int64(-1), int64(-1)
 	for _, k := range keys {
 		name := strings.TrimPrefix(k, logDir)
+		if cv, ok := isV2Checkpoint(name); ok && cv <= v {
+			bestV2 = max(bestV2, cv)
+			continue
+		}
 		fs := strings.Split(name, ".")
 		if len(fs) == 3 && fs[1] == "checkpoint" && fs[2] == "parquet" {
 			if cv, err := strconv.ParseInt(fs[0], 10, 64); err == nil && cv <= v && cv > best {
 				best = cv
 			}
 		}
+	}
+	if bestV2 >= 0 && bestV2 >= best {
+		return nil, t.errV2Checkpoint(fmt.Sprintf("the newest checkpoint at or before version %d (version %d)", v, bestV2))
 	}
 	if best >= 0 {
 		if err := t.readCheckpoint(ctx, s, best, 0); err != nil {
