@@ -308,6 +308,55 @@ func TestControlAndAbortedBatches(t *testing.T) {
 	}
 }
 
+// A fetch response appended in pieces: an aborted transaction whose abort
+// marker is in the first piece must not drop the producer's committed
+// batches in the next one. Giving each piece the response's whole aborted
+// list did exactly that (committed records lost up to the producer's next
+// abort marker, seen in the split-process kill test).
+func TestAbortedTransactionsAcrossPieces(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	const txn, ctl = attrTransactional, attrTransactional | attrControl
+	abortKey := []byte{0, 0, 0, 0}
+	commitKey := []byte{0, 0, 0, 1}
+	first := bytes.Join([][]byte{
+		tbatch{base: 0, attrs: txn, pid: 7, recs: sampleRecs(2)}.build(),           // 0-1 aborted (A)
+		tbatch{base: 2, attrs: ctl, pid: 7, recs: []trec{{key: abortKey}}}.build(), // A's abort marker
+	}, nil)
+	second := bytes.Join([][]byte{
+		tbatch{base: 3, attrs: txn, pid: 7, recs: sampleRecs(3)}.build(),            // 3-5 committed
+		tbatch{base: 6, attrs: ctl, pid: 7, recs: []trec{{key: commitKey}}}.build(), // commit marker
+		tbatch{base: 7, attrs: txn, pid: 7, recs: sampleRecs(2)}.build(),            // 7-8 aborted (B)
+		tbatch{base: 9, attrs: ctl, pid: 7, recs: []trec{{key: abortKey}}}.build(),  // B's abort marker
+		tbatch{base: 10, attrs: txn, pid: 7, recs: sampleRecs(1)}.build(),           // 10 committed
+		tbatch{base: 11, attrs: ctl, pid: 7, recs: []trec{{key: commitKey}}}.build(),
+	}, nil)
+	aborted := []AbortedTransaction{{ProducerID: 7, FirstOffset: 0}, {ProducerID: 7, FirstOffset: 7}}
+	want := []int64{3, 4, 5, 10}
+
+	rec, _, err := decodeAll(t, mem, []Option{WithIsolation(ReadCommitted)},
+		Fetch{RecordBatches: first, AbortedTransactions: aborted},
+		Fetch{FetchOffset: 3, RecordBatches: second, Continues: true, AbortedTransactions: aborted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := offsets(rec); !slicesEqual(got, want) {
+		t.Fatalf("in pieces: offsets %v want %v", got, want)
+	}
+	rec.Release()
+
+	// The same response in one piece reads the same.
+	rec, _, err = decodeAll(t, mem, []Option{WithIsolation(ReadCommitted)},
+		Fetch{RecordBatches: append(append([]byte{}, first...), second...), AbortedTransactions: aborted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := offsets(rec); !slicesEqual(got, want) {
+		t.Fatalf("whole: offsets %v want %v", got, want)
+	}
+	rec.Release()
+}
+
 func TestLogAppendTime(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)

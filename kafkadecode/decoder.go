@@ -25,6 +25,15 @@ type Fetch struct {
 	// AbortedTransactions is the partition's aborted-transactions list,
 	// used under ReadCommitted and ignored otherwise. Order does not matter.
 	AbortedTransactions []AbortedTransaction
+	// Continues says RecordBatches go on where the previous Append of this
+	// Decoder stopped, in the same fetch response (a response appended in
+	// pieces, or resumed after a dead-lettered batch). The aborted
+	// transactions then carry over from that Append, which knows which of
+	// them already ended, and AbortedTransactions is ignored. Giving the
+	// response's whole list to a later piece instead would restart every
+	// aborted transaction whose abort marker an earlier piece consumed, and
+	// drop the producer's committed batches up to its next abort marker.
+	Continues bool
 }
 
 // AbortedTransaction is one entry of a fetch response's aborted list.
@@ -194,8 +203,9 @@ func (d *Decoder) append(f *Fetch, copyIt bool) (p Progress, err error) {
 	in := input{raw: raw, copyIt: copyIt, rawIdx: -1, arenaIdx: -1}
 	defer d.finishInput(&in)
 
-	d.abortQ, d.abortPIDs = d.abortQ[:0], d.abortPIDs[:0]
-	if d.cfg.isolation == ReadCommitted && len(f.AbortedTransactions) > 0 {
+	if f.Continues {
+		// abortQ and abortPIDs stand as the previous Append left them.
+	} else if d.abortQ, d.abortPIDs = d.abortQ[:0], d.abortPIDs[:0]; d.cfg.isolation == ReadCommitted && len(f.AbortedTransactions) > 0 {
 		d.abortQ = append(d.abortQ, f.AbortedTransactions...)
 		slices.SortFunc(d.abortQ, func(a, b AbortedTransaction) int { return cmp.Compare(a.FirstOffset, b.FirstOffset) })
 	}

@@ -315,9 +315,12 @@ func (r *reader) handle(ctx context.Context, c chunk) error {
 	// decompressed into its own buffer, which is freed with the batches
 	// that point into it, so the decompressed working set is bounded by
 	// the piece, not by the fetch.
-	for data := c.data; len(data) > 0; {
+	// The pieces after the first continue the fetch response: the
+	// decoder carries its aborted transactions over (kafkadecode.Fetch's
+	// Continues).
+	for data, cont := c.data, false; len(data) > 0; cont = true {
 		n := pieceLen(data, r.s.cfg.decodeBytes)
-		if err := r.decode(ctx, st, c, data[:n]); err != nil {
+		if err := r.decode(ctx, st, c, data[:n], cont); err != nil {
 			return err
 		}
 		data = data[n:]
@@ -344,12 +347,15 @@ func pieceLen(data []byte, limit int) int {
 }
 
 // decode appends one piece of a chunk to st's decoder and cuts batches if
-// the partition holds enough rows.
-func (r *reader) decode(ctx context.Context, st *partState, c chunk, data []byte) error {
+// the partition holds enough rows. cont says the piece continues the
+// previous one of the same chunk.
+func (r *reader) decode(ctx context.Context, st *partState, c chunk, data []byte, cont bool) error {
 	raw := len(data)
 	off := max(c.offset, st.next)
 	for len(data) > 0 {
-		prog, err := st.dec.UnsafeAppend(kafkadecode.Fetch{Partition: c.p, FetchOffset: off, RecordBatches: data, AbortedTransactions: c.aborted})
+		prog, err := st.dec.UnsafeAppend(kafkadecode.Fetch{Partition: c.p, FetchOffset: off, RecordBatches: data,
+			AbortedTransactions: c.aborted, Continues: cont})
+		cont = true // what follows a dead-lettered batch continues too
 		if prog.NextOffset > st.next {
 			st.next = prog.NextOffset
 		}

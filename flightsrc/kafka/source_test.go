@@ -218,6 +218,53 @@ func TestKfakeExactlyOnceAcrossRestarts(t *testing.T) {
 	}
 }
 
+// One transactional producer alternating committed and aborted
+// transactions, read with decode pieces smaller than a transaction: every
+// committed record exactly once. A piece that began after an aborted
+// transaction's abort marker used to restart that transaction and drop the
+// producer's committed records up to its next abort marker.
+func TestKfakeCommittedBetweenAbortedInPieces(t *testing.T) {
+	brokers := fakeCluster(t, 1, "mixed")
+	ctx := context.Background()
+	tx, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic("mixed"), kgo.TransactionalID("mixer"))
+	require.NoError(t, err)
+	n := 0
+	for txn := range 40 {
+		require.NoError(t, tx.BeginTransaction())
+		abort := txn%3 == 1
+		for range 5 + txn%4 {
+			r := &kgo.Record{Key: []byte("aborted"), Value: []byte("aborted")}
+			if !abort {
+				r = &kgo.Record{Key: fmt.Appendf(nil, "k%d", n), Value: fmt.Appendf(nil, "v%d", n)}
+				n++
+			}
+			require.NoError(t, tx.ProduceSync(ctx, r).FirstErr()) // a record batch per record
+		}
+		end := kgo.TryCommit
+		if abort {
+			end = kgo.TryAbort
+		}
+		require.NoError(t, tx.EndTransaction(ctx, end))
+	}
+	tx.Close()
+
+	for _, piece := range []int{1, 300, 256 << 10} {
+		t.Run(fmt.Sprintf("decode_bytes=%d", piece), func(t *testing.T) {
+			mem := checkedMem(t)
+			sink := flightsink.NewMemory()
+			defer sink.Release()
+			src, err := kafka.New(kafka.Brokers(brokers...), kafka.Topics("mixed"), kafka.WithoutGroupMembership(),
+				kafka.GroupID(fmt.Sprintf("pieces-%d", piece)), // each run from the start
+				kafka.BatchRows(7), kafka.BatchWait(30*time.Millisecond), kafka.DecodeBytes(piece),
+				kafka.Allocator(mem), kafka.Logger(quietLog()))
+			require.NoError(t, err)
+			runUntil(t, src, sink, "mixed", flightsink.Pipeline{ID: "p", Target: "mixed"}, n)
+			require.NoError(t, src.Close())
+			checkExactlyOnce(t, sinkRows(t, sink, "mixed"), n)
+		})
+	}
+}
+
 // Batches cut by rows are the same whatever the fetch sizes and decode
 // pieces, given the same start positions; a tiny MaxBufferedBytes only
 // slows the fetcher.
