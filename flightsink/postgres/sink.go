@@ -223,10 +223,8 @@ func (s *Sink) migrate(ctx context.Context) error {
 	return nil
 }
 
-func isDuplicate(err error) bool {
-	c := sqlState(err)
-	return c == "23505" || c == "42P07"
-}
+// isDuplicate tells a CREATE that lost a race with a concurrent one.
+func isDuplicate(err error) bool { return sqlcheckpoint.Postgres.IsDuplicate(err) }
 
 // Checkpoint implements flightsink.Sink. It reads without locking or
 // fencing; a missing checkpoint table means no checkpoint.

@@ -90,9 +90,12 @@ var (
 		Name: "postgres", Placeholder: dollar, Quote: doubleQuote,
 		Text: "text", Blob: "bytea", Int: "bigint", Timestamp: "timestamptz", Now: "now()",
 		ForUpdate: "FOR UPDATE",
+		// Racing CREATE … IF NOT EXISTS of one table fail with any of
+		// these: a unique violation in the catalog, duplicate table, or
+		// duplicate object (the table's row type).
 		IsDuplicate: func(err error) bool {
 			c := SQLState(err)
-			return c == "23505" || c == "42P07"
+			return c == "23505" || c == "42P07" || c == "42710"
 		},
 		IsMissingTable: func(err error) bool { return SQLState(err) == "42P01" },
 	}
