@@ -499,6 +499,17 @@ func (t Table) Quoted() string {
 // TableSchema returns the Arrow schema of a table as the driver maps its
 // columns, or nil when the table does not exist.
 func (c *Conn) TableSchema(ctx context.Context, t Table) (*arrow.Schema, error) {
+	if c.db.caps.Dialect == Postgres {
+		// The driver's lookup of a missing table is an error, which would
+		// abort an open transaction: ask first in a way that cannot fail.
+		var exists bool
+		if _, err := c.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", []any{&exists}, t.Quoted()); err != nil {
+			return nil, err
+		}
+		if !exists {
+			return nil, nil
+		}
+	}
 	var schema *string
 	if t.Schema != "" {
 		schema = &t.Schema
@@ -645,25 +656,52 @@ func ColumnType(dialect string, t arrow.DataType) (string, error) {
 
 // Wrap adds context to an ADBC error and classifies it with Flightline's
 // sentinels (credentials, rights, serialisation conflicts); nil stays nil.
+// The result carries the driver's SQLSTATE (an SQLState method, as pgx's
+// errors have), so code written for one SQL driver reads it alike.
 func Wrap(err error, format string, args ...any) error {
 	if err == nil {
 		return nil
 	}
-	msg := fmt.Sprintf(format, args...)
+	e := &Error{msg: fmt.Sprintf(format, args...), err: err}
 	var ae adbcapi.Error
 	if errors.As(err, &ae) {
-		state := strings.TrimRight(string(ae.SqlState[:]), "\x00")
+		state := SQLState(err)
 		switch {
 		case ae.Code == adbcapi.StatusUnauthenticated || state == "28P01" || state == "28000":
-			return fmt.Errorf("%s: %w: %w", msg, flightline.ErrUnauthenticated, err)
+			e.kind = flightline.ErrUnauthenticated
 		case ae.Code == adbcapi.StatusUnauthorized || state == "42501":
-			return fmt.Errorf("%s: %w: %w", msg, flightline.ErrPermissionDenied, err)
+			e.kind = flightline.ErrPermissionDenied
 		case state == "40001" || state == "40P01":
-			return fmt.Errorf("%s: %w: %w", msg, flightline.ErrConflict, err)
+			e.kind = flightline.ErrConflict
 		}
 	}
-	return fmt.Errorf("%s: %w", msg, err)
+	return e
 }
+
+// Error is an error of a driver with the context of the call that failed.
+type Error struct {
+	msg  string
+	kind error // a flightline sentinel, or nil
+	err  error
+}
+
+func (e *Error) Error() string {
+	if e.kind != nil {
+		return e.msg + ": " + e.kind.Error() + ": " + e.err.Error()
+	}
+	return e.msg + ": " + e.err.Error()
+}
+
+// Unwrap returns the Flightline sentinel (if any) and the driver's error.
+func (e *Error) Unwrap() []error {
+	if e.kind != nil {
+		return []error{e.kind, e.err}
+	}
+	return []error{e.err}
+}
+
+// SQLState is the SQLSTATE the driver reported ("" when none).
+func (e *Error) SQLState() string { return SQLState(e.err) }
 
 // SQLState is the SQLSTATE an ADBC error carries ("" when none).
 func SQLState(err error) string {
