@@ -244,7 +244,7 @@ func info(ctx context.Context, c adbcapi.Connection) (vendor, driver string) {
 			if !ok {
 				continue
 			}
-			v := s.Value(int(vals.ValueOffset(i)))
+			v := strings.Clone(s.Value(int(vals.ValueOffset(i))))
 			switch adbcapi.InfoCode(codes.Value(i)) {
 			case adbcapi.InfoVendorName:
 				vendor = v

@@ -23,11 +23,12 @@ type dbCase struct {
 	name    string
 	cfg     func(t *testing.T) adbc.Config
 	dialect string
+	vendor  string
 }
 
 var cases = []dbCase{
-	{"postgresql", func(t *testing.T) adbc.Config { return adbctest.PostgresConfig(t) }, adbc.Postgres},
-	{"sqlite", func(t *testing.T) adbc.Config { c, _ := adbctest.SQLiteConfig(t); return c }, adbc.SQLite},
+	{"postgresql", func(t *testing.T) adbc.Config { return adbctest.PostgresConfig(t) }, adbc.Postgres, "PostgreSQL"},
+	{"sqlite", func(t *testing.T) adbc.Config { c, _ := adbctest.SQLiteConfig(t); return c }, adbc.SQLite, "SQLite"},
 }
 
 func batch(mem memory.Allocator, from, to int64) arrow.RecordBatch {
@@ -66,6 +67,8 @@ func TestIntegrationDrivers(t *testing.T) {
 			db := adbctest.Open(t, tc.cfg(t))
 			caps := db.Caps()
 			require.Equal(t, tc.dialect, caps.Dialect, "%+v", caps)
+			// Read from the driver's (C) memory, and kept after it is freed.
+			require.Equal(t, tc.vendor, caps.Vendor)
 			require.True(t, caps.Transactions)
 			require.True(t, caps.BulkIngest)
 			c, err := db.Conn(ctx)

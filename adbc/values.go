@@ -3,6 +3,7 @@ package adbc
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -90,10 +91,10 @@ func Value(a arrow.Array, i int) (any, error) {
 		return float64(c.Value(i)), nil
 	case *array.Float64:
 		return c.Value(i), nil
-	case *array.String:
-		return c.Value(i), nil
+	case *array.String: // cloned: Value aliases the buffer, which may be C memory freed with the reader
+		return strings.Clone(c.Value(i)), nil
 	case *array.LargeString:
-		return c.Value(i), nil
+		return strings.Clone(c.Value(i)), nil
 	case *array.Binary:
 		return append([]byte{}, c.Value(i)...), nil
 	case *array.LargeBinary:
