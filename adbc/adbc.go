@@ -256,16 +256,16 @@ func info(ctx context.Context, c adbcapi.Connection) (vendor, driver string) {
 	return vendor, driver
 }
 
-// Conn opens a connection. On SQLite it sets a busy timeout of
-// SQLiteBusyTimeout so writers queue rather than fail, and asks for WAL
-// mode (readers then do not block on a writer).
+// Conn opens a connection. On SQLite (through its C driver) it sets a busy
+// timeout of SQLiteBusyTimeoutMillis so writers queue rather than fail, and
+// asks for WAL mode (readers then do not block on a writer).
 func (d *DB) Conn(ctx context.Context) (*Conn, error) {
 	c, err := d.db.Open(ctx)
 	if err != nil {
 		return nil, Wrap(err, "adbc: connect with driver %q", d.cfg.Driver)
 	}
 	cn := &Conn{c: c, db: d}
-	if d.caps.Dialect == SQLite {
+	if d.caps.Dialect == SQLite && d.cfg.Driver != FlightSQL { // SQLite in this process, not behind a server
 		for _, q := range []string{"PRAGMA busy_timeout = " + strconv.Itoa(SQLiteBusyTimeoutMillis), "PRAGMA journal_mode = WAL"} {
 			if err := cn.query(ctx, q); err != nil {
 				_ = c.Close()

@@ -16,7 +16,9 @@
 // first batch is created from the batch's Arrow schema inside that same
 // transaction (by the driver's ingest in create mode, or CREATE TABLE with
 // adbc.ColumnType's types), so it rolls back with the batch where the
-// database's DDL is transactional (PostgreSQL, SQLite).
+// database's DDL is transactional (PostgreSQL, SQLite). Columns of types
+// drivers do not take are converted first (adbc.Normalize): views to their
+// plain forms, nested types (Kafka headers) to JSON text.
 //
 // A driver without transactions cannot commit data and checkpoint together:
 // New refuses it with ErrInvalidInput unless AtLeastOnce is given, and then
@@ -32,6 +34,7 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightline/flightline"
 	fadbc "github.com/flightline/flightline/adbc"
@@ -47,6 +50,7 @@ type options struct {
 	cpTable     string
 	atLeastOnce bool
 	logger      *slog.Logger
+	mem         memory.Allocator
 }
 
 // Table sets the default target table ("table" or "schema.table").
@@ -80,26 +84,41 @@ func Logger(l *slog.Logger) Option {
 	}
 }
 
+// Allocator sets the allocator of the columns the sink converts before
+// ingest (adbc.Normalize); nil means memory.DefaultAllocator.
+func Allocator(mem memory.Allocator) Option {
+	return func(o *options) error {
+		if mem == nil {
+			mem = memory.DefaultAllocator
+		}
+		o.mem = mem
+		return nil
+	}
+}
+
 // Sink writes to one ADBC database. It is safe for concurrent use; each
 // Writer holds a connection of its own.
 type Sink struct {
-	db       *fadbc.DB
-	caps     fadbc.Caps
-	dialect  sqlcheckpoint.Dialect
-	cp       *sqlcheckpoint.Table
-	cpName   string
-	table    string
-	exactly  bool
-	log      *slog.Logger
-	initMu   sync.Mutex
-	initDone bool
+	db      *fadbc.DB
+	caps    fadbc.Caps
+	dialect sqlcheckpoint.Dialect
+	cp      *sqlcheckpoint.Table
+	cpName  string
+	table   string
+	exactly bool
+	log     *slog.Logger
+	mem     memory.Allocator
+	// blobsAsText: the checkpoint is bound as base64 text (base64Conn).
+	blobsAsText bool
+	initMu      sync.Mutex
+	initDone    bool
 }
 
 // New opens the database of cfg and returns a Sink writing to it. It fails
 // with ErrInvalidInput when the driver has no transactions and AtLeastOnce
 // was not given.
 func New(ctx context.Context, cfg fadbc.Config, opts ...Option) (*Sink, error) {
-	o := options{cpTable: sqlcheckpoint.DefaultTable, logger: slog.Default()}
+	o := options{cpTable: sqlcheckpoint.DefaultTable, logger: slog.Default(), mem: memory.DefaultAllocator}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -125,7 +144,8 @@ func New(ctx context.Context, cfg fadbc.Config, opts ...Option) (*Sink, error) {
 			"ask for at-least-once delivery explicitly (option AtLeastOnce, or at_least_once=true) to write without a checkpoint",
 			flightline.ErrInvalidInput, cfg.Driver, caps.Vendor)
 	}
-	s := &Sink{db: db, caps: caps, table: o.table, exactly: !o.atLeastOnce, log: o.logger, cpName: cpt.String()}
+	s := &Sink{db: db, caps: caps, table: o.table, exactly: !o.atLeastOnce, log: o.logger, mem: o.mem,
+		blobsAsText: cfg.Driver == fadbc.FlightSQL, cpName: cpt.String()}
 	switch caps.Dialect {
 	case fadbc.Postgres:
 		s.dialect = sqlcheckpoint.Postgres
@@ -199,7 +219,7 @@ func (s *Sink) Checkpoint(ctx context.Context, p flightsink.Pipeline) ([]byte, e
 		return nil, err
 	}
 	defer c.Close()
-	return s.cp.Read(ctx, c, p.ID, s.key(p.Target))
+	return s.cp.Read(ctx, s.cpConn(c), p.ID, s.key(p.Target))
 }
 
 // Open implements flightsink.Sink: it makes the checkpoint row if absent,
@@ -255,13 +275,13 @@ func (w *writer) claim(ctx context.Context) ([]byte, error) {
 	if err := s.ensureTable(ctx, w.c); err != nil {
 		return nil, err
 	}
-	if err := s.cp.Ensure(ctx, w.c, w.p.ID, w.key); err != nil {
+	if err := s.cp.Ensure(ctx, s.cpConn(w.c), w.p.ID, w.key); err != nil {
 		return nil, err
 	}
 	if err := w.c.Begin(ctx); err != nil {
 		return nil, err
 	}
-	epoch, cp, err := s.cp.Claim(ctx, w.c, w.p.ID, w.key)
+	epoch, cp, err := s.cp.Claim(ctx, s.cpConn(w.c), w.p.ID, w.key)
 	if err != nil {
 		_ = w.c.Rollback(ctx)
 		return nil, err
@@ -297,6 +317,11 @@ func (w *writer) writeOnce(ctx context.Context, rec arrow.RecordBatch, cp []byte
 	if err := flightsink.CheckBatch(rec, cp); err != nil {
 		return err
 	}
+	rec, err = fadbc.Normalize(rec, s.mem)
+	if err != nil {
+		return fmt.Errorf("%w: adbc sink: %w", flightline.ErrInvalidInput, err)
+	}
+	defer rec.Release()
 	if err := checkFields(s.caps, rec.Schema()); err != nil {
 		return err
 	}
@@ -336,7 +361,7 @@ func (w *writer) writeOnce(ctx context.Context, rec arrow.RecordBatch, cp []byte
 			}
 		}
 		var replay bool
-		last, replay, err = s.cp.Lock(ctx, w.c, w.p.ID, w.key, w.epoch, cp)
+		last, replay, err = s.cp.Lock(ctx, s.cpConn(w.c), w.p.ID, w.key, w.epoch, cp)
 		if err != nil {
 			if errors.Is(err, flightline.ErrFenced) {
 				s.log.Warn("adbc sink: fenced writer refused", "pipeline", w.p.ID, "target", w.target.String(), "epoch", w.epoch)
@@ -357,7 +382,7 @@ func (w *writer) writeOnce(ctx context.Context, rec arrow.RecordBatch, cp []byte
 		}
 	}
 	if s.exactly {
-		if err := s.cp.Advance(ctx, w.c, w.p.ID, w.key, w.epoch, last, cp); err != nil {
+		if err := s.cp.Advance(ctx, s.cpConn(w.c), w.p.ID, w.key, w.epoch, last, cp); err != nil {
 			return err
 		}
 	}
@@ -451,7 +476,8 @@ func family(t arrow.DataType) string {
 
 // check compares the table's columns (as the driver maps them to Arrow)
 // with the batch: every field needs a column of its family; SQLite, which
-// stores booleans as integers and times as text, also takes those.
+// stores booleans as integers and times as integers or text, also takes
+// those.
 // Columns the batch lacks must be nullable.
 func check(dialect string, t fadbc.Table, sc, tsc *arrow.Schema) error {
 	cols := make(map[string]arrow.Field, tsc.NumFields())
@@ -465,7 +491,7 @@ func check(dialect string, t fadbc.Table, sc, tsc *arrow.Schema) error {
 		}
 		delete(cols, f.Name)
 		bf, tf := family(f.Type), family(c.Type)
-		if bf == tf || dialect == fadbc.SQLite && (bf == "bool" && tf == "integer" || bf == "time" && tf == "string") {
+		if bf == tf || dialect == fadbc.SQLite && (bf == "bool" && tf == "integer" || bf == "time" && (tf == "string" || tf == "integer")) {
 			continue
 		}
 		return fmt.Errorf("%w: table %s: column %q holds %s, the batch has %s", flightline.ErrSchemaMismatch, t, f.Name, c.Type, f.Type)

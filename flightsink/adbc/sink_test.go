@@ -80,4 +80,3 @@ func TestIntegrationConformanceSQLite(t *testing.T) {
 		Guarantee: flightsink.ExactlyOnce,
 	})
 }
-
