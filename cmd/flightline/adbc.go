@@ -3,10 +3,15 @@ package main
 import (
 	"fmt"
 	"net/url"
+	"time"
+
+	"github.com/flightline/flightline"
 
 	"github.com/flightline/flightline/adbc"
 	"github.com/flightline/flightline/flightsink"
 	adbcsink "github.com/flightline/flightline/flightsink/adbc"
+	"github.com/flightline/flightline/flightsrc"
+	adbcsrc "github.com/flightline/flightline/flightsrc/adbc"
 	"github.com/flightline/flightline/internal/spec"
 )
 
@@ -35,8 +40,22 @@ type adbcSinkConfig struct {
 	AtLeastOnce     bool    `spec:"at_least_once" default:"false" doc:"accept a driver without transactions: no checkpoint, replays write again"`
 }
 
-var adbcSinkSpec = spec.New[adbcSinkConfig]("adbc", "adbc:DRIVER?uri=URI&table=[SCHEMA.]TABLE&…",
-	"any database with an ADBC driver (DRIVER: a .so path, a manifest name, or flightsql); exactly-once where the driver has transactions", nil)
+// adbcSourceConfig is the adbc: source kind.
+type adbcSourceConfig struct {
+	adbcDB
+	Table     string         `spec:"table" doc:"[SCHEMA.]TABLE to read; the stream has its name (required)"`
+	Cursor    string         `spec:"cursor" doc:"column that grows with every insert or update (required)"`
+	Tiebreak  string         `spec:"tiebreak" doc:"column making (cursor, tiebreak) unique; the cursor itself when unique (required)"`
+	Poll      *time.Duration `spec:"poll" doc:"pause between polls once caught up (default 1s)"`
+	BatchRows *int           `spec:"batch_rows" doc:"rows per query page at most (default 10000)"`
+}
+
+var (
+	adbcSinkSpec = spec.New[adbcSinkConfig]("adbc", "adbc:DRIVER?uri=URI&table=[SCHEMA.]TABLE&…",
+		"any database with an ADBC driver (DRIVER: a .so path, a manifest name, or flightsql); exactly-once where the driver has transactions", nil)
+	adbcSourceSpec = spec.New[adbcSourceConfig]("adbc", "adbc:DRIVER?uri=URI&table=…&cursor=COL&tiebreak=COL&…",
+		"incremental reads through an ADBC driver, ordered by (cursor, tiebreak)", nil)
+)
 
 // adbcConfig turns the spec into a Config: the driver is what follows the
 // scheme.
@@ -46,7 +65,7 @@ func adbcConfig(u *url.URL, c adbcDB) (adbc.Config, error) {
 		drv = u.Path
 	}
 	if drv == "" {
-		return adbc.Config{}, fmt.Errorf("adbc: no driver: want adbc:DRIVER?uri=… (a .so path, a manifest name, or flightsql)")
+		return adbc.Config{}, fmt.Errorf("%w: adbc: no driver: want adbc:DRIVER?uri=… (a .so path, a manifest name, or flightsql)", flightline.ErrInvalidInput)
 	}
 	cfg := adbc.Config{Driver: drv, URI: c.URI, Options: map[string]string{}}
 	if c.Username != nil {
@@ -80,6 +99,29 @@ func openAdbcSink(e env, u *url.URL, c adbcSinkConfig) (flightsink.Sink, func(),
 	return s, func() { _ = s.Close() }, nil
 }
 
+func openAdbcSource(e env, u *url.URL, c adbcSourceConfig) (flightsrc.Source, func(), error) {
+	if c.Table == "" || c.Cursor == "" || c.Tiebreak == "" {
+		return nil, nil, fmt.Errorf("%w: adbc: the source needs table=, cursor= and tiebreak=", flightline.ErrInvalidInput)
+	}
+	cfg, err := adbcConfig(u, c.adbcDB)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := []adbcsrc.Option{adbcsrc.Table(c.Table, c.Cursor, c.Tiebreak), adbcsrc.Logger(e.log)}
+	if c.Poll != nil {
+		opts = append(opts, adbcsrc.PollInterval(*c.Poll))
+	}
+	if c.BatchRows != nil {
+		opts = append(opts, adbcsrc.BatchRows(*c.BatchRows))
+	}
+	s, err := adbcsrc.New(e.ctx, cfg, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, func() { _ = s.Close() }, nil
+}
+
 func init() {
 	sinkKinds["adbc"] = sinkOf(adbcSinkSpec, openAdbcSink)
+	sourceKinds["adbc"] = sourceOf(adbcSourceSpec, openAdbcSource)
 }
