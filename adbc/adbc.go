@@ -497,7 +497,12 @@ func (t Table) Quoted() string {
 }
 
 // TableSchema returns the Arrow schema of a table as the driver maps its
-// columns, or nil when the table does not exist.
+// columns, or nil when the table does not exist. On SQLite (C driver) the
+// schema comes from the declared types by SQLite's affinity rules (the
+// driver's own lookup infers types from stored values, which SQLite does not
+// hold to the declaration): INT → int64; CHAR, CLOB, TEXT → utf8; BLOB →
+// binary; REAL, FLOA, DOUB → float64; other declared types → float64
+// (NUMERIC); no declared type → null, a column that takes any value.
 func (c *Conn) TableSchema(ctx context.Context, t Table) (*arrow.Schema, error) {
 	if c.db.caps.Dialect == Postgres {
 		// The driver's lookup of a missing table is an error, which would
@@ -509,6 +514,9 @@ func (c *Conn) TableSchema(ctx context.Context, t Table) (*arrow.Schema, error) 
 		if !exists {
 			return nil, nil
 		}
+	}
+	if c.db.caps.Dialect == SQLite && c.db.cfg.Driver != FlightSQL {
+		return c.sqliteSchema(ctx, t)
 	}
 	var schema *string
 	if t.Schema != "" {
@@ -710,4 +718,59 @@ func SQLState(err error) string {
 		return strings.TrimRight(string(ae.SqlState[:]), "\x00")
 	}
 	return ""
+}
+
+// sqliteSchema reads t's declared columns with PRAGMA table_info.
+func (c *Conn) sqliteSchema(ctx context.Context, t Table) (*arrow.Schema, error) {
+	q := "PRAGMA table_info(" + Quote(t.Name) + ")"
+	if t.Schema != "" {
+		q = "PRAGMA " + Quote(t.Schema) + ".table_info(" + Quote(t.Name) + ")"
+	}
+	r, err := c.Query(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Release()
+	var fields []arrow.Field
+	for r.Next() {
+		rec := r.RecordBatch()
+		for i := 0; i < int(rec.NumRows()); i++ {
+			var name, decl string
+			var notNull int64
+			if err := scan(rec.Column(1), i, &name); err != nil {
+				return nil, fmt.Errorf("adbc: %s: %w", q, err)
+			}
+			if err := scan(rec.Column(2), i, &decl); err != nil {
+				return nil, fmt.Errorf("adbc: %s: %w", q, err)
+			}
+			if err := scan(rec.Column(3), i, &notNull); err != nil {
+				return nil, fmt.Errorf("adbc: %s: %w", q, err)
+			}
+			fields = append(fields, arrow.Field{Name: name, Type: sqliteAffinity(decl), Nullable: notNull == 0})
+		}
+	}
+	if err := r.Err(); err != nil {
+		return nil, Wrap(err, "adbc: %s", q)
+	}
+	if len(fields) == 0 {
+		return nil, nil
+	}
+	return arrow.NewSchema(fields, nil), nil
+}
+
+// sqliteAffinity maps a declared column type to Arrow by SQLite's rules
+// for column affinity (section 3.1 of its datatype documentation).
+func sqliteAffinity(decl string) arrow.DataType {
+	d := strings.ToUpper(decl)
+	switch {
+	case strings.Contains(d, "INT"):
+		return arrow.PrimitiveTypes.Int64
+	case strings.Contains(d, "CHAR"), strings.Contains(d, "CLOB"), strings.Contains(d, "TEXT"):
+		return arrow.BinaryTypes.String
+	case strings.Contains(d, "BLOB"):
+		return arrow.BinaryTypes.Binary
+	case d == "":
+		return arrow.Null
+	}
+	return arrow.PrimitiveTypes.Float64 // REAL, FLOA, DOUB, and NUMERIC affinity
 }

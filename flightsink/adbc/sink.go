@@ -491,7 +491,9 @@ func check(dialect string, t fadbc.Table, sc, tsc *arrow.Schema) error {
 		}
 		delete(cols, f.Name)
 		bf, tf := family(f.Type), family(c.Type)
-		if bf == tf || dialect == fadbc.SQLite && (bf == "bool" && tf == "integer" || bf == "time" && (tf == "string" || tf == "integer")) {
+		if bf == tf || c.Type.ID() == arrow.NULL || // a SQLite column without declared type takes anything
+			dialect == fadbc.SQLite && (bf == "integer" && tf == "float" || // NUMERIC affinity
+				bf == "bool" && tf == "integer" || bf == "time" && (tf == "string" || tf == "integer")) {
 			continue
 		}
 		return fmt.Errorf("%w: table %s: column %q holds %s, the batch has %s", flightline.ErrSchemaMismatch, t, f.Name, c.Type, f.Type)
