@@ -5,41 +5,16 @@ package adbc_test
 import (
 	"context"
 	"database/sql"
-	"net"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow/flight"
-	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
-	"github.com/apache/arrow-go/v18/arrow/flight/flightsql/example"
 	"github.com/stretchr/testify/require"
 
 	fadbc "github.com/flightline/flightline/adbc"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsink/sinktest"
+	"github.com/flightline/flightline/internal/adbctest"
 )
-
-// FlightSQLServer starts arrow-go's example SQLite Flight SQL server on a
-// SQLite file and returns its grpc:// URI and the database, for reading
-// back without Flight SQL.
-func FlightSQLServer(t testing.TB) (string, *sql.DB) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "flightsql.db")
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	srv, err := example.NewSQLiteFlightSQLServer(db)
-	require.NoError(t, err)
-	s := flight.NewServerWithMiddleware(nil)
-	s.RegisterFlightService(flightsql.NewFlightServer(srv))
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	s.InitListener(lis)
-	go func() { _ = s.Serve() }()
-	t.Cleanup(s.Shutdown)
-	return "grpc://" + lis.Addr().String(), db
-}
 
 func sqlIDs(t *testing.T, db *sql.DB, table string) []int64 {
 	t.Helper()
@@ -64,7 +39,7 @@ func sqlIDs(t *testing.T, db *sql.DB, table string) []int64 {
 // prepared INSERT bound to the batch. The server reports no vendor the
 // probe knows ("db_name"), so the dialect is given: sqlite.
 func TestIntegrationConformanceFlightSQL(t *testing.T) {
-	uri, db := FlightSQLServer(t)
+	uri, db := adbctest.FlightSQLServer(t)
 	cfg := fadbc.Config{Driver: fadbc.FlightSQL, URI: uri, Dialect: fadbc.SQLite}
 	caps := newSink(t, cfg).Caps()
 	require.True(t, caps.Transactions, "%+v", caps)
@@ -78,7 +53,7 @@ func TestIntegrationConformanceFlightSQL(t *testing.T) {
 
 // Without a dialect, the server's vendor ("db_name") gets the generic one.
 func TestIntegrationFlightSQLProbe(t *testing.T) {
-	uri, _ := FlightSQLServer(t)
+	uri, _ := adbctest.FlightSQLServer(t)
 	d, err := fadbc.Open(context.Background(), fadbc.Config{Driver: fadbc.FlightSQL, URI: uri})
 	require.NoError(t, err)
 	defer d.Close()
