@@ -502,7 +502,8 @@ func (t Table) Quoted() string {
 // driver's own lookup infers types from stored values, which SQLite does not
 // hold to the declaration): INT → int64; CHAR, CLOB, TEXT → utf8; BLOB →
 // binary; REAL, FLOA, DOUB → float64; other declared types → float64
-// (NUMERIC); no declared type → null, a column that takes any value.
+// (NUMERIC); no declared type → the type the driver reads it as (null,
+// a column that takes any value, when it cannot say).
 func (c *Conn) TableSchema(ctx context.Context, t Table) (*arrow.Schema, error) {
 	if c.db.caps.Dialect == Postgres {
 		// The driver's lookup of a missing table is an error, which would
@@ -629,7 +630,7 @@ func (c *Conn) CreateTableSQL(t Table, sc *arrow.Schema) (string, error) {
 // ColumnType is the SQL column type a table created without bulk ingest
 // gets for an Arrow type. SQLite and Generic keep to the types SQLite
 // itself (and so the SQLite-backed Flight SQL servers) understand: INTEGER,
-// REAL, TEXT, BLOB.
+// REAL, TEXT, BLOB; timestamps are TEXT on SQLite, TIMESTAMP on Generic.
 func ColumnType(dialect string, t arrow.DataType) (string, error) {
 	pg := dialect == Postgres
 	switch t.ID() {
@@ -658,6 +659,17 @@ func ColumnType(dialect string, t arrow.DataType) (string, error) {
 			return "bytea", nil
 		}
 		return "BLOB", nil
+	case arrow.TIMESTAMP:
+		if pg {
+			if t.(*arrow.TimestampType).TimeZone != "" {
+				return "timestamptz", nil
+			}
+			return "timestamp", nil
+		}
+		if dialect == SQLite {
+			return "TEXT", nil // what SQLite's Go drivers write for a time parameter
+		}
+		return "TIMESTAMP", nil
 	}
 	return "", fmt.Errorf("%w: adbc: no column type for Arrow %s without bulk ingest", flightline.ErrSchemaMismatch, t)
 }
@@ -754,6 +766,21 @@ func (c *Conn) sqliteSchema(ctx context.Context, t Table) (*arrow.Schema, error)
 	}
 	if len(fields) == 0 {
 		return nil, nil
+	}
+	// Columns without a declared type: as the driver reads them.
+	for i, f := range fields {
+		if f.Type.ID() != arrow.NULL {
+			continue
+		}
+		var schema *string
+		if t.Schema != "" {
+			schema = &t.Schema
+		}
+		if sc, err := c.c.GetTableSchema(ctx, nil, schema, t.Name); err == nil {
+			if j := sc.FieldIndices(f.Name); len(j) == 1 {
+				fields[i].Type = sc.Field(j[0]).Type
+			}
+		}
 	}
 	return arrow.NewSchema(fields, nil), nil
 }
