@@ -47,7 +47,7 @@ test:
 chaos: chaos-kill chaos-fuzz
 
 chaos-kill:
-	@$(SERVICES) up kafka postgres python s3 && set -a && . integration/services/run/env && set +a && \
+	@$(SERVICES) up kafka postgres python s3 adbc && set -a && . integration/services/run/env && set +a && \
 	FLIGHTLINE_REQUIRE_SERVICES=1 FLIGHTLINE_CHAOS=1 $(GO) test -race -count=1 -timeout 120m -v \
 		-run '^TestIntegrationSplitKill9$$' ./integration/ ; rc=$$?; $(SERVICES) down; exit $$rc
 
