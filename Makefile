@@ -41,13 +41,14 @@ test:
 # Longer runs than `make test` has time for. Each recipe line stands alone
 # (starts what it needs, stops it). The kill tests: 100 kill -9s of a random
 # process of a three-process Kafka pipeline per exactly-once sink, Delta on
-# S3 included (FLIGHTLINE_KILL_SEED=N replays a run's kill schedule).
+# S3 and Databricks (fake catalog, moto) included (FLIGHTLINE_KILL_SEED=N
+# replays a run's kill schedule).
 # The heavy matrices: 100 kills per exactly-once sink (Delta on S3 too),
 # then the DoPut fuzz targets for CHAOSTIME each.
 chaos: chaos-kill chaos-fuzz
 
 chaos-kill:
-	@$(SERVICES) up kafka postgres python s3 adbc && set -a && . integration/services/run/env && set +a && \
+	@$(SERVICES) up kafka postgres python s3 moto adbc && set -a && . integration/services/run/env && set +a && \
 	FLIGHTLINE_REQUIRE_SERVICES=1 FLIGHTLINE_CHAOS=1 $(GO) test -race -count=1 -timeout 120m -v \
 		-run '^TestIntegrationSplitKill9$$' ./integration/ ; rc=$$?; $(SERVICES) down; exit $$rc
 

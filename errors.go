@@ -27,6 +27,14 @@ var (
 	// the failing call. gRPC: FailedPrecondition.
 	ErrFenced = errors.New("flightline: writer fenced by a newer writer")
 
+	// ErrFailedPrecondition marks a destination or source that exists but
+	// is of a kind the endpoint cannot work with, e.g. a Unity Catalog
+	// table that is MANAGED (write credentials are vended for external
+	// tables only), a view, or not Delta. Retrying does not help; changing
+	// the table does. gRPC: FailedPrecondition with the ErrorInfo reason
+	// PRECONDITION (FailedPrecondition without it is ErrFenced).
+	ErrFailedPrecondition = errors.New("flightline: failed precondition")
+
 	// ErrConflict marks a commit that lost a race or found the pipeline's
 	// checkpoint moved since the writer read it. Re-read the checkpoint and
 	// resume from it. gRPC: Aborted.
@@ -67,7 +75,7 @@ func IsRetryable(err error) bool {
 	case err == nil:
 		return false
 	case errors.Is(err, ErrInvalidInput), errors.Is(err, ErrSchemaMismatch),
-		errors.Is(err, ErrFenced), errors.Is(err, ErrUnauthenticated),
+		errors.Is(err, ErrFenced), errors.Is(err, ErrFailedPrecondition), errors.Is(err, ErrUnauthenticated),
 		errors.Is(err, ErrPermissionDenied), errors.Is(err, ErrNotFound),
 		errors.Is(err, ErrInternal), errors.Is(err, context.Canceled):
 		return false

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/util"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -30,6 +31,8 @@ type Coordinator struct {
 	pipeline flightsink.Pipeline
 
 	window         int
+	chain          []transform.Transform // each Checked
+	chainMem       memory.Allocator
 	transform      transform.Func
 	minBackoff     time.Duration
 	maxBackoff     time.Duration
@@ -84,6 +87,32 @@ func Window(n int) Option {
 // transform.Func for what f may and must do; transform.Chain runs several).
 func WithTransform(f transform.Func) Option {
 	return func(c *Coordinator) error { c.transform = f; return nil }
+}
+
+// WithChain runs the transforms ts, in order, between the source and the
+// sink (and before WithTransform's Func): in-process ones (transform.Map
+// of a Func, the built-ins) or remote ones (flighttransform.Client). Each
+// is wrapped in transform.Checked, so a stage that breaks the checkpoint
+// contract of docs/protocol.md stops the pipeline with
+// transform.ErrContract. Every attempt starts a new exchange with each.
+// A stage is named in errors by its String method when it has one.
+func WithChain(ts ...transform.Transform) Option {
+	return func(c *Coordinator) error {
+		for i, t := range ts {
+			if t == nil {
+				return fmt.Errorf("%w: transform %d of the chain is nil", flightline.ErrInvalidInput, i)
+			}
+			c.chain = append(c.chain, t)
+		}
+		return nil
+	}
+}
+
+// ChainAllocator sets the allocator that joins the split outputs of a
+// chain's transforms (see transform.Checked); nil means
+// memory.DefaultAllocator, the default.
+func ChainAllocator(mem memory.Allocator) Option {
+	return func(c *Coordinator) error { c.chainMem = mem; return nil }
 }
 
 // Backoff sets the bounds of the jittered exponential backoff between
@@ -161,6 +190,13 @@ func New(src flightsrc.Source, sink flightsink.Sink, stream string, p flightsink
 		if err := o(c); err != nil {
 			return nil, err
 		}
+	}
+	for i, t := range c.chain {
+		name := fmt.Sprintf("#%d", i+1)
+		if s, ok := t.(fmt.Stringer); ok {
+			name = fmt.Sprintf("#%d (%s)", i+1, s)
+		}
+		c.chain[i] = transform.Checked(name, t, c.chainMem)
 	}
 	_, remoteSrc := src.(*flightsrc.Client)
 	_, remoteSink := sink.(*flightsink.Client)
@@ -264,11 +300,10 @@ func (c *Coordinator) runOnce(ctx context.Context) (progressed bool, err error) 
 	defer pw.Close(context.WithoutCancel(ctx))
 	c.log.Info("pipeline resuming", "pipeline", c.pipeline.ID, "stream", c.stream, "after", string(cp))
 
-	rd, err := c.src.Read(ctx, flightsrc.ReadRequest{Stream: c.stream, Pipeline: c.pipeline.ID, After: cp})
+	src, err := c.src.Read(ctx, flightsrc.ReadRequest{Stream: c.stream, Pipeline: c.pipeline.ID, After: cp})
 	if err != nil {
 		return false, fmt.Errorf("opening source: %w", err)
 	}
-	defer rd.Close()
 
 	// rctx is the producer's: a stop or a failure ends reading at once.
 	// actx is the acker's and the commits': it outlives a stop by up to
@@ -276,6 +311,18 @@ func (c *Coordinator) runOnce(ctx context.Context) (progressed bool, err error) 
 	// counted, and the sink's stream ends normally rather than cancelled.
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+
+	// The chain's last stage owns the stages before it and the source's
+	// reader: closing it closes them all. Its exchanges live in rctx.
+	var rd transform.Stream = src
+	defer func() { rd.Close() }()
+	for i, t := range c.chain {
+		out, err := t.Exchange(rctx, rd)
+		if err != nil {
+			return false, fmt.Errorf("starting transform %d of %d: %w", i+1, len(c.chain), err)
+		}
+		rd = out
+	}
 	actx, acancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer acancel(nil)
 	stopDrain := context.AfterFunc(rctx, func() {
@@ -381,13 +428,16 @@ func committedIn(stored, batch []byte) bool {
 
 // produce reads batches and submits them until the stream ends or ctx
 // does. A submitted batch commits under actx, which outlives a stop.
-func (c *Coordinator) produce(ctx, actx context.Context, rd flightsrc.Reader, pw flightsink.PipelinedWriter, slots chan struct{}, inflight chan<- sent, last []byte) error {
+func (c *Coordinator) produce(ctx, actx context.Context, rd transform.Stream, pw flightsink.PipelinedWriter, slots chan struct{}, inflight chan<- sent, last []byte) error {
 	for {
 		rec, cp, err := rd.Next(ctx)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
+			if len(c.chain) > 0 {
+				return fmt.Errorf("reading source through %d transforms: %w", len(c.chain), err)
+			}
 			return fmt.Errorf("reading source: %w", err)
 		}
 		if len(cp) == 0 {

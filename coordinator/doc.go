@@ -38,8 +38,13 @@
 //
 // Sources and sinks may be local Go values or remote Flight endpoints
 // (flightsrc.Dial, flightsink.Dial): the coordinator cannot tell them apart.
-// WithTransform leaves room for a stage between them (a transform.Func); a
-// Flight DoExchange transform service can later be wrapped as one.
+// Between them runs an optional chain of transforms (WithChain): in-process
+// ones or remote Flight DoExchange services (transform/flighttransform),
+// each checked against the checkpoint contract of docs/protocol.md by
+// transform.Checked, then WithTransform's Func. Checkpoints travel through
+// the chain: the sink commits the checkpoints the last stage hands back,
+// and a stage that invents or reorders one stops the pipeline. Every
+// attempt opens new exchanges; transforms keep no state across them.
 //
 // The coordinator is the only core package that imports both flightsrc and
 // flightsink; connectors import neither it nor the other side (see

@@ -115,3 +115,26 @@ type Preparer interface {
 	// coordinator back off and try again).
 	Prepare(ctx context.Context, req PrepareRequest) error
 }
+
+// Ender is implemented by sources that can say where a stream ends now, so
+// that a run can stop there (flightline sync --once) instead of following
+// the stream for ever.
+type Ender interface {
+	// End returns the stream's end as of the call.
+	End(ctx context.Context, stream string) (End, error)
+}
+
+// End is where a stream ended when Ender.End was called.
+type End struct {
+	// Desc describes the end for people (and logs): the end offsets, the
+	// table version, the last watermark.
+	Desc string
+	// Covered reports whether a pipeline whose sink has committed cp (the
+	// sink's checkpoint; nil when it has none) has read every record the
+	// stream held when End was called. Safe for concurrent use.
+	Covered func(ctx context.Context, cp []byte) (bool, error)
+	// Left, when not nil, estimates the records a pipeline whose sink
+	// holds cp has still to read to reach the end (for progress output;
+	// records that will not become rows, such as dead letters, count).
+	Left func(ctx context.Context, cp []byte) (int64, error)
+}

@@ -73,6 +73,7 @@ func killSinks(chaos bool) []killSink {
 		{name: "postgres", format: "json", dest: postgresKillDest},
 		{name: "adbc-postgres", format: "json", dest: adbcPostgresKillDest},
 		{name: "adbc-sqlite", format: "json", dest: adbcSQLiteKillDest},
+		{name: "databricks", format: "json", dest: databricksKillDest},
 		{name: "kafka", format: "raw", dest: kafkaKillDest},
 		{name: "dir", format: "raw", dest: func(t *testing.T, _ context.Context, _ string) killDest {
 			Need(t, "FLIGHTLINE_PYTHON", "python with pyarrow")

@@ -1,7 +1,13 @@
-// Package transform holds the batch rewrite hook a pipeline runs between
-// source and sink, and the rewrites the connectors offer. It depends on
-// Arrow only: sources, sinks, the coordinator and pipelines may all import
-// it without importing each other.
+// Package transform holds what a pipeline runs between source and sink:
+// Func, a rewrite of one batch (the connectors' rewrites, the built-ins
+// Select, Rename and Filter); Transform, a stage that rewrites a stream of
+// batches with their checkpoints (Map makes one of a Func;
+// transform/flighttransform serves and reaches one over Flight
+// DoExchange); and Checked, which holds a Transform to the checkpoint
+// contract of docs/protocol.md. It depends on Arrow and on the leaf
+// packages flightline (errors) and checkpoint only: sources, sinks, the
+// coordinator and pipelines may all import it without importing each
+// other.
 package transform
 
 import (

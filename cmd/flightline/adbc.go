@@ -122,6 +122,6 @@ func openAdbcSource(e env, u *url.URL, c adbcSourceConfig) (flightsrc.Source, fu
 }
 
 func init() {
-	sinkKinds["adbc"] = sinkOf(adbcSinkSpec, openAdbcSink)
-	sourceKinds["adbc"] = sourceOf(adbcSourceSpec, openAdbcSource)
+	sinkKinds["adbc"] = sinkOf(adbcSinkSpec, openAdbcSink).at("driver", "the driver: a .so or .toml path, a manifest name, or flightsql")
+	sourceKinds["adbc"] = sourceOf(adbcSourceSpec, openAdbcSource).at("driver", "the driver: a .so or .toml path, a manifest name, or flightsql")
 }

@@ -91,6 +91,6 @@ func openDeltaSource(e env, u *url.URL, c deltaSourceConfig) (flightsrc.Source, 
 }
 
 func init() {
-	sinkKinds["delta"] = sinkOf(deltaSinkSpec, openDeltaSink)
-	sourceKinds["delta"] = sourceOf(deltaSourceSpec, openDeltaSource)
+	sinkKinds["delta"] = sinkOf(deltaSinkSpec, openDeltaSink).at("uri", "the table: a local path or s3://BUCKET/PREFIX")
+	sourceKinds["delta"] = sourceOf(deltaSourceSpec, openDeltaSource).at("uri", "the table: a local path or s3://BUCKET/PREFIX")
 }

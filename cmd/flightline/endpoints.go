@@ -34,6 +34,11 @@ type env struct {
 	ctx context.Context
 	log *slog.Logger
 	reg prometheus.Registerer // nil: no metrics
+	// deadLetters, when set, is where a source kind that can hand over
+	// undecodable records sends them (a config-file pipeline's
+	// deadletter_sink or deadletter: discard); nil: such records fail the
+	// pipeline, or go where the kind's own options say.
+	deadLetters *deadLetterRouter
 }
 
 // usager is a kind's declaration, as usage needs it.
@@ -41,18 +46,64 @@ type usager interface{ Usage() string }
 
 type sourceKind struct {
 	spec usager
+	decl *decl // nil for an alias: the config file knows only the main name
 	open func(e env, u *url.URL, q url.Values) (flightsrc.Source, func(), error)
 }
 
 type sinkKind struct {
 	spec usager
+	decl *decl
 	open func(e env, u *url.URL, q url.Values) (flightsink.Sink, func(), error)
+}
+
+// decl is a kind's declaration as the config file needs it, independent
+// of the kind's config type: its fields, its pass-through keys, where its
+// location goes, and a check of option values with the kind's own parser.
+type decl struct {
+	kind   string // the spec's Kind (the URL scheme is the registry key)
+	form   string
+	doc    string
+	fields []spec.Field
+	extra  *spec.Extra
+	// loc is the config-file key that holds what the URL form writes
+	// between "kind:" and "?" (a path, a table URI, a DSN); locDoc says
+	// what it is. Kinds that declare none get "location".
+	loc, locDoc string
+	// check parses q with the kind's spec, applying the same checks as
+	// the URL form; errors name the option and withhold secret values.
+	check func(q url.Values) error
+}
+
+func declOf[T any](s *spec.Spec[T]) *decl {
+	return &decl{kind: s.Kind, form: s.Form, doc: s.Doc, fields: s.Fields, extra: s.Extra,
+		loc: "location", locDoc: "what the URL form writes between KIND: and ?",
+		check: func(q url.Values) error { _, err := s.Parse(q); return err }}
+}
+
+// at names the config-file key of a source kind's location.
+func (k sourceKind) at(key, doc string) sourceKind {
+	if k.decl != nil {
+		d := *k.decl
+		d.loc, d.locDoc = key, doc
+		k.decl = &d
+	}
+	return k
+}
+
+// at names the config-file key of a sink kind's location.
+func (k sinkKind) at(key, doc string) sinkKind {
+	if k.decl != nil {
+		d := *k.decl
+		d.loc, d.locDoc = key, doc
+		k.decl = &d
+	}
+	return k
 }
 
 // sourceOf registers a source kind: its options parse into a T by s, and
 // open builds the source from them.
 func sourceOf[T any](s *spec.Spec[T], open func(e env, u *url.URL, cfg T) (flightsrc.Source, func(), error)) sourceKind {
-	return sourceKind{spec: s, open: func(e env, u *url.URL, q url.Values) (flightsrc.Source, func(), error) {
+	return sourceKind{spec: s, decl: declOf(s), open: func(e env, u *url.URL, q url.Values) (flightsrc.Source, func(), error) {
 		cfg, err := s.Parse(q)
 		if err != nil {
 			return nil, nil, err
@@ -63,7 +114,7 @@ func sourceOf[T any](s *spec.Spec[T], open func(e env, u *url.URL, cfg T) (fligh
 
 // sinkOf registers a sink kind, like sourceOf.
 func sinkOf[T any](s *spec.Spec[T], open func(e env, u *url.URL, cfg T) (flightsink.Sink, func(), error)) sinkKind {
-	return sinkKind{spec: s, open: func(e env, u *url.URL, q url.Values) (flightsink.Sink, func(), error) {
+	return sinkKind{spec: s, decl: declOf(s), open: func(e env, u *url.URL, q url.Values) (flightsink.Sink, func(), error) {
 		cfg, err := s.Parse(q)
 		if err != nil {
 			return nil, nil, err
@@ -130,7 +181,7 @@ var sourceKinds = map[string]sourceKind{
 }
 
 var sinkKinds = map[string]sinkKind{
-	"dir": sinkOf(dirSpec, openDir),
+	"dir": sinkOf(dirSpec, openDir).at("path", "the directory"),
 	"memory": sinkOf(memorySpec, func(env, *url.URL, noOptions) (flightsink.Sink, func(), error) {
 		m := flightsink.NewMemory()
 		return m, m.Release, nil

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/url"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/flightsrc/kafka"
@@ -75,7 +78,8 @@ type kafkaSourceConfig struct {
 	Membership        bool           `spec:"membership" default:"true" doc:"join the consumer group; false: read every partition, committing nothing to the group"`
 	SessionTimeout    *time.Duration `spec:"session_timeout" doc:"consumer group session timeout (default 45s)"`
 	InstanceID        *string        `spec:"instance_id" doc:"static group member id (KIP-345): a restart within the session timeout keeps its partitions"`
-	DeadLetters       string         `spec:"dead_letters" default:"fail" doc:"undecodable records: fail the pipeline, or append them to FILE.jsonl and go on"`
+	DeadLetters       string         `spec:"dead_letters" default:"fail" doc:"undecodable records: fail the pipeline, or append them to FILE.jsonl and go on (a pipeline of the config file routes them with deadletter_sink instead)"`
+	MaxValueBytes     *spec.Size     `spec:"max_value_bytes" doc:"format=json|avro: a record value over this size is a dead letter (stage load), not a row"`
 }
 
 var kafkaSourceSpec = spec.New[kafkaSourceConfig]("kafka", "kafka:?brokers=HOST:PORT&topics=T,T&…",
@@ -163,6 +167,7 @@ func (c kafkaSourceConfig) options(e env) (opts []kafka.Option, closeFn func(), 
 	if tc != nil {
 		opts = append(opts, kafka.TLS(tc))
 	}
+	var newDec func() (kafkadecode.ValueDecoder, error)
 	switch c.Format {
 	case "raw":
 		if c.Schema != "" || c.Registry != "" {
@@ -185,7 +190,7 @@ func (c kafkaSourceConfig) options(e env) (opts []kafka.Option, closeFn func(), 
 			if err != nil {
 				return nil, nil, bad("schema", c.Schema, err)
 			}
-			opts = append(opts, kafka.ValueDecoder(func() (kafkadecode.ValueDecoder, error) { return kafkadecode.NewJSONDecoder(sc) }))
+			newDec = func() (kafkadecode.ValueDecoder, error) { return kafkadecode.NewJSONDecoder(sc) }
 			break
 		}
 		var reg *kafkadecode.Registry
@@ -194,16 +199,30 @@ func (c kafkaSourceConfig) options(e env) (opts []kafka.Option, closeFn func(), 
 				return nil, nil, bad("registry", c.Registry, err)
 			}
 		}
-		opts = append(opts, kafka.ValueDecoder(func() (kafkadecode.ValueDecoder, error) {
+		newDec = func() (kafkadecode.ValueDecoder, error) {
 			var ao []kafkadecode.AvroOption
 			if reg != nil {
 				ao = append(ao, kafkadecode.AvroConfluent(), kafkadecode.AvroRegistry(reg, 10*time.Second))
 			}
 			return kafkadecode.NewAvroDecoder(avroSchema, ao...)
-		}))
+		}
+	}
+	if c.MaxValueBytes != nil {
+		if newDec == nil {
+			return nil, nil, bad("max_value_bytes", fmt.Sprint(int64(*c.MaxValueBytes)), fmt.Errorf("needs format=json or format=avro"))
+		}
+		newDec = limitValues(newDec, int(*c.MaxValueBytes))
+	}
+	if newDec != nil {
+		opts = append(opts, kafka.ValueDecoder(newDec))
 	}
 	closeFn = func() {}
-	if c.DeadLetters != "fail" {
+	if e.deadLetters != nil {
+		if c.DeadLetters != "fail" {
+			return nil, nil, bad("dead_letters", c.DeadLetters, fmt.Errorf("the pipeline routes dead letters itself (deadletter_sink or deadletter: discard)"))
+		}
+		opts = append(opts, kafka.DeadLetters(e.deadLetters.kafkaHandler()))
+	} else if c.DeadLetters != "fail" {
 		h, closeDL, err := deadLetterFile(c.DeadLetters)
 		if err != nil {
 			return nil, nil, bad("dead_letters", c.DeadLetters, err)
@@ -252,4 +271,33 @@ func deadLetterFile(path string) (kafka.DeadLetterHandler, func(), error) {
 		return f.Sync()
 	}
 	return h, func() { f.Close() }, nil
+}
+
+// limitValues wraps the decoders newDec makes so that a value over max
+// bytes is refused (a dead letter) instead of decoded.
+func limitValues(newDec func() (kafkadecode.ValueDecoder, error), max int) func() (kafkadecode.ValueDecoder, error) {
+	return func() (kafkadecode.ValueDecoder, error) {
+		d, err := newDec()
+		if err != nil {
+			return nil, err
+		}
+		return sizeLimit{ValueDecoder: d, max: max}, nil
+	}
+}
+
+// sizeLimit is a ValueDecoder refusing values over max bytes.
+type sizeLimit struct {
+	kafkadecode.ValueDecoder
+	max int
+}
+
+// errOverSize is wrapped by the error of a value over the size limit.
+var errOverSize = errors.New("over the size limit")
+
+func (s sizeLimit) AppendValue(b *array.StructBuilder, value []byte) error {
+	if len(value) > s.max {
+		b.AppendNulls(1) // the contract: one row, also on error
+		return fmt.Errorf("%w: value of %d bytes, max_value_bytes is %d", errOverSize, len(value), s.max)
+	}
+	return s.ValueDecoder.AppendValue(b, value)
 }

@@ -2,8 +2,14 @@
 //
 //	flightline serve-source --source SPEC --listen ADDR
 //	flightline serve-sink   --sink SPEC --listen ADDR
-//	flightline run          --source SPEC --sink SPEC --stream S --pipeline P
+//	flightline run          --source SPEC --sink SPEC --stream S --pipeline P [--transform T]…
+//	flightline serve-transform --transform builtin:… --listen ADDR
 //	flightline demo
+//	flightline sync         [--config flightline.yml] [--pipeline NAME] [--once]
+//	flightline serve        [--config flightline.yml] [--only REF,…]
+//	flightline check        [--config flightline.yml]
+//	flightline config show  [--config flightline.yml]
+//	flightline config doc
 //
 // Every command takes --help.
 package main
@@ -41,8 +47,17 @@ Usage:
 Commands:
   serve-source   serve a source as an Arrow Flight server (DoGet)
   serve-sink     serve a sink as an Arrow Flight DoPut endpoint
-  run            run the coordinator between a source and a sink
+  serve-transform serve built-in transforms as an Arrow Flight DoExchange endpoint
+  run            run the coordinator between a source and a sink, through transforms
   demo           run a whole pipeline in this process and print what it wrote
+
+With a config file (flightline.yml, or --config FILE; see docs/config.md):
+  sync           run the file's pipelines (--pipeline NAME: one) in this process;
+                 --once stops when the sink has what the source held at the start
+  serve          serve the file's sources and sinks that have listen addresses
+  check          validate the file, then reach each endpoint: one line each
+  config show    print the resolved file, secrets masked
+  config doc     print the reference of every kind's keys (docs/config.md)
 
 Run 'flightline <command> --help' for a command's flags.
 `
@@ -60,10 +75,20 @@ func main() {
 		err = serveSource(ctx, args)
 	case "serve-sink":
 		err = serveSink(ctx, args)
+	case "serve-transform":
+		err = serveTransform(ctx, args)
 	case "run":
 		err = runPipeline(ctx, args)
 	case "demo":
 		err = demo(ctx, args, os.Stdout)
+	case "config":
+		err = configCommand(args, os.Stdout)
+	case "check":
+		err = checkCommand(ctx, args, os.Stdout)
+	case "sync":
+		err = syncCommand(ctx, args)
+	case "serve":
+		err = serveCommand(ctx, args)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 	default:
@@ -112,7 +137,7 @@ func (c *common) logger(w io.Writer) (*slog.Logger, error) {
 
 // serveMetrics starts the metrics endpoint if configured; the returned
 // function stops it.
-func (c *common) serveMetrics(m *metrics.Metrics, log *slog.Logger) (func(), error) {
+func (c *common) serveMetrics(m *metrics.Metrics, log *slog.Logger, extra ...map[string]http.Handler) (func(), error) {
 	if c.metricsAddr == "" {
 		return func() {}, nil
 	}
@@ -122,6 +147,11 @@ func (c *common) serveMetrics(m *metrics.Metrics, log *slog.Logger) (func(), err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.Handler())
+	for _, routes := range extra {
+		for path, h := range routes {
+			mux.Handle(path, h)
+		}
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(lis)
 	log.Info("metrics listening", "addr", lis.Addr().String())
@@ -309,6 +339,8 @@ func runPipeline(ctx context.Context, args []string) error {
 	c.register(fs)
 	scf.register(fs, "source-", "FLIGHTLINE_SOURCE_TOKEN")
 	kcf.register(fs, "sink-", "FLIGHTLINE_SINK_TOKEN")
+	var tf transformFlags
+	tf.register(fs)
 	srcSpec := fs.String("source", "", "source: grpc://host:port, grpc+tls://host:port, or an in-process kind (required)")
 	sinkSpec := fs.String("sink", "", "sink: grpc://host:port, grpc+tls://host:port, or an in-process kind (required)")
 	stream := fs.String("stream", "orders", "the source stream to read")
@@ -347,13 +379,19 @@ func runPipeline(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeSink()
+	chain, closeChain, err := tf.open(*pipeline, *stream)
+	if err != nil {
+		return err
+	}
+	defer closeChain()
 	stopMetrics, err := c.serveMetrics(m, log)
 	if err != nil {
 		return err
 	}
 	defer stopMetrics()
 	co, err := coordinator.New(src, sink, *stream, flightsink.Pipeline{ID: *pipeline, Target: *target},
-		coordinator.Window(*window), coordinator.WithLogger(log), coordinator.WithMetrics(m.Registry()), coordinator.MaxAttempts(*maxAttempts))
+		coordinator.Window(*window), coordinator.WithLogger(log), coordinator.WithMetrics(m.Registry()), coordinator.MaxAttempts(*maxAttempts),
+		coordinator.WithChain(chain...))
 	if err != nil {
 		return err
 	}

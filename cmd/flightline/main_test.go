@@ -25,6 +25,10 @@ func TestEveryCommandHasHelp(t *testing.T) {
 		"serve-sink":   func() error { return serveSink(ctx, []string{"--help"}) },
 		"run":          func() error { return runPipeline(ctx, []string{"--help"}) },
 		"demo":         func() error { return demo(ctx, []string{"--help"}, &out) },
+		"sync":         func() error { return syncCommand(ctx, []string{"--help"}) },
+		"serve":        func() error { return serveCommand(ctx, []string{"--help"}) },
+		"check":        func() error { return checkCommand(ctx, []string{"--help"}, &out) },
+		"config show":  func() error { return configCommand([]string{"show", "--help"}, &out) },
 	} {
 		require.Truef(t, errors.Is(f(), flag.ErrHelp), "%s --help", name)
 	}

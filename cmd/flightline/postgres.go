@@ -18,15 +18,16 @@ import (
 //	postgres://user@host:5432/db?sslmode=disable&table=sales.orders
 //
 // Put the password in PGPASSWORD or ~/.pgpass (or passfile=) rather than
-// on the command line, where other users can read it.
+// on the command line, where other users can read it; the password key
+// is for the config file, where it is written ${VAR}.
 
 // pgConn are the libpq-style query keys passed through to pgx; any other
 // key is an error, so a typo is not silently sent to the server.
 var pgConn = &spec.Extra{
 	Doc: "libpq connection keys, passed to the driver",
 	Keys: []string{"sslmode", "sslrootcert", "sslcert", "sslkey", "sslpassword", "sslsni", "connect_timeout",
-		"application_name", "target_session_attrs", "passfile", "search_path"},
-	Secret: []string{"sslpassword"},
+		"application_name", "target_session_attrs", "passfile", "search_path", "password"},
+	Secret: []string{"sslpassword", "password"},
 }
 
 // pgSinkConfig is the postgres:// sink kind.
@@ -96,8 +97,8 @@ func openPgSource(e env, u *url.URL, c pgSourceConfig) (flightsrc.Source, func()
 }
 
 func init() {
-	sinkKinds["postgres"] = sinkOf(pgSinkSpec, openPgSink)
-	sinkKinds["postgresql"] = sinkKind{spec: alias("postgresql://…  same as postgres://"), open: sinkKinds["postgres"].open}
-	sourceKinds["postgres"] = sourceOf(pgSourceSpec, openPgSource)
-	sourceKinds["postgresql"] = sourceKind{spec: alias("postgresql://…  same as postgres://"), open: sourceKinds["postgres"].open}
+	sinkKinds["postgres"] = sinkOf(pgSinkSpec, openPgSink).at("dsn", "postgres://USER@HOST:PORT/DB (its query may hold libpq keys)")
+	sinkKinds["postgresql"] = sinkKind{spec: alias("postgresql://…  same as postgres://"), decl: sinkKinds["postgres"].decl, open: sinkKinds["postgres"].open}
+	sourceKinds["postgres"] = sourceOf(pgSourceSpec, openPgSource).at("dsn", "postgres://USER@HOST:PORT/DB (its query may hold libpq keys)")
+	sourceKinds["postgresql"] = sourceKind{spec: alias("postgresql://…  same as postgres://"), decl: sourceKinds["postgres"].decl, open: sourceKinds["postgres"].open}
 }

@@ -29,7 +29,7 @@ var s3SinkSpec = spec.New[s3SinkConfig]("s3", "s3:BUCKET/PREFIX?…",
 	"at-least-once: one Parquet object per batch under BUCKET/PREFIX/[TARGET/]PIPELINE/; replays overwrite the same keys", storageKeys)
 
 func init() {
-	sinkKinds["s3"] = sinkOf(s3SinkSpec, openS3Sink)
+	sinkKinds["s3"] = sinkOf(s3SinkSpec, openS3Sink).at("prefix", "BUCKET/PREFIX the objects go under")
 }
 
 func openS3Sink(e env, u *url.URL, c s3SinkConfig) (flightsink.Sink, func(), error) {

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/checkpoint"
@@ -37,6 +38,7 @@ type Option func(*options) error
 
 type options struct {
 	storage   objstore.Options
+	creds     aws.CredentialsProvider
 	instance  string
 	interval  int64
 	evolve    bool
@@ -58,6 +60,14 @@ func StorageOptions(o map[string]string) Option {
 		op.storage = o
 		return nil
 	}
+}
+
+// Credentials sets the S3 credentials provider (for an s3:// table only),
+// used for every request instead of keys in StorageOptions, which must then
+// hold none: the provider renews its credentials itself (Unity Catalog's
+// vended credentials, flightsink/databricks).
+func Credentials(p aws.CredentialsProvider) Option {
+	return func(o *options) error { o.creds = p; return nil }
 }
 
 // Instance names this sink instance within its pipelines. Instances of one
@@ -173,7 +183,7 @@ func New(ctx context.Context, uri string, opts ...Option) (*Sink, error) {
 			return nil, err
 		}
 	}
-	root, err := objstore.Open(ctx, uri, o.storage)
+	root, err := objstore.OpenWithCredentials(ctx, uri, o.storage, o.creds)
 	if err != nil {
 		return nil, err
 	}

@@ -38,6 +38,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsrc"
@@ -51,6 +52,14 @@ type Option func(*Source) error
 // StorageOptions sets the object-store options (AWS_* keys).
 func StorageOptions(o map[string]string) Option {
 	return func(s *Source) error { s.storage = o; return nil }
+}
+
+// Credentials sets the S3 credentials provider (for an s3:// table only),
+// used for every request instead of keys in StorageOptions, which must then
+// hold none: the provider renews its credentials itself (Unity Catalog's
+// vended credentials, flightsrc/databricks).
+func Credentials(p aws.CredentialsProvider) Option {
+	return func(s *Source) error { s.creds = p; return nil }
 }
 
 // Stream names the stream (default: the last element of the table path).
@@ -92,6 +101,7 @@ func Allocator(mem memory.Allocator) Option {
 type Source struct {
 	t         *deltalog.Table
 	storage   objstore.Options
+	creds     aws.CredentialsProvider
 	stream    string
 	once      bool
 	batchRows int
@@ -108,7 +118,7 @@ func New(ctx context.Context, uri string, opts ...Option) (*Source, error) {
 			return nil, err
 		}
 	}
-	st, err := objstore.Open(ctx, uri, s.storage)
+	st, err := objstore.OpenWithCredentials(ctx, uri, s.storage, s.creds)
 	if err != nil {
 		return nil, err
 	}

@@ -45,6 +45,9 @@ const (
 	ReasonSchemaMismatch = "SCHEMA_MISMATCH"
 	ReasonFenced         = "FENCED"
 	ReasonConflict       = "CHECKPOINT_CONFLICT"
+	// ReasonPrecondition tells flightline.ErrFailedPrecondition from
+	// ErrFenced, which share FailedPrecondition.
+	ReasonPrecondition = "PRECONDITION"
 	// ReasonInternalBug marks an Internal status that is not retryable: the
 	// endpoint recovered from a bug (a panic) handling the call.
 	ReasonInternalBug = "INTERNAL_BUG"
@@ -58,6 +61,8 @@ func reason(err error) string {
 		return ReasonFenced
 	case errors.Is(err, flightline.ErrConflict):
 		return ReasonConflict
+	case errors.Is(err, flightline.ErrFailedPrecondition):
+		return ReasonPrecondition
 	case errors.Is(err, flightline.ErrInternal):
 		return ReasonInternalBug
 	}
@@ -69,7 +74,7 @@ func Code(err error) codes.Code {
 	switch {
 	case errors.Is(err, flightline.ErrInvalidInput), errors.Is(err, flightline.ErrSchemaMismatch):
 		return codes.InvalidArgument
-	case errors.Is(err, flightline.ErrFenced):
+	case errors.Is(err, flightline.ErrFenced), errors.Is(err, flightline.ErrFailedPrecondition):
 		return codes.FailedPrecondition
 	case errors.Is(err, flightline.ErrConflict):
 		return codes.Aborted
@@ -122,6 +127,9 @@ func FromStatus(prefix string, err error) error {
 		}
 	case codes.FailedPrecondition:
 		sentinel = flightline.ErrFenced
+		if hasReason(st, ReasonPrecondition) {
+			sentinel = flightline.ErrFailedPrecondition
+		}
 	case codes.Aborted:
 		sentinel = flightline.ErrConflict
 	case codes.Unavailable, codes.ResourceExhausted:

@@ -21,6 +21,7 @@ func TestRoundTrip(t *testing.T) {
 		{flightline.ErrInvalidInput, codes.InvalidArgument},
 		{flightline.ErrSchemaMismatch, codes.InvalidArgument},
 		{flightline.ErrFenced, codes.FailedPrecondition},
+		{flightline.ErrFailedPrecondition, codes.FailedPrecondition},
 		{flightline.ErrConflict, codes.Aborted},
 		{flightline.ErrUnavailable, codes.Unavailable},
 		{flightline.ErrUnauthenticated, codes.Unauthenticated},
@@ -37,6 +38,15 @@ func TestRoundTrip(t *testing.T) {
 		require.Contains(t, back.Error(), "writing batch 3")
 		require.Equal(t, tc.code, status.Code(back), "the code survives a second hop")
 	}
+}
+
+func TestFailedPreconditionIsNotFenced(t *testing.T) {
+	back := FromStatus("x", ToStatus(fmt.Errorf("table t is MANAGED: %w", flightline.ErrFailedPrecondition)))
+	require.ErrorIs(t, back, flightline.ErrFailedPrecondition)
+	require.NotErrorIs(t, back, flightline.ErrFenced)
+	require.False(t, flightline.IsRetryable(back))
+	// Without the reason (an older peer) FailedPrecondition stays fenced.
+	require.ErrorIs(t, FromStatus("x", status.Error(codes.FailedPrecondition, "old")), flightline.ErrFenced)
 }
 
 func TestUnknownIsInternal(t *testing.T) {

@@ -24,6 +24,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/flightline/flightline"
 )
 
@@ -90,6 +92,15 @@ func OptionKeys() []string {
 // credentials missing from opts come from the AWS SDK's default chain
 // (environment, shared config, web identity, instance role).
 func Open(ctx context.Context, uri string, opts Options) (Store, error) {
+	return OpenWithCredentials(ctx, uri, opts, nil)
+}
+
+// OpenWithCredentials is Open with creds (when not nil) as the S3
+// credentials provider, used as is: the S3 client calls its Retrieve for
+// every request, so creds must answer from memory and renew on its own
+// (Unity Catalog's vended credentials do). opts must then hold no AWS keys.
+// creds is an error for a local path.
+func OpenWithCredentials(ctx context.Context, uri string, opts Options, creds aws.CredentialsProvider) (Store, error) {
 	for k := range opts {
 		if !knownOptions[k] {
 			return nil, fmt.Errorf("%w: unknown storage option %q (known: %s)", flightline.ErrInvalidInput, k, strings.Join(OptionKeys(), ", "))
@@ -101,8 +112,11 @@ func Open(ctx context.Context, uri string, opts Options) (Store, error) {
 		if err != nil || u.Host == "" {
 			return nil, fmt.Errorf("%w: %q: want s3://bucket/prefix", flightline.ErrInvalidInput, uri)
 		}
-		return NewS3(ctx, u.Host, strings.Trim(u.Path, "/"), opts)
+		return newS3(ctx, u.Host, strings.Trim(u.Path, "/"), opts, creds)
 	case strings.HasPrefix(uri, "file://"):
+		if creds != nil {
+			return nil, fmt.Errorf("%w: a credentials provider given for local path %q", flightline.ErrInvalidInput, uri)
+		}
 		u, err := url.Parse(uri)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %q: %v", flightline.ErrInvalidInput, uri, err)
@@ -111,7 +125,7 @@ func Open(ctx context.Context, uri string, opts Options) (Store, error) {
 	case strings.Contains(uri, "://"):
 		return nil, fmt.Errorf("%w: %q: unsupported scheme (want a local path, file:// or s3://)", flightline.ErrInvalidInput, uri)
 	}
-	if len(opts) > 0 {
+	if len(opts) > 0 || creds != nil {
 		return nil, fmt.Errorf("%w: storage options given for local path %q", flightline.ErrInvalidInput, uri)
 	}
 	return NewLocal(uri)

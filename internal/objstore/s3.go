@@ -39,6 +39,9 @@ type S3 struct {
 	prefix    string // no leading or trailing '/'
 	partSize  int
 	threshold int
+	// renewing: credentials come from a provider that renews them
+	// (OpenWithCredentials), so an expired token is a transient state.
+	renewing bool
 }
 
 // NewS3 returns a store on s3://bucket/prefix configured by opts (see
@@ -46,7 +49,14 @@ type S3 struct {
 // With AWS_ENDPOINT_URL set, requests use path-style addressing; an http://
 // endpoint requires AWS_ALLOW_HTTP=true.
 func NewS3(ctx context.Context, bucket, prefix string, opts Options) (*S3, error) {
+	return newS3(ctx, bucket, prefix, opts, nil)
+}
+
+func newS3(ctx context.Context, bucket, prefix string, opts Options, creds aws.CredentialsProvider) (*S3, error) {
 	var lo []func(*config.LoadOptions) error
+	if creds != nil && (opts[AccessKeyID] != "" || opts[SecretAccessKey] != "" || opts[SessionToken] != "") {
+		return nil, fmt.Errorf("%w: storage options carry AWS keys and a credentials provider is given: use one", flightline.ErrInvalidInput)
+	}
 	if id, secret := opts[AccessKeyID], opts[SecretAccessKey]; id != "" || secret != "" {
 		if id == "" || secret == "" {
 			return nil, fmt.Errorf("%w: storage options need both %s and %s", flightline.ErrInvalidInput, AccessKeyID, SecretAccessKey)
@@ -83,6 +93,11 @@ func NewS3(ctx context.Context, bucket, prefix string, opts Options) (*S3, error
 		return nil, fmt.Errorf("objstore: AWS config: %w", err)
 	}
 	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
+		if creds != nil {
+			// Used as is, not behind the SDK's credentials cache: the
+			// provider decides when its credentials are renewed.
+			o.Credentials = creds
+		}
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 			o.UsePathStyle = true
@@ -92,7 +107,8 @@ func NewS3(ctx context.Context, bucket, prefix string, opts Options) (*S3, error
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	})
-	return &S3{client: client, bucket: bucket, prefix: strings.Trim(prefix, "/"), partSize: DefaultPartSize, threshold: MultipartThreshold}, nil
+	return &S3{client: client, bucket: bucket, prefix: strings.Trim(prefix, "/"), partSize: DefaultPartSize, threshold: MultipartThreshold,
+		renewing: creds != nil}, nil
 }
 
 // SetPartSize changes the multipart part size and threshold (for tests).
@@ -234,7 +250,15 @@ func (s *S3) wrap(err error, op, key string) error {
 			return fmt.Errorf("%s: %w", where, ErrExists)
 		case "NoSuchBucket":
 			return fmt.Errorf("objstore: %s %s: bucket %q does not exist: %w", op, where, s.bucket, flightline.ErrNotFound)
-		case "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken", "InvalidClientTokenId",
+		case "ExpiredToken":
+			if s.renewing {
+				// The provider renews its credentials (and refuses to hand
+				// out ones about to expire): S3 saw them expire first, e.g.
+				// a clock behind S3's. Retrying uses renewed ones.
+				return fmt.Errorf("objstore: %s %s: credentials expired before renewal (%s): %w", op, where, ae.ErrorMessage(), flightline.ErrUnavailable)
+			}
+			return fmt.Errorf("objstore: %s %s: credentials refused (%s): %w", op, where, ae.ErrorCode(), flightline.ErrUnauthenticated)
+		case "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "InvalidClientTokenId",
 			"XAdminUserNotFound": // versitygw's unknown access key, sent as 404
 			return fmt.Errorf("objstore: %s %s: credentials refused (%s): %w", op, where, ae.ErrorCode(), flightline.ErrUnauthenticated)
 		case "AccessDenied", "Forbidden":
@@ -255,6 +279,11 @@ func (s *S3) wrap(err error, op, key string) error {
 		case http.StatusForbidden:
 			return fmt.Errorf("objstore: %s %s: %v: %w", op, where, err, flightline.ErrPermissionDenied)
 		}
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		// The caller's context ended: say so (callers test for it), not
+		// that the store is unavailable.
+		return fmt.Errorf("objstore: %s %s: %w", op, where, err)
 	}
 	var ne net.Error
 	if errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) {

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/flightline/flightline/internal/pgtest"
+	"github.com/flightline/flightline/internal/servicetest"
+)
+
+// docs/config.md is what `flightline config doc` prints; regenerate it
+// with `go run ./cmd/flightline config doc > docs/config.md`.
+func TestConfigDocIsCurrent(t *testing.T) {
+	b, err := os.ReadFile("../../docs/config.md")
+	require.NoError(t, err)
+	if want := configReference(); want != string(b) {
+		// Name the first line that differs rather than dumping both files.
+		wl, gl := strings.Split(want, "\n"), strings.Split(string(b), "\n")
+		i := 0
+		for i < len(wl) && i < len(gl) && wl[i] == gl[i] {
+			i++
+		}
+		line := func(ls []string) string {
+			if i < len(ls) {
+				return ls[i]
+			}
+			return "(end of file)"
+		}
+		t.Fatalf("docs/config.md is stale at line %d: go run ./cmd/flightline config doc > docs/config.md\nwant: %s\nhave: %s", i+1, line(wl), line(gl))
+	}
+	for _, sec := range []string{secSources, secSinks} {
+		for _, k := range mainKinds(sec) {
+			require.Contains(t, string(b), "### `"+k+"`", "every kind is documented")
+		}
+	}
+}
+
+func writeConfig(t *testing.T, yml string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "flightline.yml")
+	require.NoError(t, os.WriteFile(path, []byte(yml), 0o600))
+	return path
+}
+
+func TestConfigShowCommand(t *testing.T) {
+	t.Setenv("WAREHOUSE_PASSWORD", "hunter2-secret")
+	path := writeConfig(t, "sinks:\n  w:\n    postgres: {dsn: 'postgres://u@h/db', password: '${WAREHOUSE_PASSWORD}'}\n")
+	var out bytes.Buffer
+	require.NoError(t, configCommand([]string{"show", "--config", path}, &out))
+	require.Contains(t, out.String(), "password: '********'")
+	require.NotContains(t, out.String(), "hunter2")
+
+	out.Reset()
+	err := configCommand([]string{"show", "--config", filepath.Join(t.TempDir(), "missing.yml")}, &out)
+	require.ErrorContains(t, err, "missing.yml")
+}
+
+// check prints one line per endpoint and fails when any cannot be reached.
+func TestCheckCommand(t *testing.T) {
+	dir := t.TempDir()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	dead := lis.Addr().String()
+	require.NoError(t, lis.Close()) // nothing listens there now
+
+	good := writeConfig(t, `
+sources:
+  gen: 'generator:?rows=10'
+sinks:
+  out:
+    dir: {path: `+dir+`}
+deadletter_sinks:
+  rejects: 'memory:'
+pipelines:
+  p:
+    source: gen
+    sink: out
+    deadletter_sink: rejects
+    stream: orders
+`)
+	var out bytes.Buffer
+	require.NoError(t, checkCommand(context.Background(), []string{"--config", good}, &out), out.String())
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 4, out.String())
+	require.Contains(t, lines[1], "ok    sources.gen")
+	require.Contains(t, lines[1], "streams: orders")
+	require.Contains(t, lines[2], "ok    sinks.out")
+	require.Contains(t, lines[2], "p: no checkpoint yet")
+	require.Contains(t, lines[3], "ok    deadletter_sinks.rejects")
+
+	bad := writeConfig(t, `
+sources:
+  gen: 'generator:?rows=10'
+  far: grpc://`+dead+`
+sinks:
+  out:
+    dir: {path: `+dir+`}
+pipelines:
+  p:
+    source: gen
+    sink: out
+    stream: nope
+`)
+	out.Reset()
+	err = checkCommand(context.Background(), []string{"--config", bad, "--timeout", "5s"}, &out)
+	require.ErrorContains(t, err, "2 endpoint(s) failed")
+	require.Regexp(t, `FAIL  sources.far +grpc +.*`, out.String())
+	require.Regexp(t, `FAIL  sources.gen +generator +stream "nope" is not among the source's streams \(orders\)`, out.String())
+	require.Contains(t, out.String(), "ok    sinks.out")
+
+	out.Reset()
+	err = checkCommand(context.Background(), []string{"--config", writeConfig(t, "sinks:\n  a:\n    dri: {path: /x}\n")}, &out)
+	require.Error(t, err)
+	require.Contains(t, out.String(), `FAIL`)
+	require.Contains(t, out.String(), `did you mean "dir"?`)
+}
+
+// check against the real services: a reachable PostgreSQL sink and Kafka
+// source pass; a wrong SASL password and a closed port fail, each with
+// its reason.
+func TestCheckRealServices(t *testing.T) {
+	dsn := servicetest.Need(t, "FLIGHTLINE_PG_DSN", "PostgreSQL")
+	brokers := servicetest.Need(t, "FLIGHTLINE_KAFKA_SASL_BROKERS", "Kafka with SASL")
+	t.Setenv("CHECK_KAFKA_PW", os.Getenv("FLIGHTLINE_KAFKA_SASL_PASSWORD"))
+	t.Setenv("CHECK_WRONG_PW", "not-the-password")
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	dead := lis.Addr().String()
+	require.NoError(t, lis.Close())
+	topic := createTopic(t, "check", 1)
+	// A role with a password (the test cluster trusts only postgres).
+	role := pgtest.Name("check_role")
+	pgtest.Exec(t, pgtest.Conn(t), "CREATE ROLE "+role+" LOGIN PASSWORD 'right-pw'")
+	t.Setenv("CHECK_PG_RIGHT", "right-pw")
+	t.Setenv("CHECK_PG_WRONG", "wrong-pw")
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
+	u.User = url.User(role)
+	roleDSN := u.String()
+	path := writeConfig(t, `
+sources:
+  k:
+    kafka: {brokers: [`+brokers+`], sasl: plain, user: '${FLIGHTLINE_KAFKA_SASL_USER}', password_env: CHECK_KAFKA_PW, topics: [`+topic+`]}
+  k_wrong:
+    kafka: {brokers: [`+brokers+`], sasl: plain, user: '${FLIGHTLINE_KAFKA_SASL_USER}', password_env: CHECK_WRONG_PW, topics: [t]}
+sinks:
+  pg:
+    postgres: {dsn: '`+dsn+`', table: check_orders}
+  pg_role:
+    postgres: {dsn: '`+roleDSN+`', password: '${CHECK_PG_RIGHT}', table: check_orders, checkpoint_table: `+role+`_cps}
+  pg_wrong_pw:
+    postgres: {dsn: '`+roleDSN+`', password: '${CHECK_PG_WRONG}', table: check_orders}
+  pg_closed:
+    postgres: {dsn: 'postgres://postgres@`+dead+`/postgres?sslmode=disable&connect_timeout=5', table: check_orders}
+`)
+	var out bytes.Buffer
+	err = checkCommand(context.Background(), []string{"--config", path, "--timeout", "30s"}, &out)
+	t.Log("\n" + out.String())
+	require.ErrorContains(t, err, "3 endpoint(s) failed")
+	require.Regexp(t, `ok    sources.k +kafka +reachable; streams: `+topic, out.String())
+	require.Regexp(t, `ok    sinks.pg_role +postgres +reachable`, out.String())
+	require.Regexp(t, `FAIL  sinks.pg_wrong_pw +postgres +.*password authentication failed`, out.String())
+	require.NotContains(t, out.String(), "wrong-pw")
+	require.NotContains(t, out.String(), "right-pw")
+	require.Regexp(t, `FAIL  sources.k_wrong +kafka +.*(SASL|sasl|authentication|Authentication)`, out.String())
+	require.Regexp(t, `ok    sinks.pg +postgres +reachable`, out.String())
+	require.Regexp(t, `FAIL  sinks.pg_closed +postgres +.*`, out.String())
+}
+
+// createTopic creates a fresh topic on the real broker.
+func createTopic(t *testing.T, prefix string, parts int32) string {
+	t.Helper()
+	brokers := servicetest.Need(t, "FLIGHTLINE_KAFKA_BROKERS", "Kafka")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...))
+	require.NoError(t, err)
+	defer cl.Close()
+	topic := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
+	resp, err := kadm.NewClient(cl).CreateTopic(context.Background(), parts, 1, nil, topic)
+	require.NoError(t, err)
+	require.NoError(t, resp.Err)
+	return topic
+}
