@@ -270,6 +270,11 @@ func (r *reader) Next(ctx context.Context) (arrow.RecordBatch, []byte, error) {
 		}
 		page, err := r.q.ReadPage(ctx, r.conn, r.s.o.mem, r.schema, r.pos)
 		if err != nil {
+			// A driver may report the deadline (gRPC's own timer) a moment
+			// before ctx's timer fires: the caller is owed ctx.Err().
+			if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+				<-ctx.Done()
+			}
 			if ctx.Err() != nil {
 				return nil, nil, ctx.Err()
 			}
