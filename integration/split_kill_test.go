@@ -71,6 +71,8 @@ func killSinks(chaos bool) []killSink {
 			return killDest{spec: "delta:" + uri + "?checkpoint_interval=10", read: pythonKeys(t, "delta", uri, nil)}
 		}},
 		{name: "postgres", format: "json", dest: postgresKillDest},
+		{name: "adbc-postgres", format: "json", dest: adbcPostgresKillDest},
+		{name: "adbc-sqlite", format: "json", dest: adbcSQLiteKillDest},
 		{name: "databricks", format: "json", dest: databricksKillDest},
 		{name: "kafka", format: "raw", dest: kafkaKillDest},
 		{name: "dir", format: "raw", dest: func(t *testing.T, _ context.Context, _ string) killDest {

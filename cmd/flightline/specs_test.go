@@ -127,6 +127,10 @@ func TestDocumentedForms(t *testing.T) {
 	}
 	_, _, err := openSource(testEnv, "grpc://127.0.0.1:1?colour=blue", endpoint.ClientConfig{})
 	require.ErrorContains(t, err, "grpc: unknown option(s) colour")
+	_, _, err = openSink(testEnv, "adbc:?uri=x", endpoint.ClientConfig{})
+	require.ErrorContains(t, err, "adbc: no driver")
+	_, _, err = openSource(testEnv, "adbc:flightsql?uri=grpc://127.0.0.1:1&table=t", endpoint.ClientConfig{})
+	require.ErrorContains(t, err, "needs table=, cursor= and tiebreak=")
 }
 
 // The bad-value errors keep the cause wrapped, so errors.Is sees through

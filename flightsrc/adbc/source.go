@@ -1,0 +1,319 @@
+// Package adbc is Flightline's incremental source for any database with an
+// ADBC driver (package adbc at the repository root opens it).
+//
+// Each stream is one table read in (cursor, tiebreak) order with
+// adbc.Incremental: pages of BatchRows rows strictly after the last
+// (cursor, tiebreak) read, then polls at PollInterval once caught up; an
+// idle poll yields a heartbeat, a zero-row batch carrying the unchanged
+// checkpoint. The data stays Arrow from the driver to the batch (copied
+// once into the source's allocator, so a batch outlives its reader).
+//
+// The tie rule: (cursor, tiebreak) must be unique and never NULL; rows
+// sharing a cursor value are read in tiebreak order, and a resume neither
+// repeats nor skips any of them. A unique cursor can be its own tiebreak.
+// Rows with a NULL cursor are never read, deletes are not seen, and a row
+// committed with a cursor below one already read is missed.
+//
+// The checkpoint is adbc.Position's JSON: the last (cursor, tiebreak) read,
+// with their types.
+package adbc
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightline/flightline"
+	fadbc "github.com/flightline/flightline/adbc"
+	"github.com/flightline/flightline/flightsrc"
+)
+
+// Option configures a Source.
+type Option func(*options) error
+
+type options struct {
+	tables   []tableCfg
+	interval time.Duration
+	batch    int
+	mem      memory.Allocator
+	log      *slog.Logger
+}
+
+type tableCfg struct {
+	name             string // the stream's name, as given
+	table            fadbc.Table
+	cursor, tiebreak string
+}
+
+// Table adds a stream: table ("t" or "schema.t") read by the cursor column
+// and the tiebreak column (exact names; the same column when the cursor is
+// unique). The stream's name is table as given. At least one is required.
+func Table(table, cursor, tiebreak string) Option {
+	return func(o *options) error {
+		t, err := fadbc.ParseTable(table)
+		if err != nil {
+			return err
+		}
+		if cursor == "" || tiebreak == "" {
+			return fmt.Errorf("%w: table %q needs a cursor and a tiebreak column", flightline.ErrInvalidInput, table)
+		}
+		for _, x := range o.tables {
+			if x.name == table {
+				return fmt.Errorf("%w: table %q given twice", flightline.ErrInvalidInput, table)
+			}
+		}
+		o.tables = append(o.tables, tableCfg{table, t, cursor, tiebreak})
+		return nil
+	}
+}
+
+// PollInterval sets how long an idle reader waits between polls (and so the
+// heartbeat period). Default 1s.
+func PollInterval(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: poll interval %v", flightline.ErrInvalidInput, d)
+		}
+		o.interval = d
+		return nil
+	}
+}
+
+// BatchRows sets the rows per query page (a page may arrive as several
+// batches). Default 10000.
+func BatchRows(n int) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("%w: batch rows %d", flightline.ErrInvalidInput, n)
+		}
+		o.batch = n
+		return nil
+	}
+}
+
+// Allocator sets the allocator of the batches; nil means
+// memory.DefaultAllocator.
+func Allocator(mem memory.Allocator) Option {
+	return func(o *options) error {
+		if mem == nil {
+			mem = memory.DefaultAllocator
+		}
+		o.mem = mem
+		return nil
+	}
+}
+
+// Logger sets the logger; nil means slog.Default().
+func Logger(l *slog.Logger) Option {
+	return func(o *options) error {
+		if l == nil {
+			l = slog.Default()
+		}
+		o.log = l
+		return nil
+	}
+}
+
+// Source reads tables of one ADBC database incrementally. It is safe for
+// concurrent use; each Reader holds a connection of its own.
+type Source struct {
+	o  options
+	db *fadbc.DB
+}
+
+// New opens the database of cfg and returns a Source. Close releases it.
+func New(ctx context.Context, cfg fadbc.Config, opts ...Option) (*Source, error) {
+	o := options{interval: time.Second, batch: 10000, mem: memory.DefaultAllocator, log: slog.Default()}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	if len(o.tables) == 0 {
+		return nil, fmt.Errorf("%w: adbc source needs at least one Table", flightline.ErrInvalidInput)
+	}
+	db, err := fadbc.Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Source{o: o, db: db}, nil
+}
+
+// Close closes the database. Close the Readers first.
+func (s *Source) Close() error { return s.db.Close() }
+
+func (s *Source) table(name string) (tableCfg, error) {
+	for _, t := range s.o.tables {
+		if t.name == name {
+			return t, nil
+		}
+	}
+	return tableCfg{}, fmt.Errorf("%w: stream %q", flightline.ErrNotFound, name)
+}
+
+// schema is the stream's schema: the table's columns as the driver maps
+// them.
+func (s *Source) schema(ctx context.Context, c *fadbc.Conn, t tableCfg) (*arrow.Schema, error) {
+	sc, err := c.TableSchema(ctx, t.table)
+	if err != nil {
+		return nil, err
+	}
+	if sc == nil {
+		return nil, fmt.Errorf("%w: adbc source: table %s does not exist", flightline.ErrNotFound, t.table)
+	}
+	if len(sc.FieldIndices(t.cursor)) != 1 || len(sc.FieldIndices(t.tiebreak)) != 1 {
+		return nil, fmt.Errorf("%w: table %s has no column %q or %q (cursor, tiebreak)", flightline.ErrInvalidInput, t.table, t.cursor, t.tiebreak)
+	}
+	return sc, nil
+}
+
+// Streams implements flightsrc.Source: one stream per Table.
+func (s *Source) Streams(ctx context.Context) ([]flightsrc.Stream, error) {
+	c, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	var out []flightsrc.Stream
+	for _, t := range s.o.tables {
+		sc, err := s.schema(ctx, c, t)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, flightsrc.Stream{
+			Name:        t.name,
+			Description: fmt.Sprintf("table %s by (%s, %s)", t.table, t.cursor, t.tiebreak),
+			Schema:      sc,
+		})
+	}
+	return out, nil
+}
+
+// Commit implements flightsrc.Source; a database has no consumer position.
+func (s *Source) Commit(context.Context, flightsrc.CommitRequest) error { return nil }
+
+// Read implements flightsrc.Source. The Reader owns a connection until
+// Close; ctx bounds only the connect and the schema lookup.
+func (s *Source) Read(ctx context.Context, req flightsrc.ReadRequest) (flightsrc.Reader, error) {
+	t, err := s.table(req.Stream)
+	if err != nil {
+		return nil, err
+	}
+	pos, err := fadbc.ParsePosition(req.After)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := s.schema(ctx, c, t)
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	q := fadbc.Incremental{Table: t.table, Cursor: t.cursor, Tiebreak: t.tiebreak, Limit: s.o.batch, Placeholder: c.Caps().Placeholder}
+	names := make([]string, sc.NumFields())
+	for i, f := range sc.Fields() {
+		names[i] = f.Name
+	}
+	q.Columns = names
+	rctx, cancel := context.WithCancel(context.Background())
+	return &reader{s: s, q: q, schema: sc, conn: c, pos: pos, ctx: rctx, cancel: cancel}, nil
+}
+
+type reader struct {
+	s      *Source
+	q      fadbc.Incremental
+	schema *arrow.Schema
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+
+	mu      sync.Mutex // held by Next; Close waits for it
+	conn    *fadbc.Conn
+	pos     fadbc.Position
+	pending *fadbc.Page // batches of the last page not yet returned
+	idle    bool        // the last page was short: wait before polling again
+	closed  bool
+}
+
+func (r *reader) Schema() *arrow.Schema { return r.schema }
+
+// Next implements flightsrc.Reader. The caller owns (and Releases) the
+// returned batch.
+func (r *reader) Next(ctx context.Context) (arrow.RecordBatch, []byte, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, nil, fmt.Errorf("%w: reader is closed", flightline.ErrInvalidInput)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	if r.pending == nil || len(r.pending.Batches) == 0 {
+		ctx, stop := mergeCancel(ctx, r.ctx)
+		defer stop()
+		if r.idle {
+			t := time.NewTimer(r.s.o.interval)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, nil, ctx.Err()
+			case <-t.C:
+			}
+		}
+		page, err := r.q.ReadPage(ctx, r.conn, r.s.o.mem, r.schema, r.pos)
+		if err != nil {
+			// A driver may report the deadline (gRPC's own timer) a moment
+			// before ctx's timer fires: the caller is owed ctx.Err().
+			if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+				<-ctx.Done()
+			}
+			if ctx.Err() != nil {
+				return nil, nil, ctx.Err()
+			}
+			return nil, nil, err
+		}
+		r.idle = page.Rows < r.q.Limit
+		if len(page.Batches) == 0 { // a heartbeat
+			b := array.NewRecordBuilder(r.s.o.mem, r.schema)
+			defer b.Release()
+			return b.NewRecordBatch(), r.pos.Encode(), nil
+		}
+		r.pending = page
+	}
+	rec, pos := r.pending.Batches[0], r.pending.Positions[0]
+	r.pending.Batches, r.pending.Positions = r.pending.Batches[1:], r.pending.Positions[1:]
+	r.pos = pos
+	return rec, pos.Encode(), nil
+}
+
+// Close implements flightsrc.Reader. It interrupts a running Next.
+func (r *reader) Close() error {
+	r.cancel()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	if r.pending != nil {
+		r.pending.Release()
+	}
+	return r.conn.Close()
+}
+
+// mergeCancel returns a context done when either a or b is.
+func mergeCancel(a, b context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(a)
+	stop := context.AfterFunc(b, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+var _ flightsrc.Source = (*Source)(nil)
