@@ -482,8 +482,15 @@ func (w *writer) writeOnce(ctx context.Context, rec arrow.RecordBatch, cp []byte
 	file := ""
 	if rec.NumRows() > 0 {
 		t0 := time.Now()
-		opts := []parquetw.Option{parquetw.KeepTimestampUnit(), parquetw.Allocator(s.mem)}
-		data, _, err := parquetw.Bytes(rec, opts...)
+		mem := s.mem
+		if mem == nil {
+			mem = memory.DefaultAllocator
+		}
+		// Parquet has no view types: binary_view and string_view columns
+		// are copied into binary and string ones.
+		stored := parquetw.Storable(mem, rec, parquetw.StoredSchema(rec.Schema()))
+		data, _, err := parquetw.Bytes(stored, parquetw.KeepTimestampUnit(), parquetw.Allocator(mem))
+		stored.Release()
 		if err != nil {
 			return fmt.Errorf("%w: snowflake sink: encode batch as Parquet: %w", flightline.ErrInvalidInput, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/internal/snowconn"
 )
 
 // colType is the Snowflake column type of one Arrow type.
@@ -33,11 +34,13 @@ type colType struct {
 //	time32/64(unit)               TIME(0|3|6|9)
 //	timestamp(unit)               TIMESTAMP_NTZ(0|3|6|9)
 //	timestamp(unit, zone)         TIMESTAMP_LTZ(0|3|6|9) (an instant; the zone name is not stored)
+//	list, large_list, struct, map VARIANT (COPY loads Parquet's nested
+//	                              groups as ARRAY and OBJECT values in it)
 //
-// Refused: nested types (list, struct, map: Snowflake would load them as
-// VARIANT, which is not a type-preserving round trip; flatten them or
-// encode them as JSON strings upstream), dictionaries, durations,
-// intervals, unions, null, extension types, decimals over 38 digits.
+// Nested values are stored as semi-structured data, so they read back as
+// VARIANT (JSON), not as the Arrow type: that direction is documented, not
+// a round trip. Refused: dictionaries, durations, intervals, unions, null,
+// extension types, decimals over 38 digits.
 func sqlType(t arrow.DataType) (colType, error) {
 	num := func(p, s int) colType { return colType{fmt.Sprintf("NUMBER(%d,%d)", p, s), "NUMBER", s} }
 	prec := func(u arrow.TimeUnit) int { return [...]int{0, 3, 6, 9}[u] }
@@ -76,8 +79,10 @@ func sqlType(t arrow.DataType) (colType, error) {
 			return colType{fmt.Sprintf("TIMESTAMP_NTZ(%d)", prec(t.Unit)), "TIMESTAMP_NTZ", 0}, nil
 		}
 		return colType{fmt.Sprintf("TIMESTAMP_LTZ(%d)", prec(t.Unit)), "TIMESTAMP_LTZ", 0}, nil
+	case *arrow.ListType, *arrow.LargeListType, *arrow.StructType, *arrow.MapType:
+		return colType{"VARIANT", "VARIANT", 0}, nil
 	}
-	return colType{}, fmt.Errorf("%w: Arrow type %s has no exact Snowflake type (nested types are refused: flatten them or send JSON strings)", flightline.ErrInvalidInput, t)
+	return colType{}, fmt.Errorf("%w: Arrow type %s has no Snowflake type the sink writes", flightline.ErrInvalidInput, t)
 }
 
 // accepts reports whether an existing column of INFORMATION_SCHEMA
@@ -98,72 +103,14 @@ func accepts(t arrow.DataType, dt string, scale int64) bool {
 	case "TIMESTAMP_LTZ":
 		// An instant fits either zoned type.
 		return dt == "TIMESTAMP_LTZ" || dt == "TIMESTAMP_TZ"
+	case "VARIANT":
+		return dt == "VARIANT" || dt == "OBJECT" || dt == "ARRAY"
 	}
 	return dt == want.dataType
 }
 
-// quote quotes one identifier, case preserved.
-func quote(ident string) string { return `"` + strings.ReplaceAll(ident, `"`, `""`) + `"` }
+func quote(ident string) string        { return snowconn.Quote(ident) }
+func quoteParts(parts []string) string { return snowconn.QuoteParts(parts) }
 
-// ParseIdent splits a possibly qualified Snowflake name (a, s.a, db.s.a;
-// double-quoted parts keep their case and may contain dots, unquoted parts
-// are upper-cased as Snowflake does) into its parts, unquoted.
-func ParseIdent(name string) ([]string, error) {
-	var parts []string
-	rest := strings.TrimSpace(name)
-	for {
-		if rest == "" {
-			return nil, fmt.Errorf("%w: snowflake: empty name in %q", flightline.ErrInvalidInput, name)
-		}
-		var part string
-		if rest[0] == '"' {
-			var b strings.Builder
-			i := 1
-			for ; i < len(rest); i++ {
-				if rest[i] == '"' {
-					if i+1 < len(rest) && rest[i+1] == '"' {
-						b.WriteByte('"')
-						i++
-						continue
-					}
-					break
-				}
-				b.WriteByte(rest[i])
-			}
-			if i >= len(rest) {
-				return nil, fmt.Errorf("%w: snowflake: unterminated quote in %q", flightline.ErrInvalidInput, name)
-			}
-			part, rest = b.String(), rest[i+1:]
-		} else {
-			j := strings.IndexByte(rest, '.')
-			if j < 0 {
-				j = len(rest)
-			}
-			part, rest = strings.ToUpper(strings.TrimSpace(rest[:j])), rest[j:]
-			if strings.ContainsAny(part, "\" ;'") || part == "" {
-				return nil, fmt.Errorf("%w: snowflake: name %q needs double quotes", flightline.ErrInvalidInput, name)
-			}
-		}
-		parts = append(parts, part)
-		if rest == "" {
-			break
-		}
-		if rest[0] != '.' {
-			return nil, fmt.Errorf("%w: snowflake: unexpected %q in name %q", flightline.ErrInvalidInput, rest, name)
-		}
-		rest = rest[1:]
-	}
-	if len(parts) > 3 {
-		return nil, fmt.Errorf("%w: snowflake: name %q has more than three parts", flightline.ErrInvalidInput, name)
-	}
-	return parts, nil
-}
-
-// quoteParts joins parsed name parts, each quoted.
-func quoteParts(parts []string) string {
-	q := make([]string, len(parts))
-	for i, p := range parts {
-		q[i] = quote(p)
-	}
-	return strings.Join(q, ".")
-}
+// ParseIdent is snowconn.ParseIdent.
+func ParseIdent(name string) ([]string, error) { return snowconn.ParseIdent(name) }

@@ -116,34 +116,47 @@ except snowflake.connector.errors.ProgrammingError as e:
     if e.errno == 2003:  # table does not exist
         print("[]"); sys.exit(0)
     raise
-print(json.dumps([list(r) for r in cur.fetchall()], default=str))
+def plain(v):
+    if isinstance(v, (bytes, bytearray)):
+        return v.decode("utf-8", "backslashreplace")
+    return v
+print(json.dumps([[plain(v) for v in r] for r in cur.fetchall()], default=str))
 `
 
 // Query runs query through snowflake-connector-python, not gosnowflake nor
 // the code under test, and returns its rows as JSON values (numbers,
-// strings, null; other values as their Python str()). A missing table
-// gives no rows.
+// strings, null; BINARY decoded as UTF-8; other values as their Python
+// str()). A missing table gives no rows.
 func Query(tb testing.TB, query string) [][]any {
 	tb.Helper()
-	c := Config(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, Python(tb), "-c", readScript, c.Host, strconv.Itoa(c.Port), Database, Schema, query)
+	rows, err := QueryContext(ctx, Python(tb), Config(tb), query)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return rows
+}
+
+// QueryContext is Query with a context and without a testing.TB: python is
+// the interpreter (Python), c the emulator (Config).
+func QueryContext(ctx context.Context, python string, c snowconn.Config, query string) ([][]any, error) {
+	cmd := exec.CommandContext(ctx, python, "-c", readScript, c.Host, strconv.Itoa(c.Port), Database, Schema, query)
 	out, err := cmd.Output()
 	if err != nil {
 		var stderr string
 		if ee, ok := err.(*exec.ExitError); ok {
 			stderr = string(ee.Stderr)
 		}
-		tb.Fatalf("snowtest: python query %q: %v\n%s", query, err, stderr)
+		return nil, fmt.Errorf("snowtest: python query %q: %v\n%s", query, err, stderr)
 	}
 	var rows [][]any
 	dec := json.NewDecoder(strings.NewReader(string(out)))
 	dec.UseNumber()
 	if err := dec.Decode(&rows); err != nil {
-		tb.Fatalf("snowtest: python output %q: %v", out, err)
+		return nil, fmt.Errorf("snowtest: python output %q: %v", out, err)
 	}
-	return rows
+	return rows, nil
 }
 
 // IDs reads the int64 "id" column of table with the independent client.
