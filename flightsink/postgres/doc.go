@@ -14,12 +14,15 @@
 //  4. COPY target (cols) FROM STDIN (FORMAT binary), the stream encoded
 //     directly from the Arrow columns (internal/pgarrow).
 //  5. UPDATE the checkpoint row with flightsink.Next (positions merged per
-//     key); COMMIT.
+//     key) WHERE the epoch is still the writer's (zero rows: ErrFenced);
+//     COMMIT.
 //
-// Open bumps the epoch of the pipeline's row in its own (autocommitted)
-// statement. Because WriteBatch holds the row lock until it commits, a
-// writer's batch either commits before the new Open reads the checkpoint
-// (and is covered by it) or fails with ErrFenced.
+// Open creates the row if absent (INSERT … ON CONFLICT DO NOTHING), then
+// bumps its epoch in a transaction of its own. Because WriteBatch holds the
+// row lock until it commits, a writer's batch either commits before the new
+// Open reads the checkpoint (and is covered by it) or fails with ErrFenced.
+// Steps 1, 2 and 5 and the claim are internal/sqlcheckpoint, shared with
+// the other SQL sinks.
 //
 // Errors are classified into flightline's sentinels (internal/pgerr):
 // unreachable server → ErrUnavailable, SQLSTATE 28P01/28000 →

@@ -10,16 +10,18 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/internal/pgarrow"
 	"github.com/flightline/flightline/internal/pgerr"
+	"github.com/flightline/flightline/internal/sqlcheckpoint"
 )
 
 // DefaultCheckpointTable is where checkpoints and fencing epochs live.
-const DefaultCheckpointTable = "__flightline_checkpoints"
+const DefaultCheckpointTable = sqlcheckpoint.DefaultTable
 
 // Option configures a Sink.
 type Option func(*options) error
@@ -76,17 +78,17 @@ type Sink struct {
 	server   string // user@host:port/db, for errors and logs
 	table    pgx.Identifier
 	cp       pgx.Identifier
+	ck       *sqlcheckpoint.Table
 	q        queries
 
 	initMu   sync.Mutex
 	initDone bool
 }
 
+// queries migrates a checkpoint table of one row per pipeline to one per
+// (pipeline, target).
 type queries struct {
-	create, open, read, lock, update string
-	// Migration of a checkpoint table of one row per pipeline to one per
-	// (pipeline, target).
-	hasTarget, readOld, pkey, addTarget, newPkey string
+	readOld, hasTarget, pkey, addTarget, newPkey string
 }
 
 // New returns a Sink writing to the database at dsn (a postgres:// URL or a
@@ -120,20 +122,8 @@ func New(dsn string, opts ...Option) (*Sink, error) {
 		return nil, err
 	}
 	cp := s.cp.Sanitize()
+	s.ck = sqlcheckpoint.New(sqlcheckpoint.Postgres, cp)
 	s.q = queries{
-		create: `CREATE TABLE IF NOT EXISTS ` + cp + ` (
-			pipeline_id text NOT NULL,
-			target      text NOT NULL DEFAULT '',
-			checkpoint  bytea,
-			epoch       bigint NOT NULL DEFAULT 0,
-			updated_at  timestamptz NOT NULL DEFAULT now(),
-			PRIMARY KEY (pipeline_id, target))`,
-		open: `INSERT INTO ` + cp + ` AS c (pipeline_id, target, epoch) VALUES ($1, $2, 1)
-			ON CONFLICT (pipeline_id, target) DO UPDATE SET epoch = c.epoch + 1
-			RETURNING epoch, checkpoint`,
-		read:      `SELECT checkpoint FROM ` + cp + ` WHERE pipeline_id = $1 AND target = $2`,
-		lock:      `SELECT epoch, checkpoint FROM ` + cp + ` WHERE pipeline_id = $1 AND target = $2 FOR UPDATE`,
-		update:    `UPDATE ` + cp + ` SET checkpoint = $3, updated_at = now() WHERE pipeline_id = $1 AND target = $2`,
 		hasTarget: `SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'target' AND NOT attisdropped)`,
 		readOld:   `SELECT checkpoint FROM ` + cp + ` WHERE pipeline_id = $1`,
 		pkey:      `SELECT conname FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'p'`,
@@ -188,7 +178,7 @@ func (s *Sink) ensureCheckpointTable(ctx context.Context) error {
 		return nil
 	}
 	for range 3 { // concurrent CREATE … IF NOT EXISTS can still collide
-		if _, err = s.pool.Exec(ctx, s.q.create); err == nil || !isDuplicate(err) {
+		if _, err = s.pool.Exec(ctx, s.ck.CreateSQL()); err == nil || !isDuplicate(err) {
 			break
 		}
 	}
@@ -248,26 +238,26 @@ func (s *Sink) Checkpoint(ctx context.Context, p flightsink.Pipeline) ([]byte, e
 	if err != nil {
 		return nil, err
 	}
-	var cp []byte
-	err = s.pool.QueryRow(ctx, s.q.read, p.ID, key).Scan(&cp)
+	cp, err := s.ck.Read(ctx, pgxConn{s.pool}, p.ID, key)
 	if sqlState(err) == "42703" { // a checkpoint table from before targets: Open migrates it
 		if key != "" {
 			return nil, nil
 		}
 		err = s.pool.QueryRow(ctx, s.q.readOld, p.ID).Scan(&cp)
+		if errors.Is(err, pgx.ErrNoRows) || sqlState(err) == "42P01" {
+			return nil, nil
+		}
 	}
-	switch {
-	case errors.Is(err, pgx.ErrNoRows), sqlState(err) == "42P01":
-		return nil, nil
-	case err != nil:
+	if err != nil {
 		return nil, s.wrap(err, "postgres sink %s: read checkpoint of %q", s.server, p.ID)
 	}
 	return cp, nil
 }
 
-// Open implements flightsink.Sink. In its own transaction it bumps the
-// pipeline's epoch in the checkpoint row, which fences every earlier Writer
-// of the pipeline, and returns the checkpoint read in that transaction.
+// Open implements flightsink.Sink. It creates the checkpoint row if absent,
+// then in its own transaction bumps the row's epoch, which fences every
+// earlier Writer of the (pipeline, target), and returns the checkpoint read
+// in that transaction.
 func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writer, []byte, error) {
 	if p.ID == "" {
 		return nil, nil, fmt.Errorf("%w: empty pipeline id", flightline.ErrInvalidInput)
@@ -286,9 +276,16 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 	if err := s.ensureCheckpointTable(ctx); err != nil {
 		return nil, nil, err
 	}
+	if err := s.ck.Ensure(ctx, pgxConn{s.pool}, p.ID, key); err != nil {
+		return nil, nil, s.wrap(err, "postgres sink %s: open pipeline %q", s.server, p.ID)
+	}
 	var epoch int64
 	var cp []byte
-	if err := s.pool.QueryRow(ctx, s.q.open, p.ID, key).Scan(&epoch, &cp); err != nil {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
+		epoch, cp, err = s.ck.Claim(ctx, pgxConn{tx}, p.ID, key)
+		return err
+	})
+	if err != nil {
 		return nil, nil, s.wrap(err, "postgres sink %s: open pipeline %q", s.server, p.ID)
 	}
 	s.log.Debug("postgres sink: pipeline opened", "pipeline", p.ID, "target", target.Sanitize(), "epoch", epoch, "server", s.server)
@@ -367,20 +364,15 @@ func (w *writer) writeOnce(ctx context.Context, rec arrow.RecordBatch, cp []byte
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
 
-	var epoch int64
-	var last []byte
-	err = tx.QueryRow(ctx, s.q.lock, w.p.ID, w.key).Scan(&epoch, &last)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("%w: checkpoint row of pipeline %q is gone", flightline.ErrFenced, w.p.ID)
+	last, replay, err := s.ck.Lock(ctx, pgxConn{tx}, w.p.ID, w.key, w.epoch, cp)
+	if errors.Is(err, flightline.ErrFenced) {
+		s.log.Warn("postgres sink: fenced writer refused", "pipeline", w.p.ID, "target", w.key, "err", err)
+		return err
 	}
 	if err != nil {
 		return s.wrap(err, "postgres sink %s: lock checkpoint of %q", s.server, w.p.ID)
 	}
-	if epoch != w.epoch {
-		s.log.Warn("postgres sink: fenced writer refused", "pipeline", w.p.ID, "epoch", w.epoch, "current", epoch)
-		return fmt.Errorf("%w: pipeline %q was reopened (epoch %d > %d)", flightline.ErrFenced, w.p.ID, epoch, w.epoch)
-	}
-	if flightsink.Replayed(last, cp) {
+	if replay {
 		return nil
 	}
 	committed := false
@@ -410,7 +402,10 @@ func (w *writer) writeOnce(ctx context.Context, rec arrow.RecordBatch, cp []byte
 			return s.wrap(err, "postgres sink %s: COPY into %s", s.server, w.target.Sanitize())
 		}
 	}
-	if _, err := tx.Exec(ctx, s.q.update, w.p.ID, w.key, flightsink.Next(last, cp)); err != nil {
+	if err := s.ck.Advance(ctx, pgxConn{tx}, w.p.ID, w.key, w.epoch, last, cp); err != nil {
+		if errors.Is(err, flightline.ErrFenced) {
+			return err
+		}
 		return s.wrap(err, "postgres sink %s: update checkpoint of %q", s.server, w.p.ID)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -591,10 +586,26 @@ func (w *writer) Close(context.Context) error {
 var _ flightsink.Sink = (*Sink)(nil)
 var _ flightsink.Guaranteer = (*Sink)(nil)
 
-func sqlState(err error) string {
-	var pe interface{ SQLState() string }
-	if errors.As(err, &pe) {
-		return pe.SQLState()
+func sqlState(err error) string { return sqlcheckpoint.SQLState(err) }
+
+// pgxConn adapts a pgx pool, connection or transaction to
+// sqlcheckpoint.Conn.
+type pgxConn struct {
+	q interface {
+		Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+		QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 	}
-	return ""
+}
+
+func (c pgxConn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	tag, err := c.q.Exec(ctx, q, args...)
+	return tag.RowsAffected(), err
+}
+
+func (c pgxConn) QueryRow(ctx context.Context, q string, dest []any, args ...any) (bool, error) {
+	err := c.q.QueryRow(ctx, q, args...).Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
 }

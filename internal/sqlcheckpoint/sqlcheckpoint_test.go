@@ -1,0 +1,262 @@
+package sqlcheckpoint_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/checkpoint"
+	"github.com/flightline/flightline/internal/pgtest"
+	"github.com/flightline/flightline/internal/sqlcheckpoint"
+)
+
+// pgTable opens the test PostgreSQL through database/sql and creates a
+// fresh checkpoint table.
+func pgTable(t *testing.T) (*sql.DB, *sqlcheckpoint.Table) {
+	t.Helper()
+	db, err := sql.Open("pgx", pgtest.DSN(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	name := pgtest.Name("ck")
+	tbl := sqlcheckpoint.New(sqlcheckpoint.Postgres, sqlcheckpoint.Postgres.Quote(name))
+	_, err = db.Exec(tbl.CreateSQL())
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Exec(`DROP TABLE ` + tbl.Name()) }) //nolint:errcheck
+	return db, tbl
+}
+
+// claim is what a sink's Open does.
+func claim(t *testing.T, db *sql.DB, tbl *sqlcheckpoint.Table, pipeline, target string) (int64, []byte) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, tbl.Ensure(ctx, sqlcheckpoint.SQL(db), pipeline, target))
+	tx, err := db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	epoch, cp, err := tbl.Claim(ctx, sqlcheckpoint.SQL(tx), pipeline, target)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit())
+	return epoch, cp
+}
+
+// write is what a sink's WriteBatch does, with rows inserted into data.
+func write(ctx context.Context, db *sql.DB, tbl *sqlcheckpoint.Table, data, pipeline, target string, epoch int64, cp []byte, rows int) (replay bool, err error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback() //nolint:errcheck
+	c := sqlcheckpoint.SQL(tx)
+	last, replay, err := tbl.Lock(ctx, c, pipeline, target, epoch, cp)
+	if err != nil || replay {
+		return replay, err
+	}
+	for range rows {
+		if _, err := c.Exec(ctx, `INSERT INTO `+data+` VALUES ($1)`, string(cp)); err != nil {
+			return false, err
+		}
+	}
+	if err := tbl.Advance(ctx, c, pipeline, target, epoch, last, cp); err != nil {
+		return false, err
+	}
+	return false, tx.Commit()
+}
+
+func TestPostgresClaimLockAdvance(t *testing.T) {
+	db, tbl := pgTable(t)
+	ctx := context.Background()
+	data := pgtest.Name("data")
+	_, err := db.Exec(`CREATE TABLE ` + data + ` (cp text)`)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Exec(`DROP TABLE ` + data) }) //nolint:errcheck
+
+	cp, err := tbl.Read(ctx, sqlcheckpoint.SQL(db), "p", "")
+	require.NoError(t, err)
+	require.Nil(t, cp, "no row: no checkpoint")
+
+	e1, cp := claim(t, db, tbl, "p", "")
+	require.Equal(t, int64(1), e1)
+	require.Nil(t, cp)
+
+	replay, err := write(ctx, db, tbl, data, "p", "", e1, []byte("a"), 2)
+	require.NoError(t, err)
+	require.False(t, replay)
+	replay, err = write(ctx, db, tbl, data, "p", "", e1, []byte("a"), 2)
+	require.NoError(t, err)
+	require.True(t, replay, "the same checkpoint again is a replay")
+
+	got, err := tbl.Read(ctx, sqlcheckpoint.SQL(db), "p", "")
+	require.NoError(t, err)
+	require.Equal(t, "a", string(got))
+
+	// A second target of the pipeline is a row of its own.
+	e, cp := claim(t, db, tbl, "p", "other")
+	require.Equal(t, int64(1), e)
+	require.Nil(t, cp)
+
+	// A newer claim fences the old writer, replays included.
+	e2, cp := claim(t, db, tbl, "p", "")
+	require.Equal(t, int64(2), e2)
+	require.Equal(t, "a", string(cp))
+	for _, c := range []string{"a", "b"} {
+		_, err = write(ctx, db, tbl, data, "p", "", e1, []byte(c), 1)
+		require.ErrorIs(t, err, flightline.ErrFenced, "checkpoint %s", c)
+	}
+	_, err = write(ctx, db, tbl, data, "p", "", e2, []byte("b"), 1)
+	require.NoError(t, err)
+
+	var n int
+	require.NoError(t, db.QueryRow(`SELECT count(*) FROM `+data).Scan(&n))
+	require.Equal(t, 3, n, "two rows at a, one at b: nothing from the replay or the fenced writer")
+}
+
+// Positions checkpoints merge: the stored checkpoint is the union, and a
+// batch it covers is a replay.
+func TestPostgresMergesPositions(t *testing.T) {
+	db, tbl := pgTable(t)
+	ctx := context.Background()
+	data := pgtest.Name("data")
+	_, err := db.Exec(`CREATE TABLE ` + data + ` (cp text)`)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Exec(`DROP TABLE ` + data) }) //nolint:errcheck
+
+	e, _ := claim(t, db, tbl, "p", "")
+	a := checkpoint.Positions{"t/0": 5}.Encode()
+	b := checkpoint.Positions{"t/1": 7}.Encode()
+	for _, cp := range [][]byte{a, b} {
+		_, err := write(ctx, db, tbl, data, "p", "", e, cp, 1)
+		require.NoError(t, err)
+	}
+	got, err := tbl.Read(ctx, sqlcheckpoint.SQL(db), "p", "")
+	require.NoError(t, err)
+	pos, err := checkpoint.Parse(got)
+	require.NoError(t, err)
+	require.Equal(t, checkpoint.Positions{"t/0": 5, "t/1": 7}, pos)
+	replay, err := write(ctx, db, tbl, data, "p", "", e, a, 1)
+	require.NoError(t, err)
+	require.True(t, replay)
+}
+
+// A claim between a writer's read of the row and its Advance, as on a
+// dialect without row locks: Advance's compare-and-set refuses.
+func TestPostgresAdvanceComparesEpoch(t *testing.T) {
+	db, tbl := pgTable(t)
+	ctx := context.Background()
+	e1, _ := claim(t, db, tbl, "p", "")
+
+	tx, err := db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer tx.Rollback() //nolint:errcheck
+	// Bypass Lock's row lock: read as an unlocked reader would.
+	last, err := tbl.Read(ctx, sqlcheckpoint.SQL(tx), "p", "")
+	require.NoError(t, err)
+
+	claimed := make(chan int64, 1)
+	go func() {
+		e, _ := claim(t, db, tbl, "p", "")
+		claimed <- e
+	}()
+	e2 := <-claimed
+	require.Equal(t, e1+1, e2)
+
+	err = tbl.Advance(ctx, sqlcheckpoint.SQL(tx), "p", "", e1, last, []byte("x"))
+	require.ErrorIs(t, err, flightline.ErrFenced)
+	var fe *sqlcheckpoint.FencedError
+	require.True(t, errors.As(err, &fe))
+	require.Equal(t, "p", fe.Pipeline)
+}
+
+// Racing first claims of a new key: every one gets a distinct epoch, and
+// only the last one's writer may write.
+func TestPostgresConcurrentClaims(t *testing.T) {
+	db, tbl := pgTable(t)
+	const n = 8
+	var wg sync.WaitGroup
+	epochs := make(chan int64, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e, _ := claim(t, db, tbl, "race", "")
+			epochs <- e
+		}()
+	}
+	wg.Wait()
+	close(epochs)
+	seen := map[int64]bool{}
+	for e := range epochs {
+		require.False(t, seen[e], "epoch %d handed out twice", e)
+		seen[e] = true
+	}
+	require.Len(t, seen, n)
+	var rows int
+	require.NoError(t, db.QueryRow(`SELECT count(*) FROM `+tbl.Name()+` WHERE pipeline_id = 'race'`).Scan(&rows))
+	require.Equal(t, 1, rows)
+}
+
+func TestReadWithoutTable(t *testing.T) {
+	db, err := sql.Open("pgx", pgtest.DSN(t))
+	require.NoError(t, err)
+	defer db.Close()
+	tbl := sqlcheckpoint.New(sqlcheckpoint.Postgres, `"no_such_checkpoints"`)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cp, err := tbl.Read(ctx, sqlcheckpoint.SQL(db), "p", "")
+	require.NoError(t, err)
+	require.Nil(t, cp)
+}
+
+// The statements of every dialect put their placeholders where the
+// arguments go: "?" dialects bind in order of appearance.
+func TestDialectStatements(t *testing.T) {
+	for _, d := range []sqlcheckpoint.Dialect{sqlcheckpoint.Postgres, sqlcheckpoint.SQLite, sqlcheckpoint.Snowflake, sqlcheckpoint.Generic} {
+		t.Run(d.Name, func(t *testing.T) {
+			tbl := sqlcheckpoint.New(d, d.Quote("ck"))
+			rec := &recorder{}
+			ctx := context.Background()
+			_, _ = tbl.Read(ctx, rec, "P", "T")
+			require.NoError(t, tbl.Ensure(ctx, rec, "P", "T"))
+			_, _, _ = tbl.Claim(ctx, rec, "P", "T")
+			_, _, _ = tbl.Lock(ctx, rec, "P", "T", 3, []byte("c"))
+			_ = tbl.Advance(ctx, rec, "P", "T", 3, nil, []byte("c"))
+			for _, c := range rec.calls {
+				marks := strings.Count(c.q, "?")
+				if d.Placeholder(1) == "?" {
+					require.Equal(t, len(c.args), marks, c.q)
+				} else {
+					require.Zero(t, marks, c.q)
+				}
+				if strings.HasPrefix(c.q, "UPDATE") && strings.Contains(c.q, "checkpoint =") {
+					require.Equal(t, []any{[]byte("c"), "P", "T", int64(3)}, c.args, "Advance binds checkpoint, pipeline, target, epoch")
+				}
+			}
+			require.Contains(t, tbl.CreateSQL(), "PRIMARY KEY (pipeline_id, target)")
+		})
+	}
+}
+
+type call struct {
+	q    string
+	args []any
+}
+
+// recorder is a Conn that records statements and answers "one row changed"
+// and "no row".
+type recorder struct{ calls []call }
+
+func (r *recorder) Exec(_ context.Context, q string, args ...any) (int64, error) {
+	r.calls = append(r.calls, call{q, args})
+	return 1, nil
+}
+
+func (r *recorder) QueryRow(_ context.Context, q string, _ []any, args ...any) (bool, error) {
+	r.calls = append(r.calls, call{q, args})
+	return false, nil
+}
