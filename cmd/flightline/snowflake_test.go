@@ -30,4 +30,12 @@ func TestSnowflakeSpecs(t *testing.T) {
 	t.Setenv("SNOWFLAKE_PASSWORD", "")
 	_, _, err = openSink(testEnv, "snowflake://loader@acct/DB?table=t", endpoint.ClientConfig{})
 	require.ErrorContains(t, err, "without a password")
+
+	t.Setenv("SNOWFLAKE_PASSWORD", "Sup3r-S3cret")
+	src, closeSrc, err := openSource(testEnv, "snowflake://reader@acct/DB/S?warehouse=WH&table=events&cursor=INGESTED_AT&tiebreak=ID&poll=5s&batch_rows=500", endpoint.ClientConfig{})
+	require.NoError(t, err)
+	require.NotNil(t, src)
+	closeSrc()
+	_, _, err = openSource(testEnv, "snowflake://reader@acct/DB?table=events&cursor=ID", endpoint.ClientConfig{})
+	require.ErrorContains(t, err, "tiebreak")
 }
