@@ -121,14 +121,15 @@ func postgresKillDest(t *testing.T, ctx context.Context, name string) killDest {
 // snowflakeKillDest is a table on the fakesnow emulator, read back with
 // snowflake-connector-python. match=case_insensitive works around the
 // emulator (its CASE_SENSITIVE column matching upper-cases the table's
-// names; see flightsink/snowflake's tests).
+// names; see flightsink/snowflake's tests), and so does a stage of its own
+// (the emulator has no REMOVE; the sink lists the stage at Open).
 func snowflakeKillDest(t *testing.T, _ context.Context, name string) killDest {
 	cfg := snowtest.Config(t)
 	py := snowtest.Python(t)
 	table := strings.NewReplacer("-", "_").Replace(name)
 	t.Setenv("SNOWFLAKE_PASSWORD", cfg.Password) // serve-sink inherits it
-	spec := fmt.Sprintf("snowflake://%s@%s/%s/%s?host=%s&port=%d&protocol=http&warehouse=%s&table=%s&match=case_insensitive&timeout=30s&retries=1",
-		cfg.User, cfg.Account, cfg.Database, cfg.Schema, cfg.Host, cfg.Port, cfg.Warehouse, table)
+	spec := fmt.Sprintf("snowflake://%s@%s/%s/%s?host=%s&port=%d&protocol=http&warehouse=%s&table=%s&match=case_insensitive&timeout=30s&retries=1&stage=%s",
+		cfg.User, cfg.Account, cfg.Database, cfg.Schema, cfg.Host, cfg.Port, cfg.Warehouse, table, snowtest.Stage)
 	read := func(ctx context.Context) ([]string, error) {
 		rows, err := snowtest.QueryContext(ctx, py, cfg, `SELECT "key" FROM `+table)
 		if err != nil {

@@ -114,11 +114,13 @@ func RetryFor(d time.Duration) Option {
 	}
 }
 
-// MaxConns bounds the sessions the sink opens (default 8).
+// MaxConns bounds the sessions the sink opens (default 8, at least 2: a
+// batch's PUT runs on a second session while its transaction holds the
+// first).
 func MaxConns(n int) Option {
 	return func(o *options) error {
-		if n < 1 {
-			return fmt.Errorf("%w: snowflake sink: MaxConns %d < 1", flightline.ErrInvalidInput, n)
+		if n < 2 {
+			return fmt.Errorf("%w: snowflake sink: MaxConns %d < 2 (a batch's PUT needs a second session beside its transaction)", flightline.ErrInvalidInput, n)
 		}
 		o.maxConns = n
 		return nil
