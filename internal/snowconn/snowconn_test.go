@@ -1,6 +1,7 @@
 package snowconn
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -81,10 +82,15 @@ func TestWrongPasswordUnauthenticated(t *testing.T) {
 	c.Host, c.Protocol = host, "http"
 	c.Port, _ = strconv.Atoi(port)
 	c.Timeout, c.Retries = 5*time.Second, 1
+	var driverLog bytes.Buffer // gosnowflake's own log (stderr by default)
+	sf.GetLogger().SetOutput(&driverLog)
+	defer sf.GetLogger().SetOutput(os.Stderr)
 	db, err := Open(&c)
 	require.NoError(t, err)
 	defer db.Close()
 	err = Ping(context.Background(), db, &c)
+	require.Contains(t, driverLog.String(), "Authentication FAILED")
+	require.NotContains(t, driverLog.String(), secret)
 	require.ErrorIs(t, err, flightline.ErrUnauthenticated)
 	require.Equal(t, codes.Unauthenticated, status.Code(flighterr.ToStatus(err)))
 	require.Contains(t, err.Error(), "loader")
