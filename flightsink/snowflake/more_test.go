@@ -296,3 +296,51 @@ func TestIntegrationSecretsNeverLogged(t *testing.T) {
 	require.NotEmpty(t, logs.String())
 	require.NotContains(t, logs.String(), pw)
 }
+
+// A writer that died inside its transaction, after its checkpoint UPDATE
+// and before COMMIT, leaves that transaction open (detached). Snowflake
+// rolls it back when the dead session times out; until then the next
+// Open's claim waits (or, on the emulator, conflicts) and is retried. Here
+// the dead writer is a session left idle in that state, and the emulator's
+// service rolls it back after 20 s idle (integration/services/
+// fakesnow_server.py, which does what Snowflake does): the newer Open must
+// succeed within its retry budget, and the dead transaction's rows must
+// not appear.
+func TestIntegrationDeadWritersTransaction(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the emulator's idle roll-back")
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	table := snowtest.Name("dead_tx")
+	p := flightsink.Pipeline{ID: table, Target: table}
+	w, _, err := newSink(t).Open(ctx, p)
+	require.NoError(t, err)
+	rec := sinktest.Batch(mem, 0, 5)
+	defer rec.Release()
+	require.NoError(t, w.WriteBatch(ctx, rec, sinktest.CP(5)))
+
+	dead := snowtest.DB(t)
+	conn, err := dead.Conn(ctx)
+	require.NoError(t, err)
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	_, err = tx.ExecContext(ctx, `INSERT INTO `+table+` ("id", "name") VALUES (100, 'dead')`)
+	require.NoError(t, err)
+	_, err = tx.ExecContext(ctx, `UPDATE "__flightline_checkpoints" SET updated_at = CURRENT_TIMESTAMP() WHERE pipeline_id = ?`, p.ID)
+	require.NoError(t, err)
+	// The process "dies" here: nothing more is sent on this session.
+
+	start := time.Now()
+	w2, cp, err := newSink(t, snowflake.RetryFor(3*time.Minute)).Open(ctx, p)
+	require.NoError(t, err)
+	t.Logf("the newer Open claimed the target after %v", time.Since(start).Round(time.Second))
+	require.Equal(t, string(sinktest.CP(5)), string(cp))
+	rec2 := sinktest.Batch(mem, 5, 8)
+	defer rec2.Release()
+	require.NoError(t, w2.WriteBatch(ctx, rec2, sinktest.CP(8)))
+	require.ElementsMatch(t, []int64{0, 1, 2, 3, 4, 5, 6, 7}, snowtest.IDs(t, table))
+	_ = tx.Rollback()
+}

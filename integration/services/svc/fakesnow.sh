@@ -25,9 +25,12 @@ fakesnow_up() {
 	else
 		port="$(free_port)"
 		printf '%s' "$port" > "$dir/port"
-		# fakesnow keeps its databases in memory; stages are files under the
-		# working directory's temp area, so run it from $dir.
-		(cd "$dir" && nohup "$venv/bin/fakesnow" -s -p "$port" --host 127.0.0.1 >"$dir/log" 2>&1 & echo $! > "$dir/pid")
+		# fakesnow keeps its databases in memory (stages are files under
+		# /tmp). fakesnow_server.py is fakesnow's server plus the roll-back
+		# of a dead client's open transaction, which Snowflake does and
+		# fakesnow does not (see the script).
+		(cd "$dir" && exec nohup "$venv/bin/python" "$HERE/fakesnow_server.py" -p "$port" --host 127.0.0.1 --idle 20 >"$dir/log" 2>&1 </dev/null) &
+		echo $! > "$dir/pid" # exec: the pid is the server's own, which down stops
 		wait_port 127.0.0.1 "$port" 60 || { tail -n 20 "$dir/log" >&2; return 1; }
 	fi
 	setenv FLIGHTLINE_SNOWFLAKE_HOST "127.0.0.1"
