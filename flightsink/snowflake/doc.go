@@ -99,8 +99,10 @@
 //     idle, or at once with SELECT SYSTEM$ABORT_TRANSACTION(id) (SHOW
 //     TRANSACTIONS lists them). Until then the next writer's UPDATE of the
 //     checkpoint row waits at most LOCK_TIMEOUT (snowconn.Config, default
-//     60 s) and fails with ErrConflict, which the coordinator retries. The
-//     emulator has no such locks, so this is untested here.
+//     60 s) and fails with ErrConflict, which the coordinator retries. Use
+//     a session policy with a short idle timeout for the loading user. The
+//     test service's emulator rolls back a session idle for 20 s in a
+//     transaction (TestIntegrationDeadWritersTransaction).
 //   - Unquoted names are upper-cased, as Snowflake does; Arrow field names
 //     become quoted column names, case kept.
 //   - gosnowflake binds a []byte as an array unless the sf.DataTypeBinary
