@@ -25,6 +25,7 @@ import (
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/internal/objstore"
 	"github.com/flightline/flightline/internal/s3test"
+	"github.com/flightline/flightline/internal/snowtest"
 )
 
 // The split-process kill tests: the Kafka source (serve-source, a consumer
@@ -74,6 +75,7 @@ func killSinks(chaos bool) []killSink {
 		{name: "adbc-postgres", format: "json", dest: adbcPostgresKillDest},
 		{name: "adbc-sqlite", format: "json", dest: adbcSQLiteKillDest},
 		{name: "databricks", format: "json", dest: databricksKillDest},
+		{name: "snowflake", format: "json", dest: snowflakeKillDest},
 		{name: "kafka", format: "raw", dest: kafkaKillDest},
 		{name: "dir", format: "raw", dest: func(t *testing.T, _ context.Context, _ string) killDest {
 			Need(t, "FLIGHTLINE_PYTHON", "python with pyarrow")
@@ -117,6 +119,36 @@ func postgresKillDest(t *testing.T, ctx context.Context, name string) killDest {
 		return pgx.CollectRows(rows, pgx.RowTo[string])
 	}
 	return killDest{spec: u.String(), read: read}
+}
+
+// snowflakeKillDest is a table on the fakesnow emulator, read back with
+// snowflake-connector-python. match=case_insensitive works around the
+// emulator (its CASE_SENSITIVE column matching upper-cases the table's
+// names; see flightsink/snowflake's tests), and so does a stage of its own
+// (the emulator has no REMOVE; the sink lists the stage at Open).
+func snowflakeKillDest(t *testing.T, _ context.Context, name string) killDest {
+	cfg := snowtest.Config(t)
+	py := snowtest.Python(t)
+	table := strings.NewReplacer("-", "_").Replace(name)
+	t.Setenv("SNOWFLAKE_PASSWORD", cfg.Password) // serve-sink inherits it
+	spec := fmt.Sprintf("snowflake://%s@%s/%s/%s?host=%s&port=%d&protocol=http&warehouse=%s&table=%s&match=case_insensitive&timeout=30s&retries=1&stage=%s",
+		cfg.User, cfg.Account, cfg.Database, cfg.Schema, cfg.Host, cfg.Port, cfg.Warehouse, table, snowtest.Stage)
+	read := func(ctx context.Context) ([]string, error) {
+		rows, err := snowtest.QueryContext(ctx, py, cfg, `SELECT "key" FROM `+table)
+		if err != nil {
+			return nil, err
+		}
+		keys := make([]string, len(rows))
+		for i, r := range rows {
+			k, ok := r[0].(string)
+			if !ok {
+				return nil, fmt.Errorf("row %d: key %v is not a string", i, r[0])
+			}
+			keys[i] = k
+		}
+		return keys, nil
+	}
+	return killDest{spec: spec, read: read}
 }
 
 func kafkaKillDest(t *testing.T, ctx context.Context, name string) killDest {

@@ -38,6 +38,7 @@ type config struct {
 	dictionary int // 0 auto, 1 always, -1 never
 	rowGroup   int64
 	createdBy  string
+	keepUnit   bool
 }
 
 // Allocator sets the allocator Parquet buffers come from.
@@ -63,6 +64,12 @@ func DictionaryMode(mode string) (Option, error) {
 	}
 	return nil, fmt.Errorf("%w: Parquet dictionary mode %q: want auto, always or never", flightline.ErrInvalidInput, mode)
 }
+
+// KeepTimestampUnit writes timestamps in their own unit (seconds and
+// milliseconds as milliseconds, microseconds and nanoseconds as they are)
+// instead of coercing them to microseconds, for readers that keep
+// nanoseconds (Snowflake). Nothing is truncated.
+func KeepTimestampUnit() Option { return func(c *config) { c.keepUnit = true } }
 
 // MaxRowGroupRows bounds the rows per row group (default 1M).
 func MaxRowGroupRows(n int64) Option { return func(c *config) { c.rowGroup = n } }
@@ -115,11 +122,11 @@ func Write(w io.Writer, rec arrow.RecordBatch, opts ...Option) (Stats, error) {
 			}
 		}
 	}
-	aprops := pqarrow.NewArrowWriterProperties(
-		pqarrow.WithAllocator(c.mem),
-		pqarrow.WithCoerceTimestamps(arrow.Microsecond),
-		pqarrow.WithTruncatedTimestamps(true),
-	)
+	aopts := []pqarrow.WriterOption{pqarrow.WithAllocator(c.mem)}
+	if !c.keepUnit {
+		aopts = append(aopts, pqarrow.WithCoerceTimestamps(arrow.Microsecond), pqarrow.WithTruncatedTimestamps(true))
+	}
+	aprops := pqarrow.NewArrowWriterProperties(aopts...)
 	fw, err := pqarrow.NewFileWriter(rec.Schema(), w, parquet.NewWriterProperties(props...), aprops)
 	if err != nil {
 		return Stats{}, fmt.Errorf("parquetw: %w", err)

@@ -130,3 +130,32 @@ func TestDictionaryOverrides(t *testing.T) {
 		pf.Close()
 	}
 }
+
+// KeepTimestampUnit stores nanoseconds as nanoseconds; the default
+// coerces them to microseconds, truncating.
+func TestKeepTimestampUnit(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	sc := arrow.NewSchema([]arrow.Field{{Name: "ts", Type: arrow.FixedWidthTypes.Timestamp_ns}}, nil)
+	b := array.NewRecordBuilder(mem, sc)
+	b.Field(0).(*array.TimestampBuilder).Append(1_700_000_000_123_456_789)
+	rec := b.NewRecordBatch()
+	b.Release()
+	defer rec.Release()
+	read := func(opts ...Option) arrow.Timestamp {
+		data, _, err := Bytes(rec, append(opts, Allocator(mem))...)
+		require.NoError(t, err)
+		r, err := file.NewParquetReader(bytes.NewReader(data))
+		require.NoError(t, err)
+		fr, err := pqarrow.NewFileReader(r, pqarrow.ArrowReadProperties{}, mem)
+		require.NoError(t, err)
+		tbl, err := fr.ReadTable(context.Background())
+		require.NoError(t, err)
+		defer tbl.Release()
+		col := tbl.Column(0).Data().Chunk(0).(*array.Timestamp)
+		unit := col.DataType().(*arrow.TimestampType).Unit
+		return arrow.Timestamp(col.Value(0).ToTime(unit).UnixNano())
+	}
+	require.Equal(t, arrow.Timestamp(1_700_000_000_123_456_789), read(KeepTimestampUnit()))
+	require.Equal(t, arrow.Timestamp(1_700_000_000_123_456_000), read())
+}

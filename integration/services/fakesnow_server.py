@@ -1,0 +1,101 @@
+"""fakesnow's HTTP server, plus what Snowflake does with a dead client's
+transaction.
+
+A client killed inside a transaction leaves it open. Snowflake rolls such a
+"detached" transaction back once its session times out (four hours by
+default, shorter with a session policy); fakesnow keeps it forever, and with
+it DuckDB's write conflicts on every row it changed, so the next writer of a
+checkpoint row fails until the emulator restarts. This wrapper rolls back
+the open transaction of a session that has had no request in flight for
+--idle seconds (a client that comes back finds its transaction gone: its
+COMMIT fails). Everything else is fakesnow as installed.
+
+usage: fakesnow_server.py -p PORT [--host 127.0.0.1] [--idle 20]
+"""
+import argparse
+import signal
+import sys
+import threading
+import time
+
+import importlib
+
+import fakesnow
+
+# fakesnow.server is both a function of the package (start the server) and
+# its submodule (the app and the sessions); take the function first.
+serve = fakesnow.server
+srv = importlib.import_module("fakesnow.server")
+
+lock = threading.Lock()
+last: dict[str, float] = {}  # token → monotonic time of the last request end
+inflight: dict[str, int] = {}  # token → requests running
+
+
+def token_of(scope) -> str | None:
+    for k, v in scope.get("headers", []):
+        if k == b"authorization":
+            return v.decode("latin-1")[17:-1]
+    return None
+
+
+class Activity:
+    """ASGI middleware recording each session's requests."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        tok = token_of(scope) if scope["type"] == "http" else None
+        if tok is None:
+            return await self.app(scope, receive, send)
+        with lock:
+            inflight[tok] = inflight.get(tok, 0) + 1
+        try:
+            return await self.app(scope, receive, send)
+        finally:
+            with lock:
+                inflight[tok] -= 1
+                last[tok] = time.monotonic()
+
+
+def reap(idle: float, stop: threading.Event) -> None:
+    """Once a session has been idle for idle seconds, roll back its open
+    transaction, if it has one (fakesnow's own flag is not kept for explicit
+    BEGINs in autocommit sessions, so ask DuckDB: a ROLLBACK without a
+    transaction fails). Each idle period is tried once."""
+    tried: dict[str, float] = {}  # token → the last[] value already tried
+    while not stop.wait(1.0):
+        now = time.monotonic()
+        for tok, conn in list(srv.sessions.items()):
+            with lock:
+                seen = last.get(tok)
+                if seen is None or inflight.get(tok, 0) > 0 or now - seen < idle or tried.get(tok) == seen:
+                    continue
+                tried[tok] = seen
+                try:
+                    conn._duck_conn.execute("ROLLBACK")
+                except Exception:
+                    continue  # no transaction open
+            print(f"fakesnow_server: rolled back the open transaction of a session idle for {now - seen:.0f}s",
+                  file=sys.stderr, flush=True)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("-p", "--port", type=int, required=True)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--idle", type=float, default=20.0)
+    a = p.parse_args()
+    srv.app.add_middleware(Activity)
+    stop = threading.Event()
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    threading.Thread(target=reap, args=(a.idle, stop), daemon=True).start()
+    with serve(port=a.port, host=a.host):
+        stop.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
