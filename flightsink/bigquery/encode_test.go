@@ -139,5 +139,4 @@ func TestNewRequiresKey(t *testing.T) {
 	require.True(t, errors.Is(err, flightline.ErrInvalidInput), "%v", err)
 }
 
-
 func protoreflectName(s string) protoreflect.Name { return protoreflect.Name(s) }

@@ -69,7 +69,9 @@ func Key(cols ...string) Option {
 }
 
 // CheckpointTable sets the checkpoint table (default DefaultCheckpointTable).
-func CheckpointTable(name string) Option { return func(o *options) error { o.cpTable = name; return nil } }
+func CheckpointTable(name string) Option {
+	return func(o *options) error { o.cpTable = name; return nil }
+}
 
 // Emulator points the sink at a BigQuery emulator: the REST API at
 // endpoint (http://HOST:PORT) and the Storage Write API at grpcAddr
