@@ -103,10 +103,10 @@ func TestSpecsYieldTheirConfig(t *testing.T) {
 // malformed location and half an emulator address.
 func TestBigQuerySinkRefusals(t *testing.T) {
 	for raw, want := range map[string]string{
-		"bigquery:p/d?table=t":                                      "key",
-		"bigquery:p/d?table=t&key=":                                 "key",
-		"bigquery:p?key=id":                                         "PROJECT/DATASET",
-		"bigquery://p/d?key=id":                                     "PROJECT/DATASET",
+		"bigquery:p/d?table=t":      "key",
+		"bigquery:p/d?table=t&key=": "key",
+		"bigquery:p?key=id":         "PROJECT/DATASET",
+		"bigquery://p/d?key=id":     "PROJECT/DATASET",
 		"bigquery:p/d?key=id&emulator_endpoint=http://127.0.0.1:1": "go together",
 	} {
 		_, _, err := openSink(testEnv, raw, endpoint.ClientConfig{})
