@@ -28,19 +28,21 @@
 //     written through the Storage Write API: a pending stream, the rows
 //     appended as protobuf messages (descriptor derived from the Arrow
 //     schema; the wire format is written straight into one reused buffer,
-//     with no per-value allocation), finalize, batch commit. An extra
-//     column _fl_pos holds each row's position in the batch.
+//     with no per-value allocation), finalize, batch commit. Only the
+//     last row of each key goes in (see below).
 //  3. One script: BEGIN TRANSACTION; the MERGE of the staging table into
 //     the target on the key (WHEN MATCHED THEN UPDATE every column, WHEN
-//     NOT MATCHED THEN INSERT); the upsert of the checkpoint row of
+//     NOT MATCHED THEN INSERT); the replacement (DELETE, INSERT) of the checkpoint row of
 //     (pipeline, target); COMMIT TRANSACTION. The checkpoint row never
 //     runs ahead of the data.
 //  4. The staging table is dropped.
 //
-// Duplicate keys inside one batch: the last row by position wins (the
-// MERGE source keeps ROW_NUMBER() OVER (PARTITION BY key ORDER BY _fl_pos
-// DESC) = 1). Rows with a NULL key column are refused (they would never
-// match, so every replay would add them again).
+// Duplicate keys inside one batch: the last row by position wins. The sink
+// keeps only that row of each key when it encodes the batch (a MERGE whose
+// source holds a key twice is an error in BigQuery; and the emulator's
+// MERGE accepts only a plain table as its source, which rules out doing it
+// with ROW_NUMBER() in the MERGE). Rows with a NULL key column are refused
+// (they would never match, so every replay would add them again).
 //
 // The checkpoint row is what the sink has merged (Committed reads it). A
 // batch whose checkpoint it covers is a replay and is skipped without

@@ -65,7 +65,7 @@ func TestEncodeDecodes(t *testing.T) {
 	require.NoError(t, err)
 	md := fd.Messages().Get(0)
 	var e encoder
-	rows := e.encode(lay, rec)
+	rows := e.encode(lay, rec, nil)
 	require.Len(t, rows, 3)
 	get := func(r int, name string) any {
 		m := dynamicpb.NewMessage(md)
@@ -93,7 +93,6 @@ func TestEncodeDecodes(t *testing.T) {
 	require.Equal(t, int64(1), get(1, "id"))
 	require.Equal(t, "", get(2, "s"), "an empty string is not NULL")
 	require.Equal(t, []byte{}, get(2, "bin"))
-	require.Equal(t, int64(2), get(2, posColumn))
 }
 
 // TestEncodeAllocationLean: once its buffer has grown, encoding a batch
@@ -106,8 +105,8 @@ func TestEncodeAllocationLean(t *testing.T) {
 	lay, err := newLayout(typesSchema)
 	require.NoError(t, err)
 	var e encoder
-	e.encode(lay, rec)
-	allocs := testing.AllocsPerRun(100, func() { e.encode(lay, rec) })
+	e.encode(lay, rec, nil)
+	allocs := testing.AllocsPerRun(100, func() { e.encode(lay, rec, nil) })
 	require.Zero(t, allocs)
 }
 
@@ -119,7 +118,6 @@ func TestMapRefusesNamingTheColumn(t *testing.T) {
 		{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64)},
 		{Name: "st", Type: arrow.StructOf(arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int64})},
 		{Name: "dec", Type: &arrow.Decimal128Type{Precision: 10, Scale: 2}},
-		{Name: posColumn, Type: arrow.PrimitiveTypes.Int64},
 	} {
 		_, err := newLayout(arrow.NewSchema([]arrow.Field{f}, nil))
 		require.Error(t, err, f.Name)
@@ -140,3 +138,26 @@ func TestNewRequiresKey(t *testing.T) {
 }
 
 func protoreflectName(s string) protoreflect.Name { return protoreflect.Name(s) }
+
+// TestLastPerKey: the last row of each (composite) key wins, in position
+// order; a batch without duplicates writes every row.
+func TestLastPerKey(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	sc := arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.BinaryTypes.String}, {Name: "b", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	b := array.NewRecordBuilder(mem, sc)
+	defer b.Release()
+	// ("x",1) at 0, 2, 4; ("x",2) at 1; ("xy",1) — not ("x", …) — at 3.
+	b.Field(0).(*array.StringBuilder).AppendValues([]string{"x", "x", "x", "xy", "x"}, nil)
+	b.Field(1).(*array.Int64Builder).AppendValues([]int64{1, 2, 1, 1, 1}, nil)
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	lay, err := newLayout(sc)
+	require.NoError(t, err)
+	var d dedup
+	require.Equal(t, []int{1, 3, 4}, d.lastPerKey(lay, rec, []int{0, 1}))
+	require.Equal(t, []int{3, 4}, d.lastPerKey(lay, rec, []int{0}))
+	head := rec.NewSlice(0, 2)
+	defer head.Release()
+	require.Nil(t, d.lastPerKey(lay, head, []int{0, 1}))
+}

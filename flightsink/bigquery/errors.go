@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/api/googleapi"
@@ -20,6 +22,9 @@ import (
 // a concurrent-update abort of a transaction, and the gRPC codes
 // UNAVAILABLE, RESOURCE_EXHAUSTED, ABORTED and INTERNAL.
 func retryable(err error) bool {
+	if errors.As(err, new(transient)) {
+		return true
+	}
 	var ge *googleapi.Error
 	if errors.As(err, &ge) {
 		if ge.Code == http.StatusTooManyRequests || ge.Code >= 500 {
@@ -110,7 +115,13 @@ func classify(err error, what string) error {
 func (s *Sink) retry(ctx context.Context, what string, f func() error) error {
 	wait := s.o.backoff
 	for attempt := 1; ; attempt++ {
+		if s.conn != nil {
+			emulatorMu.Lock()
+		}
 		err := f()
+		if s.conn != nil {
+			emulatorMu.Unlock()
+		}
 		if err == nil {
 			return nil
 		}
@@ -124,8 +135,22 @@ func (s *Sink) retry(ctx context.Context, what string, f func() error) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("bigquery: %s: %w (last error: %v)", what, ctx.Err(), err)
-		case <-time.After(wait):
+		case <-time.After(wait/2 + rand.N(wait)): // jittered: concurrent writers spread out
 		}
 		wait = min(2*wait, 10*time.Second)
 	}
 }
+
+// transient marks an error the sink knows is safe and worth retrying (a
+// stream whose batch commit failed: nothing of it is visible).
+type transient struct{ error }
+
+func (t transient) Unwrap() error { return t.error }
+
+// emulatorMu serializes every call of every Sink pointed at an emulator
+// (Emulator): the emulator keeps its tables in one SQLite database and
+// fails concurrent writers with "database is locked" — as an HTTP 400 for
+// a query job, so it cannot be told from a real error. BigQuery itself
+// takes concurrent calls; there, a MERGE that loses a race with another
+// transaction is retried (retryable).
+var emulatorMu sync.Mutex

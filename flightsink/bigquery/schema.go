@@ -3,6 +3,7 @@ package bigquery
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"cloud.google.com/go/bigquery"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -13,10 +14,6 @@ import (
 
 	"github.com/flightline/flightline"
 )
-
-// posColumn is the staging table's extra column: the row's position in its
-// batch, which decides between rows of one key (the last one wins).
-const posColumn = "_fl_pos"
 
 // column is how one Arrow column is written: its BigQuery type and the
 // protobuf wire type and encoder of its values.
@@ -90,9 +87,6 @@ func newLayout(s *arrow.Schema) (*layout, error) {
 	l := &layout{schema: s}
 	seen := map[string]bool{}
 	for _, f := range s.Fields() {
-		if f.Name == posColumn {
-			return nil, fmt.Errorf("%w: column %q is reserved by the BigQuery sink", flightline.ErrSchemaMismatch, f.Name)
-		}
 		if seen[f.Name] {
 			return nil, fmt.Errorf("%w: column %q appears twice", flightline.ErrSchemaMismatch, f.Name)
 		}
@@ -104,8 +98,8 @@ func newLayout(s *arrow.Schema) (*layout, error) {
 		l.cols = append(l.cols, c)
 	}
 	// The staging row's descriptor: proto2, one optional field per column
-	// numbered from 1 in schema order, then the position. BigQuery matches
-	// fields to columns by name.
+	// numbered from 1 in schema order. BigQuery matches fields to columns by
+	// name.
 	d := &descriptorpb.DescriptorProto{Name: proto.String("FlightlineRow")}
 	add := func(name string, num int, t descriptorpb.FieldDescriptorProto_Type) {
 		d.Field = append(d.Field, &descriptorpb.FieldDescriptorProto{
@@ -116,19 +110,16 @@ func newLayout(s *arrow.Schema) (*layout, error) {
 	for i, c := range l.cols {
 		add(c.name, i+1, c.proto)
 	}
-	add(posColumn, len(l.cols)+1, descriptorpb.FieldDescriptorProto_TYPE_INT64)
 	l.desc = d
 	return l, nil
 }
 
-// tableSchema is the target table's schema; staging adds the position.
+// tableSchema is the target's schema (and the staging table's, where
+// every column is NULLABLE).
 func (l *layout) tableSchema(staging bool) bigquery.Schema {
-	out := make(bigquery.Schema, 0, len(l.cols)+1)
+	out := make(bigquery.Schema, 0, len(l.cols))
 	for _, c := range l.cols {
 		out = append(out, &bigquery.FieldSchema{Name: c.name, Type: c.bq, Required: !c.nullable && !staging})
-	}
-	if staging {
-		out = append(out, &bigquery.FieldSchema{Name: posColumn, Type: bigquery.IntegerFieldType, Required: true})
 	}
 	return out
 }
@@ -163,12 +154,19 @@ type encoder struct {
 	rows [][]byte
 }
 
-// encode encodes every row of rec (whose schema is l's).
-func (e *encoder) encode(l *layout, rec arrow.RecordBatch) [][]byte {
+// encode encodes the rows sel of rec (whose schema is l's), every row when
+// sel is nil.
+func (e *encoder) encode(l *layout, rec arrow.RecordBatch, sel []int) [][]byte {
 	n := int(rec.NumRows())
+	if sel != nil {
+		n = len(sel)
+	}
 	e.buf, e.ends, e.rows = e.buf[:0], e.ends[:0], e.rows[:0]
-	posNum := protowire.Number(len(l.cols) + 1)
-	for r := 0; r < n; r++ {
+	for j := 0; j < n; j++ {
+		r := j
+		if sel != nil {
+			r = sel[j]
+		}
 		for i, c := range l.cols {
 			col := rec.Column(i)
 			if col.IsNull(r) {
@@ -177,8 +175,6 @@ func (e *encoder) encode(l *layout, rec arrow.RecordBatch) [][]byte {
 			e.buf = protowire.AppendTag(e.buf, protowire.Number(i+1), c.wire)
 			e.buf = appendValue(e.buf, c, col, r)
 		}
-		e.buf = protowire.AppendTag(e.buf, posNum, protowire.VarintType)
-		e.buf = protowire.AppendVarint(e.buf, uint64(r))
 		e.ends = append(e.ends, len(e.buf))
 	}
 	start := 0
@@ -228,4 +224,43 @@ func appendValue(b []byte, c column, col arrow.Array, r int) []byte {
 	}
 	// newLayout admits only the types above.
 	panic(fmt.Sprintf("bigquery: no encoder for %T", col))
+}
+
+// lastPerKey returns the rows of rec to write when some key occurs more
+// than once — the last row of each key, by position, in position order —
+// and nil when every key is unique (write every row). keyIdx are the key
+// columns; scratch is reused between batches.
+func (d *dedup) lastPerKey(l *layout, rec arrow.RecordBatch, keyIdx []int) []int {
+	n := int(rec.NumRows())
+	clear(d.last)
+	if d.last == nil {
+		d.last = map[string]int{}
+	}
+	dups := false
+	for r := 0; r < n; r++ {
+		d.key = d.key[:0]
+		for _, i := range keyIdx {
+			d.key = appendValue(d.key, l.cols[i], rec.Column(i), r)
+			d.key = append(d.key, 0xff) // separates variable-length values
+		}
+		if _, ok := d.last[string(d.key)]; ok {
+			dups = true
+		}
+		d.last[string(d.key)] = r
+	}
+	if !dups {
+		return nil
+	}
+	d.sel = d.sel[:0]
+	for _, r := range d.last {
+		d.sel = append(d.sel, r)
+	}
+	slices.Sort(d.sel)
+	return d.sel
+}
+
+type dedup struct {
+	last map[string]int
+	key  []byte
+	sel  []int
 }

@@ -123,6 +123,8 @@ type Sink struct {
 	mw               *managedwriter.Client
 	conn             *grpc.ClientConn
 
+	cancel context.CancelFunc // ends the clients' life context
+
 	mu      sync.Mutex
 	cpReady bool
 }
@@ -167,12 +169,16 @@ func New(ctx context.Context, project, dataset string, opts ...Option) (*Sink, e
 		rest = []option.ClientOption{option.WithCredentialsFile(o.credentials)} //nolint:staticcheck
 		wopts = rest
 	}
+	// The clients keep the context they are made with for their life
+	// (managedwriter's streams run on it); ctx bounds New only.
+	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.cancel = cancel
 	var err error
-	if s.bq, err = bigquery.NewClient(ctx, project, rest...); err != nil {
+	if s.bq, err = bigquery.NewClient(life, project, rest...); err != nil {
 		s.Close()
 		return nil, classify(err, "connecting")
 	}
-	if s.mw, err = managedwriter.NewClient(ctx, project, wopts...); err != nil {
+	if s.mw, err = managedwriter.NewClient(life, project, wopts...); err != nil {
 		s.Close()
 		return nil, classify(err, "connecting to the Storage Write API")
 	}
@@ -200,6 +206,9 @@ func (s *Sink) Close() error {
 	}
 	if s.conn != nil {
 		errs = append(errs, s.conn.Close())
+	}
+	if s.cancel != nil {
+		s.cancel()
 	}
 	return errors.Join(errs...)
 }
@@ -426,6 +435,7 @@ type writer struct {
 	lay         *layout
 	keyIdx      []int
 	enc         encoder
+	dedup       dedup
 	last        []byte // the checkpoint merged last, nil when none
 
 	// Timings of the last batch, for the throughput figures.
@@ -560,7 +570,7 @@ func (w *writer) stageBatch(ctx context.Context, stage tableRef, rec arrow.Recor
 	}); err != nil {
 		return err
 	}
-	rows := w.enc.encode(w.lay, rec)
+	rows := w.enc.encode(w.lay, rec, w.dedup.lastPerKey(w.lay, rec, w.keyIdx))
 	return s.retry(ctx, "writing staging table "+stage.String(), func() error {
 		return s.appendPending(ctx, stage, w.lay, rows)
 	})
@@ -608,14 +618,16 @@ func (s *Sink) appendPending(ctx context.Context, stage tableRef, lay *layout, r
 		return err
 	}
 	if se := resp.GetStreamErrors(); len(se) > 0 {
-		return fmt.Errorf("bigquery: committing the staging stream: %s: %s", se[0].GetCode(), se[0].GetErrorMessage())
+		// Nothing of the stream is committed: the retry writes it again
+		// on a new stream.
+		return transient{fmt.Errorf("bigquery: committing the staging stream: %s: %s", se[0].GetCode(), se[0].GetErrorMessage())}
 	}
 	return nil
 }
 
 // mergeScript is the batch's transaction: the MERGE of the staging table
-// (its last row per key by position) into the target, and the checkpoint
-// row's upsert.
+// (which holds one row per key: the last one by position, see
+// dedup.lastPerKey) into the target, and the checkpoint row's replacement.
 func (w *writer) mergeScript(stage tableRef, hasRows bool, next []byte) string {
 	var b strings.Builder
 	b.WriteString("BEGIN TRANSACTION;\n")
@@ -624,25 +636,23 @@ func (w *writer) mergeScript(stage tableRef, hasRows bool, next []byte) string {
 		for i, c := range w.lay.cols {
 			cols[i] = "`" + c.name + "`"
 		}
-		keys := make([]string, len(w.s.o.key))
 		on := make([]string, len(w.s.o.key))
 		for i, k := range w.s.o.key {
-			keys[i] = "`" + k + "`"
 			on[i] = "T.`" + k + "` = S.`" + k + "`"
 		}
 		var set []string
 		for _, c := range cols {
 			set = append(set, c+" = S."+c)
 		}
-		fmt.Fprintf(&b, "MERGE %s T\nUSING (SELECT %s FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY %s ORDER BY `%s` DESC) AS _fl_rn FROM %s) WHERE _fl_rn = 1) S\nON %s\n",
-			w.target.sql(), strings.Join(cols, ", "), strings.Join(keys, ", "), posColumn, stage.sql(), strings.Join(on, " AND "))
+		fmt.Fprintf(&b, "MERGE %s T\nUSING %s S\nON %s\n", w.target.sql(), stage.sql(), strings.Join(on, " AND "))
 		fmt.Fprintf(&b, "WHEN MATCHED THEN UPDATE SET %s\nWHEN NOT MATCHED THEN INSERT (%s) VALUES (S.%s);\n",
 			strings.Join(set, ", "), strings.Join(cols, ", "), strings.Join(cols, ", S."))
 	}
-	fmt.Fprintf(&b, "MERGE %s C\nUSING (SELECT %s AS pipeline, %s AS target, %s AS checkpoint) S\nON C.pipeline = S.pipeline AND C.target = S.target\n",
+	// The checkpoint row: DELETE and INSERT rather than a MERGE, whose
+	// source the emulator wants to be a table.
+	fmt.Fprintf(&b, "DELETE FROM %s WHERE pipeline = %s AND target = %s;\n", w.s.cpRef().sql(), quote(w.p.ID), quote(w.target.String()))
+	fmt.Fprintf(&b, "INSERT INTO %s (pipeline, target, checkpoint, updated) VALUES (%s, %s, %s, CURRENT_TIMESTAMP());\n",
 		w.s.cpRef().sql(), quote(w.p.ID), quote(w.target.String()), quote(base64.StdEncoding.EncodeToString(next)))
-	b.WriteString("WHEN MATCHED THEN UPDATE SET checkpoint = S.checkpoint, updated = CURRENT_TIMESTAMP()\n")
-	b.WriteString("WHEN NOT MATCHED THEN INSERT (pipeline, target, checkpoint, updated) VALUES (S.pipeline, S.target, S.checkpoint, CURRENT_TIMESTAMP());\n")
 	b.WriteString("COMMIT TRANSACTION;\n")
 	return b.String()
 }
