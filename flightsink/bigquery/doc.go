@@ -54,16 +54,19 @@
 // # Types
 //
 // Arrow → BigQuery, exactly: int8/16/32/64 and uint8/16/32 → INT64;
-// float32/64 → FLOAT64; bool → BOOL; utf8, large_utf8 → STRING; binary,
-// large_binary, fixed_size_binary → BYTES; date32 → DATE; timestamp with a
-// time zone in s, ms or µs → TIMESTAMP (an instant: it reads back in UTC).
-// Refused with ErrSchemaMismatch (INVALID_ARGUMENT) naming the column:
-// uint64 (does not fit), timestamps without a zone (DATETIME is not
-// mapped yet) or in ns (finer than BigQuery's µs), decimals, times, and
-// nested types (lists, structs, maps: REPEATED and RECORD columns are not
-// written by this sink — flatten them first). Non-nullable Arrow columns
-// become REQUIRED. A batch must match an existing target's columns by
-// name, type and order.
+// float32/64 → FLOAT64; bool → BOOL; utf8, large_utf8, utf8_view →
+// STRING; binary, large_binary, binary_view, fixed_size_binary → BYTES;
+// date32 → DATE; timestamp with a time zone in s, ms or µs → TIMESTAMP (an
+// instant: it reads back in UTC); struct → RECORD; list → REPEATED (of a
+// scalar or of a struct of scalars: one level of nesting). A NULL list is
+// stored as an empty ARRAY (BigQuery does not tell them apart) and a list
+// holding a NULL element is refused at write time (ErrInvalidInput naming
+// the column). Refused with ErrSchemaMismatch (INVALID_ARGUMENT) naming the
+// column: uint64 (does not fit), timestamps without a zone (DATETIME is
+// not mapped yet) or in ns (finer than BigQuery's µs), decimals, times,
+// maps, large and fixed-size lists, lists of lists and nesting deeper than
+// a list of structs. Non-nullable Arrow columns become REQUIRED. A batch
+// must match an existing target's columns by name, type and order.
 //
 // # Auth and errors
 //

@@ -65,7 +65,8 @@ func TestEncodeDecodes(t *testing.T) {
 	require.NoError(t, err)
 	md := fd.Messages().Get(0)
 	var e encoder
-	rows := e.encode(lay, rec, nil)
+	rows, err := e.encode(lay, rec, nil)
+	require.NoError(t, err)
 	require.Len(t, rows, 3)
 	get := func(r int, name string) any {
 		m := dynamicpb.NewMessage(md)
@@ -105,8 +106,8 @@ func TestEncodeAllocationLean(t *testing.T) {
 	lay, err := newLayout(typesSchema)
 	require.NoError(t, err)
 	var e encoder
-	e.encode(lay, rec, nil)
-	allocs := testing.AllocsPerRun(100, func() { e.encode(lay, rec, nil) })
+	_, _ = e.encode(lay, rec, nil)
+	allocs := testing.AllocsPerRun(100, func() { _, _ = e.encode(lay, rec, nil) })
 	require.Zero(t, allocs)
 }
 
@@ -115,14 +116,16 @@ func TestMapRefusesNamingTheColumn(t *testing.T) {
 		{Name: "u", Type: arrow.PrimitiveTypes.Uint64},
 		{Name: "ns", Type: &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}},
 		{Name: "local", Type: &arrow.TimestampType{Unit: arrow.Microsecond}},
-		{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64)},
-		{Name: "st", Type: arrow.StructOf(arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int64})},
+		{Name: "ll", Type: arrow.ListOf(arrow.ListOf(arrow.PrimitiveTypes.Int64))},
+		{Name: "sl", Type: arrow.StructOf(arrow.Field{Name: "a", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64)})},
+		{Name: "m", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int64)},
 		{Name: "dec", Type: &arrow.Decimal128Type{Precision: 10, Scale: 2}},
 	} {
 		_, err := newLayout(arrow.NewSchema([]arrow.Field{f}, nil))
 		require.Error(t, err, f.Name)
 		require.True(t, errors.Is(err, flightline.ErrSchemaMismatch), "%v", err)
 		require.Contains(t, err.Error(), `"`+f.Name+`"`)
+		t.Log(err)
 	}
 }
 

@@ -570,7 +570,10 @@ func (w *writer) stageBatch(ctx context.Context, stage tableRef, rec arrow.Recor
 	}); err != nil {
 		return err
 	}
-	rows := w.enc.encode(w.lay, rec, w.dedup.lastPerKey(w.lay, rec, w.keyIdx))
+	rows, err := w.enc.encode(w.lay, rec, w.dedup.lastPerKey(w.lay, rec, w.keyIdx))
+	if err != nil {
+		return err
+	}
 	return s.retry(ctx, "writing staging table "+stage.String(), func() error {
 		return s.appendPending(ctx, stage, w.lay, rows)
 	})

@@ -2,6 +2,7 @@ package bigquery
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -224,4 +225,85 @@ func TestIntegrationBigQueryErrors(t *testing.T) {
 	require.NoError(t, w.Close(ctx))
 	require.NoError(t, w2.Close(ctx))
 	require.Equal(t, []int64{1}, e.ids(t, p.Target))
+}
+
+// TestIntegrationBigQueryNested: the Kafka source's shape — binary_view
+// key and value, a list<struct<key, value>> of headers (REPEATED RECORD) —
+// lands and merges; a replaced row's headers are replaced.
+func TestIntegrationBigQueryNested(t *testing.T) {
+	e := needEmulator(t)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ctx := t.Context()
+	hdr := arrow.StructOf(arrow.Field{Name: "key", Type: arrow.BinaryTypes.String}, arrow.Field{Name: "value", Type: arrow.BinaryTypes.Binary, Nullable: true})
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "k", Type: arrow.BinaryTypes.BinaryView, Nullable: true},
+		{Name: "v", Type: arrow.BinaryTypes.StringView, Nullable: true},
+		{Name: "headers", Type: arrow.ListOfNonNullable(hdr)},
+		{Name: "pt", Type: arrow.StructOf(arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Float64}), Nullable: true},
+	}, nil)
+	build := func(ids []int64, hv string) arrow.RecordBatch {
+		b := array.NewRecordBuilder(mem, sc)
+		defer b.Release()
+		lb := b.Field(3).(*array.ListBuilder)
+		sb := lb.ValueBuilder().(*array.StructBuilder)
+		pb := b.Field(4).(*array.StructBuilder)
+		for i, id := range ids {
+			b.Field(0).(*array.Int64Builder).Append(id)
+			b.Field(1).(*array.BinaryViewBuilder).Append([]byte(fmt.Sprintf("key-%d-long-enough-for-a-buffer", id)))
+			b.Field(2).(*array.StringViewBuilder).Append(fmt.Sprintf("v%d", id))
+			lb.Append(true)
+			for j := range i % 3 {
+				sb.Append(true)
+				sb.FieldBuilder(0).(*array.StringBuilder).Append(fmt.Sprintf("h%d", j))
+				if j == 1 {
+					sb.FieldBuilder(1).(*array.BinaryBuilder).AppendNull()
+				} else {
+					sb.FieldBuilder(1).(*array.BinaryBuilder).Append([]byte(hv))
+				}
+			}
+			if i%2 == 1 {
+				pb.AppendNull()
+			} else {
+				pb.Append(true)
+				pb.FieldBuilder(0).(*array.Float64Builder).Append(float64(id) / 2)
+			}
+		}
+		return b.NewRecordBatch()
+	}
+	p := flightsink.Pipeline{ID: "nested", Target: name("nested")}
+	w, _, err := e.sink(t).Open(ctx, p)
+	require.NoError(t, err)
+	rec := build([]int64{1, 2, 3}, "a")
+	require.NoError(t, w.WriteBatch(ctx, rec, sinktest.CP(3)))
+	rec.Release()
+	rec = build([]int64{4, 5, 3}, "b")
+	require.NoError(t, w.WriteBatch(ctx, rec, sinktest.CP(6)))
+	rec.Release()
+	require.NoError(t, w.Close(ctx))
+	// BigQuery stores an empty ARRAY as NULL-equivalent (the emulator
+	// answers NULL for its length): IFNULL.
+	rows := e.query(t, "SELECT id, TO_BASE64(k), v, IFNULL(ARRAY_LENGTH(headers), 0), "+
+		"(SELECT STRING_AGG(h.key || '=' || IFNULL(TO_BASE64(h.value), 'NULL'), ',') FROM UNNEST(headers) h), pt.x FROM "+e.table(p.Target)+" ORDER BY id")
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	var got []string
+	for _, r := range rows {
+		var parts []string
+		for _, v := range r {
+			if v == nil {
+				parts = append(parts, "NULL")
+			} else {
+				parts = append(parts, *v)
+			}
+		}
+		got = append(got, fmt.Sprint(parts))
+	}
+	require.Equal(t, []string{
+		"[1 " + b64("key-1-long-enough-for-a-buffer") + " v1 0 NULL 0.5]",
+		"[2 " + b64("key-2-long-enough-for-a-buffer") + " v2 1 h0=" + b64("a") + " NULL]",
+		"[3 " + b64("key-3-long-enough-for-a-buffer") + " v3 2 h0=" + b64("b") + ",h1=NULL 1.5]",
+		"[4 " + b64("key-4-long-enough-for-a-buffer") + " v4 0 NULL 2]",
+		"[5 " + b64("key-5-long-enough-for-a-buffer") + " v5 1 h0=" + b64("b") + " NULL]",
+	}, got)
 }
