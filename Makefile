@@ -28,20 +28,23 @@ demo: build
 test-unit:
 	$(GO) test $(GOTESTFLAGS) ./...
 
-# The packages that need the BigQuery emulator. Its first build takes 10–26
-# minutes, so `services.sh up` only starts it in the background: they run in
-# a last phase, after every other test and the fuzz targets, once
+# What needs the BigQuery emulator: these packages, and the tests named
+# TestIntegrationBigQuery* of ./integration/. Its first build takes 10–30
+# minutes, so `services.sh up` only starts it in the background; they run
+# in a last phase, after every other test and the fuzz targets, once
 # `services.sh wait bigquery` has the emulator up.
 BQ_PKGS := ./flightsink/bigquery/...
+BQ_INTEGRATION := ^TestIntegrationBigQuery
 
 test:
 	@$(SERVICES) up
 	@set -a; . integration/services/run/env; set +a; \
 	export FLIGHTLINE_REQUIRE_SERVICES=1; \
 	bq=$$($(GO) list $(BQ_PKGS)) && rest=$$($(GO) list ./... | grep -vxF "$$bq") && \
-	$(GO) vet ./... && $(GO) test $(GOTESTFLAGS) $$rest && $(MAKE) --no-print-directory fuzz && \
+	$(GO) vet ./... && $(GO) test $(GOTESTFLAGS) -skip '$(BQ_INTEGRATION)' $$rest && \
+	$(MAKE) --no-print-directory fuzz && \
 	$(SERVICES) wait bigquery && set -a && . integration/services/run/env && set +a && \
-	$(GO) test $(GOTESTFLAGS) $$bq; rc=$$?; \
+	$(GO) test $(GOTESTFLAGS) $$bq && $(GO) test $(GOTESTFLAGS) -run '$(BQ_INTEGRATION)' ./integration/; rc=$$?; \
 	$(SERVICES) down; exit $$rc
 
 # Longer runs than `make test` has time for. Each recipe line stands alone
