@@ -93,6 +93,25 @@ func TestSpecsYieldTheirConfig(t *testing.T) {
 		parseAs(t, s3SinkSpec, "s3:b/p?part_size=5MiB&multipart_threshold=67108864&AWS_REGION=eu-west-1"))
 	require.Equal(t, s3SinkConfig{PartSize: objstore.DefaultPartSize, MultipartThreshold: objstore.MultipartThreshold, Storage: map[string]string{}},
 		parseAs(t, s3SinkSpec, "s3:b/p"), "defaults are the library's")
+
+	require.Equal(t, bqSinkConfig{Table: ptr("orders"), Key: []string{"id", "day"}, CheckpointTable: "_flightline_checkpoints",
+		EmulatorHTTP: ptr("http://127.0.0.1:9050"), EmulatorGRPC: ptr("127.0.0.1:9060")},
+		parseAs(t, bqSinkSpec, "bigquery:p/d?table=orders&key=id,day&emulator_endpoint=http://127.0.0.1:9050&emulator_grpc=127.0.0.1:9060"))
+}
+
+// A bigquery: sink without key= is refused when it is opened, as are a
+// malformed location and half an emulator address.
+func TestBigQuerySinkRefusals(t *testing.T) {
+	for raw, want := range map[string]string{
+		"bigquery:p/d?table=t":      "key",
+		"bigquery:p/d?table=t&key=": "key",
+		"bigquery:p?key=id":         "PROJECT/DATASET",
+		"bigquery://p/d?key=id":     "PROJECT/DATASET",
+		"bigquery:p/d?key=id&emulator_endpoint=http://127.0.0.1:1": "go together",
+	} {
+		_, _, err := openSink(testEnv, raw, endpoint.ClientConfig{})
+		require.ErrorContains(t, err, want, raw)
+	}
 }
 
 // The forms the README, docs/ and the integration tests use keep working.

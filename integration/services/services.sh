@@ -3,6 +3,8 @@
 # Debian machine without Docker. Idempotent: `up` twice is `up` once.
 #
 #   services.sh up [svc...]   install (cached) and start services; all by default
+#   services.sh wait [svc...] finish what `up` left running in the background
+#                             (the BigQuery emulator's build) and start it
 #   services.sh down          stop what `up` started, nothing else
 #   services.sh env           print the environment the tests read
 #
@@ -79,9 +81,15 @@ up)
 	for s in "${want[@]}"; do log "up: $s"; "${s}_up"; done
 	log "ready; test environment in $RUN/env"
 	;;
+wait)
+	for s in "${want[@]}"; do
+		if declare -F "${s}_wait" >/dev/null; then log "wait: $s"; "${s}_wait"; fi
+	done
+	log "ready; test environment in $RUN/env"
+	;;
 down)
 	for ((i=${#SERVICES[@]}-1; i>=0; i--)); do "${SERVICES[i]}_down" || true; done
 	;;
 env) cat "$RUN/env" 2>/dev/null || true ;;
-*) sed -n '2,15p' "$0"; exit 2 ;;
+*) sed -n '2,17p' "$0"; exit 2 ;;
 esac
