@@ -721,7 +721,9 @@ func (w *progress) stop(events []killEvent) *stallReport {
 			s.idle = max(s.idle, to.Sub(from))
 		}
 	}
-	w.r.t.Logf("stalls and recoveries per kill kind:\n%s", s)
+	if len(events) > 0 {
+		w.r.t.Logf("stalls and recoveries per kill kind:\n%s", s)
+	}
 	return s
 }
 
