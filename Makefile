@@ -6,7 +6,7 @@ GO ?= go
 SERVICES := integration/services/services.sh
 GOTESTFLAGS ?= -race -count=1 -timeout 60m
 
-.PHONY: all build demo test test-unit test-interop services-up services-down bench fuzz chaos chaos-kill chaos-fuzz fuzz-long vet
+.PHONY: all build demo test test-unit test-interop services-up services-down bench fuzz chaos chaos-kill chaos-fuzz fuzz-long vet soak
 
 # The fuzz targets of the wire boundary (package:Target). Their seed corpus
 # (internal/doputtest) replays in every `go test`; `make fuzz` mutates each
@@ -65,13 +65,23 @@ test-interop:
 # S3 and Databricks (fake catalog, moto) included (FLIGHTLINE_KILL_SEED=N
 # replays a run's kill schedule).
 # The heavy matrices: 100 kills per exactly-once sink (Delta on S3 too),
-# then the DoPut fuzz targets for CHAOSTIME each.
+# with and without the source's instance_id, PostgreSQL restarted 5 times
+# each way under the PostgreSQL sink, then the DoPut fuzz targets for
+# CHAOSTIME each.
 chaos: chaos-kill chaos-fuzz
 
 chaos-kill:
-	@$(SERVICES) up kafka postgres python s3 moto adbc && set -a && . integration/services/run/env && set +a && \
+	@$(SERVICES) up kafka postgres python s3 moto adbc fakesnow && set -a && . integration/services/run/env && set +a && \
 	FLIGHTLINE_REQUIRE_SERVICES=1 FLIGHTLINE_CHAOS=1 $(GO) test -race -count=1 -timeout 120m -v \
-		-run '^TestIntegrationSplitKill9$$' ./integration/ ; rc=$$?; $(SERVICES) down; exit $$rc
+		-run '^(TestIntegrationSplitKill9|TestIntegrationPostgresRestart|TestIntegrationS3Faults)$$' ./integration/ ; rc=$$?; $(SERVICES) down; exit $$rc
+
+# The soak: Kafka → Delta, PostgreSQL and Kafka at half their measured peak
+# for SOAKTIME, sampled every few seconds; CSV and PNG chart under soak/.
+SOAKTIME ?= 30m
+soak:
+	@$(SERVICES) up kafka postgres python plot && set -a && . integration/services/run/env && set +a && \
+	FLIGHTLINE_REQUIRE_SERVICES=1 FLIGHTLINE_SOAKTIME=$(SOAKTIME) FLIGHTLINE_SOAK_DIR=$(CURDIR)/soak \
+		$(GO) test -count=1 -timeout 0 -v -run '^TestIntegrationSoak$$' ./integration/ ; rc=$$?; $(SERVICES) down; exit $$rc
 
 services-up:
 	$(SERVICES) up

@@ -116,7 +116,10 @@ func ChainAllocator(mem memory.Allocator) Option {
 }
 
 // Backoff sets the bounds of the jittered exponential backoff between
-// attempts. Defaults 200ms and 30s.
+// attempts. Defaults 200ms and 5s: the maximum is also how long a pipeline
+// may take to resume once a long outage is over (issue 16: recovery within
+// a few seconds; it was 30s), and one attempt every few seconds while a
+// service is down costs little.
 func Backoff(min, max time.Duration) Option {
 	return func(c *Coordinator) error {
 		if min <= 0 || max < min {
@@ -177,7 +180,7 @@ func WithMetrics(reg prometheus.Registerer) Option {
 func New(src flightsrc.Source, sink flightsink.Sink, stream string, p flightsink.Pipeline, opts ...Option) (*Coordinator, error) {
 	c := &Coordinator{
 		src: src, sink: sink, stream: stream, pipeline: p,
-		window: 4, minBackoff: 200 * time.Millisecond, maxBackoff: 30 * time.Second,
+		window: 4, minBackoff: 200 * time.Millisecond, maxBackoff: 5 * time.Second,
 		commitInterval: time.Second, stopTimeout: 10 * time.Second, log: slog.Default(),
 	}
 	if src == nil || sink == nil {

@@ -30,7 +30,8 @@
 //     batches, plus those of a failed attempt whose ack was lost but whose
 //     checkpoint the next Open returns (a commit call can fail after
 //     committing; the next Open's checkpoint is the truth).
-//   - Retryable errors (flightline.IsRetryable) back off with jitter and
+//   - Retryable errors (flightline.IsRetryable) back off with jitter (200 ms
+//     growing to 5 s by default) and
 //     restart at step 1 — exponentially for outages, at most 4× the minimum
 //     for ErrConflict (a rebalance or a moved checkpoint is routine and
 //     logged at INFO); others (bad input, schema mismatch, fencing,

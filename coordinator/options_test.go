@@ -75,3 +75,23 @@ func TestSharedRegistererAndNilLoggers(t *testing.T) {
 	require.Equal(t, 2000.0, byRole["sink"])
 	require.GreaterOrEqual(t, byRole["source"], 2000.0, "the source also counts what it resent after the outage")
 }
+
+// The default backoff grows from 200 ms to at most 5 s, so a pipeline
+// resumes within about 5 s of a long outage's end (with 30 s, as before
+// issue 16, it could wait 30 s after the service was back).
+func TestDefaultBackoffBound(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	sink := flightsink.NewMemory()
+	defer sink.Release()
+	c, err := coordinator.New(newGen(t, mem, 10, 5), sink, "orders", flightsink.Pipeline{ID: "b"})
+	require.NoError(t, err)
+	var longest time.Duration
+	for n := 1; n <= 40; n++ {
+		d := coordinator.BackoffOf(c, n)
+		require.LessOrEqual(t, d, 5*time.Second, "attempt %d", n)
+		longest = max(longest, d)
+	}
+	require.GreaterOrEqual(t, longest, 2500*time.Millisecond, "the backoff grows to its bound")
+	require.LessOrEqual(t, coordinator.BackoffOf(c, 1), 200*time.Millisecond)
+}

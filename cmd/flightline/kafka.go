@@ -76,7 +76,7 @@ type kafkaSourceConfig struct {
 	DecodeBytes       *spec.Size     `spec:"decode_bytes" doc:"bytes of a fetch decoded at a time (default 256KiB)"`
 	MaxParkedBytes    *spec.Size     `spec:"max_parked_bytes" doc:"spare decode buffers kept per partition (default 2MiB)"`
 	Membership        bool           `spec:"membership" default:"true" doc:"join the consumer group; false: read every partition, committing nothing to the group"`
-	SessionTimeout    *time.Duration `spec:"session_timeout" doc:"consumer group session timeout (default 45s)"`
+	SessionTimeout    *time.Duration `spec:"session_timeout" doc:"consumer group session timeout (default 10s): without instance_id, how long a killed source keeps its partitions"`
 	InstanceID        *string        `spec:"instance_id" doc:"static group member id (KIP-345): a restart within the session timeout keeps its partitions"`
 	DeadLetters       string         `spec:"dead_letters" default:"fail" doc:"undecodable records: fail the pipeline, or append them to FILE.jsonl and go on (a pipeline of the config file routes them with deadletter_sink instead)"`
 	MaxValueBytes     *spec.Size     `spec:"max_value_bytes" doc:"format=json|avro: a record value over this size is a dead letter (stage load), not a row"`

@@ -307,15 +307,24 @@ func UnavailableAfter(d time.Duration) Option {
 	return func(c *config) error { c.unavailableAfter = d; return nil }
 }
 
-// SessionTimeout sets the consumer group session timeout. Default 45s; the
-// broker bounds it (group.min.session.timeout.ms).
+// SessionTimeout sets the consumer group session timeout. Default 10s; the
+// broker bounds it (group.min.session.timeout.ms, 6s by default). Without
+// an InstanceID, the partitions of a member that was killed stay assigned
+// to it until its session expires, so the session timeout bounds how long a
+// pipeline stalls after its source crashed (issue 16: kgo's 45s default
+// stalled it for 45s). The member only coordinates and heartbeats every
+// SessionTimeout/3 (at most 3s) whatever the pipeline is doing, so a short
+// session does not cause rebalances under load.
 func SessionTimeout(d time.Duration) Option {
 	return func(c *config) error { c.sessionTimeout = d; return nil }
 }
 
 // InstanceID makes the group member static (KIP-345): a restarted
 // instance with the same id takes its partitions back without waiting for
-// the old session to expire.
+// the old session to expire (a pipeline whose source was killed and
+// restarted commits again within a few seconds). Give every instance of a
+// pipeline its own stable id; two live members with one id fence each
+// other.
 func InstanceID(id string) Option { return func(c *config) error { c.instanceID = id; return nil } }
 
 // RevokeTimeout bounds how long a revocation waits for the pipeline that

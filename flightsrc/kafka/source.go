@@ -59,7 +59,7 @@ func New(opts ...Option) (*Source, error) {
 		maxRows: 10000, maxBytes: 8 << 20, maxWait: 500 * time.Millisecond,
 		fetchMaxBytes: 8 << 20, partitionMaxBytes: 1 << 20, fetchMaxWait: 250 * time.Millisecond,
 		maxBuffered: 8 << 20, maxParked: kafkadecode.DefaultMaxParkedBytes, decodeBytes: 256 << 10, unavailableAfter: 30 * time.Second,
-		sessionTimeout: 45 * time.Second, revokeTimeout: 20 * time.Second,
+		sessionTimeout: 10 * time.Second, revokeTimeout: 20 * time.Second,
 		mem: memory.DefaultAllocator, log: slog.Default(),
 	}
 	for _, o := range opts {

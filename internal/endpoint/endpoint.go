@@ -16,8 +16,10 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -228,15 +230,29 @@ func ParseURL(raw string) (addr string, useTLS bool, err error) {
 	return "", false, fmt.Errorf("endpoint: unsupported scheme %q in %q: want grpc:// or grpc+tls://", u.Scheme, raw)
 }
 
+// ReconnectMaxDelay bounds the wait between two attempts to reconnect to an
+// endpoint that went away. gRPC's default (1 s growing by 1.6× up to 120 s)
+// left a coordinator unable to reach a restarted source or sink for tens
+// of seconds after an outage of a minute: while the channel waits, every
+// call fails at once. Flightline's peers are few and near; one connection
+// attempt per second to a peer that is down costs nothing.
+const ReconnectMaxDelay = time.Second
+
 // Dial connects to the endpoint at rawURL. The connection is lazy: errors
-// reaching the server surface on the first call.
+// reaching the server surface on the first call. After the connection
+// breaks, reconnection is attempted after 100 ms, growing to at most
+// ReconnectMaxDelay between attempts, so a restarted server is reached
+// within about a second of listening again.
 func Dial(rawURL string, cfg ClientConfig) (*grpc.ClientConn, error) {
 	addr, useTLS, err := ParseURL(rawURL)
 	if err != nil {
 		return nil, err
 	}
 	opts := []grpc.DialOption{grpc.WithDefaultCallOptions(
-		grpc.MaxCallRecvMsgSize(MaxMessageSize), grpc.MaxCallSendMsgSize(MaxMessageSize))}
+		grpc.MaxCallRecvMsgSize(MaxMessageSize), grpc.MaxCallSendMsgSize(MaxMessageSize)),
+		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: 20 * time.Second, Backoff: backoff.Config{
+			BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: ReconnectMaxDelay}}),
+	}
 	if useTLS {
 		tc := &tls.Config{ServerName: cfg.ServerName, MinVersion: tls.VersionTLS12}
 		if cfg.CAFile != "" {

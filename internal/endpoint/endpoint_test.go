@@ -202,3 +202,43 @@ func TestConfigErrors(t *testing.T) {
 	require.True(t, tls)
 	require.Equal(t, "example.org:443", addr)
 }
+
+// TestReconnectAfterOutage: a client that kept calling a server which was
+// down for 20 s reaches it within a few seconds of its listening again. With
+// gRPC's default reconnect backoff (1 s ×1.6 up to 120 s) the next attempt
+// after a 20 s outage comes about 6 s after the server is back.
+func TestReconnectAfterOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("20 s outage: skipped in -short mode")
+	}
+	t.Parallel()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := lis.Addr().String()
+	require.NoError(t, lis.Close()) // nobody listens: the outage
+	conn, err := Dial("grpc://"+addr, ClientConfig{})
+	require.NoError(t, err)
+	defer conn.Close()
+	call := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		return healthy(ctx, conn)
+	}
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		require.Error(t, call())
+	}
+	gs, _, err := NewServer(ServerConfig{})
+	require.NoError(t, err)
+	lis, err = net.Listen("tcp", addr)
+	require.NoError(t, err)
+	go gs.Serve(lis)
+	defer gs.Stop()
+	up := time.Now()
+	for call() != nil {
+		time.Sleep(50 * time.Millisecond)
+		require.Less(t, time.Since(up), 30*time.Second)
+	}
+	took := time.Since(up)
+	t.Logf("reached the server %v after it listened again", took.Round(10*time.Millisecond))
+	require.Less(t, took, 2500*time.Millisecond, "reconnecting took too long")
+}

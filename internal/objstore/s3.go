@@ -11,8 +11,10 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -43,6 +45,15 @@ type S3 struct {
 	// (OpenWithCredentials), so an expired token is a transient state.
 	renewing bool
 }
+
+// ResponseHeaderTimeout bounds the wait for an S3 response's headers once a
+// request has been sent (its body included, so large uploads are not
+// limited). A server that accepts a request and never answers would
+// otherwise hold the call, and the pipeline, forever: the SDK has no
+// default timeout (issue 16: a hung S3 stalled a Delta pipeline until the
+// connection was reset, 90 s in the test). The SDK retries a timed-out
+// request like any transient failure.
+const ResponseHeaderTimeout = 10 * time.Second
 
 // NewS3 returns a store on s3://bucket/prefix configured by opts (see
 // Options); missing credentials and region come from the SDK default chain.
@@ -88,6 +99,9 @@ func newS3(ctx context.Context, bucket, prefix string, opts Options, creds aws.C
 			return nil, fmt.Errorf("%w: %s=%q is plain http: set %s=true to allow it", flightline.ErrInvalidInput, EndpointURL, endpoint, AllowHTTP)
 		}
 	}
+	lo = append(lo, config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+		tr.ResponseHeaderTimeout = ResponseHeaderTimeout
+	})))
 	cfg, err := config.LoadDefaultConfig(ctx, lo...)
 	if err != nil {
 		return nil, fmt.Errorf("objstore: AWS config: %w", err)

@@ -170,6 +170,10 @@ func (e *RowEncoder) raw(arr arrow.Array, col uint32) (raw, int, error) {
 		return func(b []byte, i int) []byte { return append(b, a.Value(i)...) }, -1, nil
 	case *array.LargeBinary:
 		return func(b []byte, i int) []byte { return append(b, a.Value(i)...) }, -1, nil
+	case *array.StringView: // the Kafka source's in-process batches
+		return func(b []byte, i int) []byte { return append(b, a.Value(i)...) }, -1, nil
+	case *array.BinaryView:
+		return func(b []byte, i int) []byte { return append(b, a.Value(i)...) }, -1, nil
 	case *array.Timestamp:
 		return timestampRaw(a)
 	case *array.Date32:

@@ -77,9 +77,9 @@ func ForArrow(dt arrow.DataType) (Type, error) {
 		return Type{OIDFloat8, "double precision"}, nil
 	case *arrow.BooleanType:
 		return Type{OIDBool, "boolean"}, nil
-	case *arrow.StringType, *arrow.LargeStringType:
+	case *arrow.StringType, *arrow.LargeStringType, *arrow.StringViewType:
 		return Type{OIDText, "text"}, nil
-	case *arrow.BinaryType, *arrow.LargeBinaryType:
+	case *arrow.BinaryType, *arrow.LargeBinaryType, *arrow.BinaryViewType:
 		return Type{OIDBytea, "bytea"}, nil
 	case *arrow.TimestampType:
 		if dt.TimeZone != "" {

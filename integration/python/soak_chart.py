@@ -1,0 +1,50 @@
+"""Draws the soak's samples (integration/soak_test.go): soak_chart.py CSV PNG.
+
+One panel per series (resident memory, Go heap, goroutines, open
+descriptors, rows/s, commit latency p50/p99, lag), one line per pipeline.
+"""
+import csv
+import sys
+from collections import defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+PANELS = [
+    ("rss_bytes", "resident memory (MiB)", 1 / (1 << 20)),
+    ("go_heap_bytes", "Go heap (MiB)", 1 / (1 << 20)),
+    ("goroutines", "goroutines", 1),
+    ("open_fds", "open descriptors", 1),
+    ("rows_per_s", "rows/s committed", 1),
+    ("commit_p50_s", "commit latency p50 (s)", 1),
+    ("commit_p99_s", "commit latency p99 (s)", 1),
+    ("lag_records", "lag (records)", 1),
+]
+
+
+def main(src, dst):
+    data = defaultdict(lambda: defaultdict(list))
+    with open(src) as f:
+        for row in csv.DictReader(f):
+            d = data[row["pipeline"]]
+            d["t"].append(float(row["t_s"]) / 60)
+            for col, _, _ in PANELS:
+                d[col].append(float(row[col]))
+    fig, axes = plt.subplots(4, 2, figsize=(14, 14), sharex=True)
+    for ax, (col, title, scale) in zip(axes.flat, PANELS):
+        for name, d in sorted(data.items()):
+            ax.plot(d["t"], [v * scale for v in d[col]], label=name, linewidth=1)
+        ax.set_title(title)
+        ax.grid(True, alpha=0.3)
+    for ax in axes[-1]:
+        ax.set_xlabel("minutes")
+    axes[0][0].legend()
+    fig.suptitle("Flightline soak: Kafka → Delta, PostgreSQL, Kafka")
+    fig.tight_layout()
+    fig.savefig(dst, dpi=90)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

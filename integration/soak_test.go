@@ -1,0 +1,502 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// The soak test (issue 16): Kafka → Delta, Kafka → PostgreSQL and Kafka →
+// Kafka, each one `flightline run` process with in-process source and sink
+// (the sync form) and --metrics-addr, run side by side. First each
+// pipeline drains a prefilled topic, which measures its peak rate on this
+// machine (with the other two draining too); then a producer writes to each
+// topic at half that rate for the soak's duration, and every few seconds
+// the test samples each process: resident memory and open descriptors from
+// /proc, Go heap, goroutines, rows committed and the commit latency
+// histogram from its metrics endpoint, and the lag (records produced minus
+// rows committed). It writes the samples as CSV and, when
+// FLIGHTLINE_PLOT_PYTHON is set (services.sh up plot), a PNG chart beside
+// it, and fails if memory, goroutines or descriptors grow over the second
+// half of the run (slope of a least-squares line) or the lag grows.
+//
+// FLIGHTLINE_SOAKTIME sets the steady phase (default 2m: the short soak of
+// make test; make soak runs 30m). FLIGHTLINE_SOAK_DIR is where the CSV and
+// the chart go (default a new directory under the system's temp dir; the
+// test logs it).
+
+// soakPipeline is one pipeline of the soak.
+type soakPipeline struct {
+	name    string
+	topic   string
+	format  string // raw or json
+	sink    string // the sink spec
+	metrics string // host:port of its metrics endpoint
+	proc    *proc
+	log     *syncBuffer
+
+	produced atomic.Int64
+	peak     float64 // rows/s while draining the prefill
+	rate     float64 // the steady rate produced
+}
+
+// soakSample is one sample of one pipeline.
+type soakSample struct {
+	t          float64 // seconds since the steady phase began
+	rss, heap  float64 // bytes
+	goroutines float64
+	fds        float64
+	rowsPerSec float64
+	p50, p99   float64 // commit latency, seconds; NaN without commits
+	lag        float64 // records produced minus rows committed
+}
+
+// promSample is one series of a Prometheus text exposition.
+type promSample struct {
+	name   string
+	labels map[string]string
+	value  float64
+}
+
+// scrape reads the metrics endpoint at addr.
+func scrape(ctx context.Context, addr string) ([]promSample, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var out []promSample
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		sp := strings.LastIndexByte(line, ' ')
+		if sp < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[sp+1:], 64)
+		if err != nil {
+			continue
+		}
+		s := promSample{name: line[:sp], labels: map[string]string{}, value: v}
+		if i := strings.IndexByte(s.name, '{'); i >= 0 {
+			for _, kv := range strings.Split(strings.TrimSuffix(s.name[i+1:], "}"), ",") {
+				k, v, ok := strings.Cut(kv, "=")
+				if ok {
+					s.labels[k] = strings.Trim(v, `"`)
+				}
+			}
+			s.name = s.name[:i]
+		}
+		out = append(out, s)
+	}
+	return out, sc.Err()
+}
+
+// sum adds the series named name whose labels include want.
+func sum(ss []promSample, name string, want map[string]string) float64 {
+	var t float64
+	for _, s := range ss {
+		if s.name != name {
+			continue
+		}
+		ok := true
+		for k, v := range want {
+			if s.labels[k] != v {
+				ok = false
+			}
+		}
+		if ok {
+			t += s.value
+		}
+	}
+	return t
+}
+
+// commitRole is the role label under which the process records commits.
+func commitRole(ss []promSample) string {
+	for _, s := range ss {
+		if s.name == "flightline_commit_latency_seconds_count" {
+			return s.labels["role"]
+		}
+	}
+	return ""
+}
+
+// buckets is the commit latency histogram (le → cumulative count).
+func buckets(ss []promSample) map[float64]float64 {
+	b := map[float64]float64{}
+	for _, s := range ss {
+		if s.name != "flightline_commit_latency_seconds_bucket" {
+			continue
+		}
+		le, err := strconv.ParseFloat(s.labels["le"], 64)
+		if err != nil {
+			le = math.Inf(1)
+		}
+		b[le] += s.value
+	}
+	return b
+}
+
+// quantile is the q quantile of the commits between two histogram
+// snapshots, as the upper bound of its bucket (NaN without commits).
+func quantile(prev, cur map[float64]float64, q float64) float64 {
+	les := slices.Sorted(func(yield func(float64) bool) {
+		for le := range cur {
+			if !yield(le) {
+				return
+			}
+		}
+	})
+	total := cur[math.Inf(1)] - prev[math.Inf(1)]
+	if total <= 0 {
+		return math.NaN()
+	}
+	for _, le := range les {
+		if cur[le]-prev[le] >= q*total {
+			if math.IsInf(le, 1) {
+				return les[max(0, len(les)-2)]
+			}
+			return le
+		}
+	}
+	return math.NaN()
+}
+
+// procStats reads the resident memory (bytes) and open descriptors of pid.
+func procStats(pid int) (rss, fds float64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			rss = kb * 1024
+		}
+	}
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	return rss, float64(len(ents)), nil
+}
+
+// slope is the least-squares slope of ys over xs.
+func slope(xs, ys []float64) float64 {
+	n := float64(len(xs))
+	var sx, sy, sxx, sxy float64
+	for i := range xs {
+		sx += xs[i]
+		sy += ys[i]
+		sxx += xs[i] * xs[i]
+		sxy += xs[i] * ys[i]
+	}
+	d := n*sxx - sx*sx
+	if d == 0 {
+		return 0
+	}
+	return (n*sxy - sx*sy) / d
+}
+
+func median(ys []float64) float64 {
+	s := slices.Clone(ys)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// soakProduce writes n records to topic (keys s<from>…), round-robin over
+// its partitions, and counts them in p.produced once acknowledged.
+func soakProduce(ctx context.Context, cl *kgo.Client, p *soakPipeline, from, n int64) error {
+	var wg sync.WaitGroup
+	var first error
+	var mu sync.Mutex
+	for i := from; i < from+n; i++ {
+		k := fmt.Sprintf("s%d", i)
+		wg.Add(1)
+		cl.Produce(ctx, &kgo.Record{Topic: p.topic, Key: []byte(k), Value: []byte(killValue("k" + k[1:]))}, func(_ *kgo.Record, err error) {
+			defer wg.Done()
+			if err != nil {
+				mu.Lock()
+				first = err
+				mu.Unlock()
+				return
+			}
+			p.produced.Add(1)
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+func soakDuration(t *testing.T) time.Duration {
+	if v := os.Getenv("FLIGHTLINE_SOAKTIME"); v != "" {
+		d, err := time.ParseDuration(v)
+		require.NoError(t, err, "FLIGHTLINE_SOAKTIME")
+		return d
+	}
+	return 2 * time.Minute
+}
+
+// TestIntegrationSoak is the soak: see the top of this file.
+func TestIntegrationSoak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("soak: skipped in -short mode")
+	}
+	brokers := Need(t, "FLIGHTLINE_KAFKA_BROKERS", "Kafka broker")
+	Need(t, "FLIGHTLINE_PG_DSN", "PostgreSQL")
+	bin := flightlineBin(t)
+	steady := soakDuration(t)
+	interval := max(2*time.Second, steady/300)
+	ctx, cancel := context.WithTimeout(context.Background(), steady+15*time.Minute)
+	defer cancel()
+	dir := os.Getenv("FLIGHTLINE_SOAK_DIR")
+	if dir == "" {
+		var err error
+		dir, err = os.MkdirTemp("", "flightline-soak-")
+		require.NoError(t, err)
+	}
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	schema := filepath.Join(t.TempDir(), "order.avsc")
+	require.NoError(t, os.WriteFile(schema, []byte(killSchema), 0o644))
+
+	var pls []*soakPipeline
+	for _, name := range []string{"delta", "postgres", "kafka"} {
+		_, topic := kafkaTopic(t, ctx, brokers, "soak-"+name, 3)
+		p := &soakPipeline{name: name, topic: topic, format: "json", log: &syncBuffer{}}
+		switch name {
+		case "delta":
+			p.sink = "delta:" + filepath.Join(t.TempDir(), "orders")
+		case "postgres":
+			p.sink = postgresKillDest(t, ctx, topic).spec
+		case "kafka":
+			p.format = "raw"
+			_, out := kafkaTopic(t, ctx, brokers, topic+"-out", 3)
+			p.sink = fmt.Sprintf("kafka:?brokers=%s&topic=%s", brokers, out)
+		}
+		pls = append(pls, p)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerLinger(5*time.Millisecond))
+	require.NoError(t, err)
+	defer cl.Close()
+
+	// Peak: drain a prefilled topic, all three at once.
+	const prefill = 60000
+	for _, p := range pls {
+		require.NoError(t, soakProduce(ctx, cl, p, 0, prefill))
+	}
+	for _, p := range pls {
+		format := "format=raw"
+		if p.format == "json" {
+			format = "format=json&schema=" + schema
+		}
+		p.metrics = freePort(t)
+		p.proc = startLogged(t, bin, p.log, "run", "--log-level", "warn", "--metrics-addr", p.metrics,
+			"--source", fmt.Sprintf("kafka:?brokers=%s&topics=%s&group=%s-g&%s", brokers, p.topic, p.topic, format),
+			"--sink", p.sink, "--stream", p.topic, "--pipeline", p.topic+"-pipe")
+	}
+	committed := func(p *soakPipeline) (float64, []promSample, error) {
+		ss, err := scrape(ctx, p.metrics)
+		if err != nil {
+			return 0, nil, err
+		}
+		role := commitRole(ss)
+		if role == "" {
+			return 0, ss, nil
+		}
+		return sum(ss, "flightline_rows_total", map[string]string{"role": role}), ss, nil
+	}
+	var wg sync.WaitGroup
+	for _, p := range pls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var first time.Time
+			var firstRows float64
+			for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+				if done, _ := p.proc.exited(); done {
+					return
+				}
+				rows, _, err := committed(p)
+				if err != nil || rows == 0 {
+					continue
+				}
+				if first.IsZero() {
+					first, firstRows = time.Now(), rows
+					continue
+				}
+				if rows >= prefill {
+					p.peak = (rows - firstRows) / time.Since(first).Seconds()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, p := range pls {
+		if done, err := p.proc.exited(); done {
+			t.Fatalf("%s exited (%v)\n%s", p.name, err, p.log.String())
+		}
+		require.NotZero(t, p.peak, "%s did not drain %d records within 5 minutes\n%s", p.name, prefill, p.log.String())
+		p.rate = p.peak / 2
+		t.Logf("%s: peak %.0f rows/s while draining; producing %.0f rows/s for %v", p.name, p.peak, p.rate, steady)
+	}
+
+	// Steady: produce at half the peak, sample.
+	stop := make(chan struct{})
+	var pwg sync.WaitGroup
+	perr := make(chan error, len(pls))
+	for _, p := range pls {
+		pwg.Add(1)
+		go func() {
+			defer pwg.Done()
+			const tick = 100 * time.Millisecond
+			start, next := time.Now(), int64(prefill)
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(tick):
+				}
+				due := prefill + int64(p.rate*time.Since(start).Seconds())
+				if due > next {
+					if err := soakProduce(ctx, cl, p, next, due-next); err != nil {
+						perr <- fmt.Errorf("%s: producing: %w", p.name, err)
+						return
+					}
+					next = due
+				}
+			}
+		}()
+	}
+	samples := map[string][]soakSample{}
+	prevRows := map[string]float64{}
+	prevHist := map[string]map[float64]float64{}
+	start := time.Now()
+	csvPath := filepath.Join(dir, "soak.csv")
+	csv, err := os.Create(csvPath)
+	require.NoError(t, err)
+	fmt.Fprintln(csv, "t_s,pipeline,rss_bytes,go_heap_bytes,goroutines,open_fds,rows_per_s,commit_p50_s,commit_p99_s,lag_records")
+	for tick := time.NewTicker(interval); time.Since(start) < steady; <-tick.C {
+		for _, p := range pls {
+			if done, err := p.proc.exited(); done {
+				t.Fatalf("%s exited (%v)\n%s", p.name, err, p.log.String())
+			}
+			rows, ss, err := committed(p)
+			if err != nil {
+				t.Logf("%s: scrape: %v", p.name, err)
+				continue
+			}
+			rss, fds, err := procStats(p.proc.cmd.Process.Pid)
+			require.NoError(t, err)
+			h := buckets(ss)
+			s := soakSample{t: time.Since(start).Seconds(), rss: rss, fds: fds,
+				heap:       sum(ss, "go_memstats_heap_alloc_bytes", nil),
+				goroutines: sum(ss, "go_goroutines", nil),
+				lag:        float64(p.produced.Load()) - rows,
+				p50:        quantile(prevHist[p.name], h, 0.5), p99: quantile(prevHist[p.name], h, 0.99)}
+			if prev := samples[p.name]; len(prev) > 0 {
+				s.rowsPerSec = (rows - prevRows[p.name]) / (s.t - prev[len(prev)-1].t)
+			}
+			prevRows[p.name], prevHist[p.name] = rows, h
+			samples[p.name] = append(samples[p.name], s)
+			fmt.Fprintf(csv, "%.1f,%s,%.0f,%.0f,%.0f,%.0f,%.1f,%g,%g,%.0f\n", s.t, p.name, s.rss, s.heap, s.goroutines,
+				s.fds, s.rowsPerSec, s.p50, s.p99, s.lag)
+		}
+	}
+	close(stop)
+	pwg.Wait()
+	close(perr)
+	for err := range perr {
+		require.NoError(t, err)
+	}
+	require.NoError(t, csv.Close())
+	t.Logf("samples: %s", csvPath)
+	if py := os.Getenv("FLIGHTLINE_PLOT_PYTHON"); py != "" {
+		png := filepath.Join(dir, "soak.png")
+		out, err := exec.CommandContext(ctx, py, "python/soak_chart.py", csvPath, png).CombinedOutput()
+		require.NoError(t, err, "soak_chart.py: %s", out)
+		t.Logf("chart: %s", png)
+	} else {
+		t.Log("no chart: FLIGHTLINE_PLOT_PYTHON is not set (integration/services/services.sh up plot)")
+	}
+
+	// The checks, over the second half.
+	for _, p := range pls {
+		var xs []float64
+		series := map[string][]float64{}
+		var p99s []float64
+		for _, s := range samples[p.name] {
+			if s.t < steady.Seconds()/2 {
+				continue
+			}
+			xs = append(xs, s.t)
+			series["rss"] = append(series["rss"], s.rss)
+			series["heap"] = append(series["heap"], s.heap)
+			series["goroutines"] = append(series["goroutines"], s.goroutines)
+			series["fds"] = append(series["fds"], s.fds)
+			series["lag"] = append(series["lag"], s.lag)
+			if !math.IsNaN(s.p99) {
+				p99s = append(p99s, s.p99)
+			}
+		}
+		require.GreaterOrEqual(t, len(xs), 10, "%s: too few samples in the second half", p.name)
+		half := xs[len(xs)-1] - xs[0]
+		// The growth each series may show over the second half: its
+		// least-squares line must not rise by more than this. The floors
+		// cover a GC cycle's swing (heap, RSS) and a restart's worth of
+		// goroutines and descriptors; lag may not grow by two seconds of
+		// input (batches of up to 10000 rows or 500 ms and the commit
+		// cadence swing it by about one; the fitted line averages that).
+		tol := map[string]float64{
+			"rss":        max(0.15*median(series["rss"]), 48<<20),
+			"heap":       max(0.25*median(series["heap"]), 48<<20),
+			"goroutines": max(0.1*median(series["goroutines"]), 20),
+			"fds":        max(0.1*median(series["fds"]), 10),
+			"lag":        2 * p.rate,
+		}
+		var rs float64
+		for _, s := range samples[p.name][len(samples[p.name])/2:] {
+			rs += s.rowsPerSec
+		}
+		rs /= float64(len(samples[p.name]) - len(samples[p.name])/2)
+		p99 := math.NaN()
+		if len(p99s) > 0 {
+			p99 = median(p99s)
+		}
+		t.Logf("%s: second half: %.0f rows/s (producing %.0f), median commit p99 %.3fs", p.name, rs, p.rate, p99)
+		for _, k := range []string{"rss", "heap", "goroutines", "fds", "lag"} {
+			growth := slope(xs, series[k]) * half
+			t.Logf("%s: %-10s median %.0f, growth over the second half %.0f (bound %.0f)", p.name, k,
+				median(series[k]), growth, tol[k])
+			if growth > tol[k] {
+				t.Errorf("%s: %s grows by %.0f over the second half of the soak (bound %.0f); see %s",
+					p.name, k, growth, tol[k], csvPath)
+			}
+		}
+	}
+}
