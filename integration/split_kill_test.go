@@ -53,6 +53,10 @@ type killSink struct {
 	name   string
 	format string // the Kafka source's value format: raw or json
 	chaos  bool   // only in the larger variant
+	// recoverySlack is added to killRecoveryBound for this sink: the time
+	// the destination itself takes to let a new writer in after a writer
+	// was killed, where that is the service's limit, not ours.
+	recoverySlack time.Duration
 	// dest gives serve-sink a fresh destination named after name.
 	dest func(t *testing.T, ctx context.Context, name string) killDest
 }
@@ -79,7 +83,11 @@ func killSinks(chaos bool) []killSink {
 		{name: "adbc-postgres", format: "json", dest: adbcPostgresKillDest},
 		{name: "adbc-sqlite", format: "json", dest: adbcSQLiteKillDest},
 		{name: "databricks", format: "json", dest: databricksKillDest},
-		{name: "snowflake", format: "json", dest: snowflakeKillDest},
+		// A writer killed inside its transaction leaves it open until the
+		// session's idle timeout rolls it back (20 s on the test emulator;
+		// Snowflake's is the user's session idle timeout, see
+		// docs/sinks/snowflake.md), and the next claim waits for that.
+		{name: "snowflake", format: "json", dest: snowflakeKillDest, recoverySlack: 25 * time.Second},
 		{name: "kafka", format: "raw", dest: kafkaKillDest},
 		{name: "dir", format: "raw", dest: func(t *testing.T, _ context.Context, _ string) killDest {
 			Need(t, "FLIGHTLINE_PYTHON", "python with pyarrow")
@@ -885,9 +893,9 @@ func TestIntegrationSplitKill9(t *testing.T) {
 				r := newKillRun(t, ctx, s, seed, killSession.String(), st)
 				rep := r.chaos(ctx, rand.New(rand.NewPCG(seed, 1)), kills)
 				r.finish(ctx, 4*time.Minute)
-				if rep.worst > killRecoveryBound {
+				if bound := killRecoveryBound + s.recoverySlack; rep.worst > bound {
 					t.Errorf("the pipeline took %v to commit again after a restart (%s), over the bound of %v",
-						rep.worst.Round(100*time.Millisecond), rep.worstAt, killRecoveryBound)
+						rep.worst.Round(100*time.Millisecond), rep.worstAt, bound)
 				}
 			})
 		}
