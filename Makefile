@@ -73,7 +73,7 @@ chaos: chaos-kill chaos-fuzz
 chaos-kill:
 	@$(SERVICES) up kafka postgres python s3 moto adbc fakesnow && set -a && . integration/services/run/env && set +a && \
 	FLIGHTLINE_REQUIRE_SERVICES=1 FLIGHTLINE_CHAOS=1 $(GO) test -race -count=1 -timeout 120m -v \
-		-run '^(TestIntegrationSplitKill9|TestIntegrationPostgresRestart|TestIntegrationS3Faults)$$' ./integration/ ; rc=$$?; $(SERVICES) down; exit $$rc
+		-run '^(TestIntegrationSplitKill9|TestIntegrationQuickSourceRestart|TestIntegrationPostgresRestart|TestIntegrationS3Faults)$$' ./integration/ ; rc=$$?; $(SERVICES) down; exit $$rc
 
 # The soak: Kafka → Delta, PostgreSQL and Kafka at half their measured peak
 # for SOAKTIME, sampled every few seconds; CSV and PNG chart under soak/.
