@@ -103,6 +103,17 @@
 //     a session policy with a short idle timeout for the loading user. The
 //     test service's emulator rolls back a session idle for 20 s in a
 //     transaction (TestIntegrationDeadWritersTransaction).
+//   - A writer whose context is cancelled inside its transaction (the
+//     DoPut of a coordinator that died) is not dead: the sink itself rolls
+//     the transaction back, with a context the cancellation does not reach,
+//     before its session is reused, and closes the session when the
+//     ROLLBACK (or a COMMIT) fails (txn.go). database/sql's own rollback on
+//     cancel cannot do it: gosnowflake sends ROLLBACK with the cancelled
+//     context, so it never leaves the process, and the session used to go
+//     back to the pool with the transaction open — the next claim on it ran
+//     inside the dead transaction (Snowflake ignores a nested BEGIN) and
+//     claims on other sessions waited for its locks
+//     (TestIntegrationCancelledWriteReleasesItsTransaction).
 //   - Unquoted names are upper-cased, as Snowflake does; Arrow field names
 //     become quoted column names, case kept.
 //   - gosnowflake binds a []byte as an array unless the sf.DataTypeBinary

@@ -303,15 +303,15 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 		if err := s.cpTable.Ensure(ctx, sqlConn(s.db), p.ID, key); err != nil {
 			return s.wrap(err, "open pipeline %q", p.ID)
 		}
-		tx, err := s.db.BeginTx(ctx, nil)
+		tx, err := s.begin(ctx)
 		if err != nil {
 			return s.wrap(err, "begin")
 		}
-		defer tx.Rollback() //nolint:errcheck // no-op after Commit
+		defer tx.end()
 		if epoch, cp, err = s.cpTable.Claim(ctx, sqlConn(tx), p.ID, key); err != nil {
 			return s.wrap(err, "open pipeline %q", p.ID)
 		}
-		return s.wrap(tx.Commit(), "commit claim of %q", p.ID)
+		return s.wrap(tx.commit(ctx), "commit claim of %q", p.ID)
 	})
 	if err != nil {
 		return nil, nil, err
@@ -322,6 +322,10 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 	s.cleanOrphans(ctx, w.prefix, epoch)
 	return w, bytes.Clone(cp), nil
 }
+
+// testHookBeforeCommit, when set (by tests only), runs in WriteBatch after
+// the checkpoint's compare-and-set and before COMMIT.
+var testHookBeforeCommit func()
 
 var unsafeChars = regexp.MustCompile(`[^a-z0-9_]+`)
 
@@ -439,11 +443,11 @@ var errCreated = errors.New("snowflake sink: table created")
 
 func (w *writer) writeOnce(ctx context.Context, rec arrow.RecordBatch, cp []byte) error {
 	s := w.s
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return s.wrap(err, "begin")
 	}
-	defer tx.Rollback() //nolint:errcheck // no-op after Commit
+	defer tx.end()
 	c := sqlConn(tx)
 	last, replay, err := s.cpTable.Lock(ctx, c, w.p.ID, w.key, w.epoch, cp)
 	if err != nil {
@@ -464,7 +468,7 @@ func (w *writer) writeOnce(ctx context.Context, rec arrow.RecordBatch, cp []byte
 		if cols == nil {
 			// DDL commits the open transaction: end it first, create the
 			// table in autocommit, and start the batch again.
-			_ = tx.Rollback()
+			tx.end()
 			if err := w.create(ctx, rec.Schema()); err != nil {
 				return err
 			}
@@ -524,7 +528,10 @@ func (w *writer) writeOnce(ctx context.Context, rec arrow.RecordBatch, cp []byte
 		}
 		return s.wrap(err, "update checkpoint of %q", w.p.ID)
 	}
-	if err := tx.Commit(); err != nil {
+	if testHookBeforeCommit != nil {
+		testHookBeforeCommit()
+	}
+	if err := tx.commit(ctx); err != nil {
 		return s.wrap(err, "commit batch of %q", w.p.ID)
 	}
 	tc.commit.Add(int64(time.Since(t4)))
@@ -542,7 +549,7 @@ func (w *writer) writeOnce(ctx context.Context, rec arrow.RecordBatch, cp []byte
 // The file is named by its path rather than FILES = (…), which means the
 // same on Snowflake (a path is a prefix, and no other file has this one's)
 // and is what the emulator understands.
-func (w *writer) copyInto(ctx context.Context, tx *sql.Tx, file string, want int64) error {
+func (w *writer) copyInto(ctx context.Context, tx *txn, file string, want int64) error {
 	s := w.s
 	q := fmt.Sprintf(`COPY INTO %s FROM @%s/%s FILE_FORMAT = (TYPE = PARQUET) MATCH_BY_COLUMN_NAME = %s FORCE = TRUE`,
 		w.table, s.stage, file, s.match)
@@ -628,7 +635,7 @@ type column struct {
 
 // columns reads the table's columns from INFORMATION_SCHEMA; nil when the
 // table does not exist.
-func (w *writer) columns(ctx context.Context, tx *sql.Tx) ([]column, error) {
+func (w *writer) columns(ctx context.Context, tx *txn) ([]column, error) {
 	is := "INFORMATION_SCHEMA.COLUMNS"
 	schema := "CURRENT_SCHEMA()"
 	args := []any{}

@@ -270,6 +270,7 @@ const (
 //   - network failures, timeouts, 5xx, lost sessions → ErrUnavailable
 //   - lock timeouts and aborted transactions → ErrConflict
 //   - SQL compilation and data errors → ErrInvalidInput
+//   - a cancelled context stays context.Canceled
 func (c *Config) Wrap(err error, format string, args ...any) error {
 	if err == nil {
 		return nil
@@ -302,7 +303,7 @@ func (e *Error) Unwrap() []error { return []error{e.kind, e.err} }
 
 func (c *Config) classify(err error) (kind error, detail string) {
 	if errors.Is(err, context.Canceled) {
-		return nil, ""
+		return context.Canceled, ""
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return flightline.ErrUnavailable, fmt.Sprintf("no answer within the deadline (timeout %s)", c.Timeout)
