@@ -3,6 +3,7 @@ package snowflake_test
 import (
 	"bytes"
 	"context"
+	"database/sql/driver"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -343,4 +344,50 @@ func TestIntegrationDeadWritersTransaction(t *testing.T) {
 	require.NoError(t, w2.WriteBatch(ctx, rec2, sinktest.CP(8)))
 	require.ElementsMatch(t, []int64{0, 1, 2, 3, 4, 5, 6, 7}, snowtest.IDs(t, table))
 	_ = tx.Rollback()
+}
+
+// A session closed by its client with a transaction open: Snowflake rolls
+// the transaction back at the close, so a newer writer claims at once. The
+// sink relies on that when it closes a session whose ROLLBACK failed
+// (txn.go); this checks that the emulator does the same (fakesnow forgets
+// the session, and dropping its DuckDB connection rolls the transaction
+// back), so that the other tests exercise that path as Snowflake would. The
+// bound (15 s) is below the wrapper's 20 s idle-session rollback, which
+// would otherwise hide a regression.
+func TestIntegrationClosedSessionsTransaction(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	table := snowtest.Name("closed_tx")
+	p := flightsink.Pipeline{ID: table, Target: table}
+	w, _, err := newSink(t).Open(ctx, p)
+	require.NoError(t, err)
+	rec := sinktest.Batch(mem, 0, 5)
+	defer rec.Release()
+	require.NoError(t, w.WriteBatch(ctx, rec, sinktest.CP(5)))
+
+	conn, err := snowtest.DB(t).Conn(ctx)
+	require.NoError(t, err)
+	_, err = conn.ExecContext(ctx, `BEGIN`)
+	require.NoError(t, err)
+	_, err = conn.ExecContext(ctx, `INSERT INTO `+table+` ("id", "name") VALUES (100, 'closed')`)
+	require.NoError(t, err)
+	_, err = conn.ExecContext(ctx, `UPDATE "__flightline_checkpoints" SET updated_at = CURRENT_TIMESTAMP() WHERE pipeline_id = ?`, p.ID)
+	require.NoError(t, err)
+	// Close the session (gosnowflake logs out) instead of returning it to
+	// the pool.
+	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	conn.Close()
+
+	bounded, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	start := time.Now()
+	w2, cp, err := newSink(t, snowflake.RetryFor(15*time.Second)).Open(bounded, p)
+	require.NoError(t, err, "claim after a session closed in a transaction (%v)", time.Since(start))
+	t.Logf("the newer Open claimed the target after %v", time.Since(start).Round(time.Millisecond))
+	require.Equal(t, string(sinktest.CP(5)), string(cp))
+	rec2 := sinktest.Batch(mem, 5, 8)
+	defer rec2.Release()
+	require.NoError(t, w2.WriteBatch(bounded, rec2, sinktest.CP(8)))
+	require.ElementsMatch(t, []int64{0, 1, 2, 3, 4, 5, 6, 7}, snowtest.IDs(t, table))
 }
