@@ -32,93 +32,39 @@ import (
 	"github.com/flightline/flightline"
 	fadbc "github.com/flightline/flightline/adbc"
 	"github.com/flightline/flightline/flightsrc"
+	"github.com/flightline/flightline/internal/incsrc"
 )
 
 // Option configures a Source.
 type Option func(*options) error
 
-type options struct {
-	tables   []tableCfg
-	interval time.Duration
-	batch    int
-	mem      memory.Allocator
-	log      *slog.Logger
-}
-
-type tableCfg struct {
-	name             string // the stream's name, as given
-	table            fadbc.Table
-	cursor, tiebreak string
-}
+// The options every incremental SQL source shares (internal/incsrc).
+type (
+	options  = incsrc.Options[fadbc.Table]
+	tableCfg = incsrc.Table[fadbc.Table]
+)
 
 // Table adds a stream: table ("t" or "schema.t") read by the cursor column
 // and the tiebreak column (exact names; the same column when the cursor is
 // unique). The stream's name is table as given. At least one is required.
 func Table(table, cursor, tiebreak string) Option {
-	return func(o *options) error {
-		t, err := fadbc.ParseTable(table)
-		if err != nil {
-			return err
-		}
-		if cursor == "" || tiebreak == "" {
-			return fmt.Errorf("%w: table %q needs a cursor and a tiebreak column", flightline.ErrInvalidInput, table)
-		}
-		for _, x := range o.tables {
-			if x.name == table {
-				return fmt.Errorf("%w: table %q given twice", flightline.ErrInvalidInput, table)
-			}
-		}
-		o.tables = append(o.tables, tableCfg{table, t, cursor, tiebreak})
-		return nil
-	}
+	return Option(incsrc.AddTable(table, cursor, tiebreak, fadbc.ParseTable, "a cursor and a tiebreak column"))
 }
 
 // PollInterval sets how long an idle reader waits between polls (and so the
 // heartbeat period). Default 1s.
-func PollInterval(d time.Duration) Option {
-	return func(o *options) error {
-		if d <= 0 {
-			return fmt.Errorf("%w: poll interval %v", flightline.ErrInvalidInput, d)
-		}
-		o.interval = d
-		return nil
-	}
-}
+func PollInterval(d time.Duration) Option { return Option(incsrc.PollInterval[fadbc.Table](d)) }
 
 // BatchRows sets the rows per query page (a page may arrive as several
 // batches). Default 10000.
-func BatchRows(n int) Option {
-	return func(o *options) error {
-		if n < 1 {
-			return fmt.Errorf("%w: batch rows %d", flightline.ErrInvalidInput, n)
-		}
-		o.batch = n
-		return nil
-	}
-}
+func BatchRows(n int) Option { return Option(incsrc.BatchRows[fadbc.Table](n)) }
 
 // Allocator sets the allocator of the batches; nil means
 // memory.DefaultAllocator.
-func Allocator(mem memory.Allocator) Option {
-	return func(o *options) error {
-		if mem == nil {
-			mem = memory.DefaultAllocator
-		}
-		o.mem = mem
-		return nil
-	}
-}
+func Allocator(mem memory.Allocator) Option { return Option(incsrc.Allocator[fadbc.Table](mem)) }
 
 // Logger sets the logger; nil means slog.Default().
-func Logger(l *slog.Logger) Option {
-	return func(o *options) error {
-		if l == nil {
-			l = slog.Default()
-		}
-		o.log = l
-		return nil
-	}
-}
+func Logger(l *slog.Logger) Option { return Option(incsrc.Logger[fadbc.Table](l)) }
 
 // Source reads tables of one ADBC database incrementally. It is safe for
 // concurrent use; each Reader holds a connection of its own.
@@ -129,14 +75,9 @@ type Source struct {
 
 // New opens the database of cfg and returns a Source. Close releases it.
 func New(ctx context.Context, cfg fadbc.Config, opts ...Option) (*Source, error) {
-	o := options{interval: time.Second, batch: 10000, mem: memory.DefaultAllocator, log: slog.Default()}
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return nil, err
-		}
-	}
-	if len(o.tables) == 0 {
-		return nil, fmt.Errorf("%w: adbc source needs at least one Table", flightline.ErrInvalidInput)
+	o, err := incsrc.New("adbc source", opts)
+	if err != nil {
+		return nil, err
 	}
 	db, err := fadbc.Open(ctx, cfg)
 	if err != nil {
@@ -148,27 +89,18 @@ func New(ctx context.Context, cfg fadbc.Config, opts ...Option) (*Source, error)
 // Close closes the database. Close the Readers first.
 func (s *Source) Close() error { return s.db.Close() }
 
-func (s *Source) table(name string) (tableCfg, error) {
-	for _, t := range s.o.tables {
-		if t.name == name {
-			return t, nil
-		}
-	}
-	return tableCfg{}, fmt.Errorf("%w: stream %q", flightline.ErrNotFound, name)
-}
-
 // schema is the stream's schema: the table's columns as the driver maps
 // them.
 func (s *Source) schema(ctx context.Context, c *fadbc.Conn, t tableCfg) (*arrow.Schema, error) {
-	sc, err := c.TableSchema(ctx, t.table)
+	sc, err := c.TableSchema(ctx, t.ID)
 	if err != nil {
 		return nil, err
 	}
 	if sc == nil {
-		return nil, fmt.Errorf("%w: adbc source: table %s does not exist", flightline.ErrNotFound, t.table)
+		return nil, fmt.Errorf("%w: adbc source: table %s does not exist", flightline.ErrNotFound, t.ID)
 	}
-	if len(sc.FieldIndices(t.cursor)) != 1 || len(sc.FieldIndices(t.tiebreak)) != 1 {
-		return nil, fmt.Errorf("%w: table %s has no column %q or %q (cursor, tiebreak)", flightline.ErrInvalidInput, t.table, t.cursor, t.tiebreak)
+	if len(sc.FieldIndices(t.Cursor)) != 1 || len(sc.FieldIndices(t.Tiebreak)) != 1 {
+		return nil, fmt.Errorf("%w: table %s has no column %q or %q (cursor, tiebreak)", flightline.ErrInvalidInput, t.ID, t.Cursor, t.Tiebreak)
 	}
 	return sc, nil
 }
@@ -181,14 +113,14 @@ func (s *Source) Streams(ctx context.Context) ([]flightsrc.Stream, error) {
 	}
 	defer c.Close()
 	var out []flightsrc.Stream
-	for _, t := range s.o.tables {
+	for _, t := range s.o.Tables {
 		sc, err := s.schema(ctx, c, t)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, flightsrc.Stream{
-			Name:        t.name,
-			Description: fmt.Sprintf("table %s by (%s, %s)", t.table, t.cursor, t.tiebreak),
+			Name:        t.Name,
+			Description: fmt.Sprintf("table %s by (%s, %s)", t.ID, t.Cursor, t.Tiebreak),
 			Schema:      sc,
 		})
 	}
@@ -201,7 +133,7 @@ func (s *Source) Commit(context.Context, flightsrc.CommitRequest) error { return
 // Read implements flightsrc.Source. The Reader owns a connection until
 // Close; ctx bounds only the connect and the schema lookup.
 func (s *Source) Read(ctx context.Context, req flightsrc.ReadRequest) (flightsrc.Reader, error) {
-	t, err := s.table(req.Stream)
+	t, err := s.o.Table(req.Stream)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +150,7 @@ func (s *Source) Read(ctx context.Context, req flightsrc.ReadRequest) (flightsrc
 		_ = c.Close()
 		return nil, err
 	}
-	q := fadbc.Incremental{Table: t.table, Cursor: t.cursor, Tiebreak: t.tiebreak, Limit: s.o.batch, Placeholder: c.Caps().Placeholder}
+	q := fadbc.Incremental{Table: t.ID, Cursor: t.Cursor, Tiebreak: t.Tiebreak, Limit: s.o.Batch, Placeholder: c.Caps().Placeholder}
 	names := make([]string, sc.NumFields())
 	for i, f := range sc.Fields() {
 		names[i] = f.Name
@@ -260,7 +192,7 @@ func (r *reader) Next(ctx context.Context) (arrow.RecordBatch, []byte, error) {
 		ctx, stop := mergeCancel(ctx, r.ctx)
 		defer stop()
 		if r.idle {
-			t := time.NewTimer(r.s.o.interval)
+			t := time.NewTimer(r.s.o.Interval)
 			select {
 			case <-ctx.Done():
 				t.Stop()
@@ -268,7 +200,7 @@ func (r *reader) Next(ctx context.Context) (arrow.RecordBatch, []byte, error) {
 			case <-t.C:
 			}
 		}
-		page, err := r.q.ReadPage(ctx, r.conn, r.s.o.mem, r.schema, r.pos)
+		page, err := r.q.ReadPage(ctx, r.conn, r.s.o.Mem, r.schema, r.pos)
 		if err != nil {
 			// A driver may report the deadline (gRPC's own timer) a moment
 			// before ctx's timer fires: the caller is owed ctx.Err().
@@ -282,7 +214,7 @@ func (r *reader) Next(ctx context.Context) (arrow.RecordBatch, []byte, error) {
 		}
 		r.idle = page.Rows < r.q.Limit
 		if len(page.Batches) == 0 { // a heartbeat
-			b := array.NewRecordBuilder(r.s.o.mem, r.schema)
+			b := array.NewRecordBuilder(r.s.o.Mem, r.schema)
 			defer b.Release()
 			return b.NewRecordBatch(), r.pos.Encode(), nil
 		}

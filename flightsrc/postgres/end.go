@@ -17,7 +17,7 @@ var _ flightsrc.Ender = (*Source)(nil)
 // PostgreSQL in the columns' own types, as the reads compare. Rows that
 // arrive later with a greater (watermark, key) are not waited for.
 func (s *Source) End(ctx context.Context, stream string) (flightsrc.End, error) {
-	t, err := s.table(stream)
+	t, err := s.o.Table(stream)
 	if err != nil {
 		return flightsrc.End{}, err
 	}
@@ -27,18 +27,18 @@ func (s *Source) End(ctx context.Context, stream string) (flightsrc.End, error) 
 	}
 	defer c.Close(context.WithoutCancel(ctx))
 	// Qualified names: ORDER BY would otherwise sort the ::text outputs.
-	wm, key := "src."+pgx.Identifier{t.watermark}.Sanitize(), "src."+pgx.Identifier{t.key}.Sanitize()
+	wm, key := "src."+pgx.Identifier{t.Cursor}.Sanitize(), "src."+pgx.Identifier{t.Tiebreak}.Sanitize()
 	var end Checkpoint
-	err = c.QueryRow(ctx, "SELECT "+wm+"::text, "+key+"::text FROM "+t.ident.Sanitize()+" AS src"+
+	err = c.QueryRow(ctx, "SELECT "+wm+"::text, "+key+"::text FROM "+t.ID.Sanitize()+" AS src"+
 		" WHERE "+wm+" IS NOT NULL ORDER BY "+wm+" DESC, "+key+" DESC LIMIT 1").Scan(&end.Watermark, &end.Key)
 	if err == pgx.ErrNoRows {
 		return flightsrc.End{Desc: string(end.Encode()), Covered: func(context.Context, []byte) (bool, error) { return true, nil }}, nil
 	}
 	if err != nil {
-		return flightsrc.End{}, s.wrap(err, "postgres source %s: the last row of %s", s.server, t.ident.Sanitize())
+		return flightsrc.End{}, s.wrap(err, "postgres source %s: the last row of %s", s.server, t.ID.Sanitize())
 	}
 	// Rows in (checkpoint, end]: none left means covered.
-	left := "SELECT EXISTS (SELECT 1 FROM " + t.ident.Sanitize() + " AS src WHERE (" + wm + ", " + key + ") <= ($1, $2)"
+	left := "SELECT EXISTS (SELECT 1 FROM " + t.ID.Sanitize() + " AS src WHERE (" + wm + ", " + key + ") <= ($1, $2)"
 	after := left + " AND (" + wm + ", " + key + ") > ($3, $4))"
 	first := left + " AND " + wm + " IS NOT NULL)"
 	count := func(q string) string {
@@ -61,7 +61,7 @@ func (s *Source) End(ctx context.Context, stream string) (flightsrc.End, error) 
 			err = c.QueryRow(ctx, count(after), *end.Watermark, *end.Key, *cp.Watermark, *cp.Key).Scan(&n)
 		}
 		if err != nil {
-			return 0, s.wrap(err, "postgres source %s: rows left in %s", s.server, t.ident.Sanitize())
+			return 0, s.wrap(err, "postgres source %s: rows left in %s", s.server, t.ID.Sanitize())
 		}
 		return n, nil
 	}
@@ -84,7 +84,7 @@ func (s *Source) End(ctx context.Context, stream string) (flightsrc.End, error) 
 				err = c.QueryRow(ctx, after, *end.Watermark, *end.Key, *cp.Watermark, *cp.Key).Scan(&more)
 			}
 			if err != nil {
-				return false, s.wrap(err, "postgres source %s: rows left in %s", s.server, t.ident.Sanitize())
+				return false, s.wrap(err, "postgres source %s: rows left in %s", s.server, t.ID.Sanitize())
 			}
 			return !more, nil
 		},

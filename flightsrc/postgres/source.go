@@ -44,6 +44,7 @@ import (
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsrc"
+	"github.com/flightline/flightline/internal/incsrc"
 	"github.com/flightline/flightline/internal/pgarrow"
 	"github.com/flightline/flightline/internal/pgerr"
 )
@@ -51,65 +52,26 @@ import (
 // Option configures a Source.
 type Option func(*options) error
 
-type options struct {
-	tables   []tableCfg
-	interval time.Duration
-	batch    int
-	mem      memory.Allocator
-	log      *slog.Logger
-}
-
-type tableCfg struct {
-	name           string // the stream name, as given
-	ident          pgx.Identifier
-	watermark, key string
-}
+// The options every incremental SQL source shares (internal/incsrc).
+type (
+	options  = incsrc.Options[pgx.Identifier]
+	tableCfg = incsrc.Table[pgx.Identifier]
+)
 
 // Table adds a stream: table ("t" or "schema.t", quoted parts allowed), read
 // by the watermark column and the tie-breaker key column (exact column
 // names). The stream's name is table as given. At least one is required.
 func Table(table, watermark, key string) Option {
-	return func(o *options) error {
-		id, err := pgerr.ParseIdent(table)
-		if err != nil {
-			return err
-		}
-		if watermark == "" || key == "" {
-			return fmt.Errorf("%w: table %q needs a watermark and a key column", flightline.ErrInvalidInput, table)
-		}
-		for _, t := range o.tables {
-			if t.name == table {
-				return fmt.Errorf("%w: table %q given twice", flightline.ErrInvalidInput, table)
-			}
-		}
-		o.tables = append(o.tables, tableCfg{table, id, watermark, key})
-		return nil
-	}
+	return Option(incsrc.AddTable(table, watermark, key, pgerr.ParseIdent, "a watermark and a key column"))
 }
 
 // PollInterval sets how long an idle reader waits between polls (and so the
 // heartbeat period). Default 1s.
-func PollInterval(d time.Duration) Option {
-	return func(o *options) error {
-		if d <= 0 {
-			return fmt.Errorf("%w: poll interval %v", flightline.ErrInvalidInput, d)
-		}
-		o.interval = d
-		return nil
-	}
-}
+func PollInterval(d time.Duration) Option { return Option(incsrc.PollInterval[pgx.Identifier](d)) }
 
 // BatchRows sets the maximum rows per batch (the name every source uses).
 // Default 10000.
-func BatchRows(n int) Option {
-	return func(o *options) error {
-		if n < 1 {
-			return fmt.Errorf("%w: batch rows %d", flightline.ErrInvalidInput, n)
-		}
-		o.batch = n
-		return nil
-	}
-}
+func BatchRows(n int) Option { return Option(incsrc.BatchRows[pgx.Identifier](n)) }
 
 // BatchSize is BatchRows.
 //
@@ -118,26 +80,10 @@ func BatchSize(n int) Option { return BatchRows(n) }
 
 // Allocator sets the allocator of the batches; nil means
 // memory.DefaultAllocator, the default.
-func Allocator(mem memory.Allocator) Option {
-	return func(o *options) error {
-		if mem == nil {
-			mem = memory.DefaultAllocator
-		}
-		o.mem = mem
-		return nil
-	}
-}
+func Allocator(mem memory.Allocator) Option { return Option(incsrc.Allocator[pgx.Identifier](mem)) }
 
 // Logger sets the logger; nil means slog.Default(), the default.
-func Logger(l *slog.Logger) Option {
-	return func(o *options) error {
-		if l == nil {
-			l = slog.Default()
-		}
-		o.log = l
-		return nil
-	}
-}
+func Logger(l *slog.Logger) Option { return Option(incsrc.Logger[pgx.Identifier](l)) }
 
 // Source reads tables incrementally. Safe for concurrent use; each Read
 // opens its own connection.
@@ -150,14 +96,9 @@ type Source struct {
 
 // New returns a Source for the database at dsn. It does not connect.
 func New(dsn string, opts ...Option) (*Source, error) {
-	o := options{interval: time.Second, batch: 10000, mem: memory.DefaultAllocator, log: slog.Default()}
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return nil, err
-		}
-	}
-	if len(o.tables) == 0 {
-		return nil, fmt.Errorf("%w: postgres source needs at least one Table", flightline.ErrInvalidInput)
+	o, err := incsrc.New("postgres source", opts)
+	if err != nil {
+		return nil, err
 	}
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
@@ -185,15 +126,6 @@ func (s *Source) connect(ctx context.Context) (*pgx.Conn, error) {
 	return c, nil
 }
 
-func (s *Source) table(name string) (tableCfg, error) {
-	for _, t := range s.o.tables {
-		if t.name == name {
-			return t, nil
-		}
-	}
-	return tableCfg{}, fmt.Errorf("%w: stream %q", flightline.ErrNotFound, name)
-}
-
 // Streams implements flightsrc.Source: one stream per Table, with the
 // schema read from the catalog.
 func (s *Source) Streams(ctx context.Context) ([]flightsrc.Stream, error) {
@@ -203,14 +135,14 @@ func (s *Source) Streams(ctx context.Context) ([]flightsrc.Stream, error) {
 	}
 	defer c.Close(context.WithoutCancel(ctx))
 	var out []flightsrc.Stream
-	for _, t := range s.o.tables {
+	for _, t := range s.o.Tables {
 		l, err := s.describe(ctx, c, t)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, flightsrc.Stream{
-			Name:        t.name,
-			Description: fmt.Sprintf("table %s by (%s, %s)", t.ident.Sanitize(), t.watermark, t.key),
+			Name:        t.Name,
+			Description: fmt.Sprintf("table %s by (%s, %s)", t.ID.Sanitize(), t.Cursor, t.Tiebreak),
 			Schema:      l.schema,
 		})
 	}
@@ -231,16 +163,16 @@ type layout struct {
 
 func (s *Source) describe(ctx context.Context, c *pgx.Conn, t tableCfg) (*layout, error) {
 	var oid *uint32
-	if err := c.QueryRow(ctx, `SELECT to_regclass($1)::oid`, t.ident.Sanitize()).Scan(&oid); err != nil {
-		return nil, s.wrap(err, "postgres source %s: look up %s", s.server, t.ident.Sanitize())
+	if err := c.QueryRow(ctx, `SELECT to_regclass($1)::oid`, t.ID.Sanitize()).Scan(&oid); err != nil {
+		return nil, s.wrap(err, "postgres source %s: look up %s", s.server, t.ID.Sanitize())
 	}
 	if oid == nil {
-		return nil, fmt.Errorf("%w: postgres source %s: table %s does not exist", flightline.ErrNotFound, s.server, t.ident.Sanitize())
+		return nil, fmt.Errorf("%w: postgres source %s: table %s does not exist", flightline.ErrNotFound, s.server, t.ID.Sanitize())
 	}
 	rows, err := c.Query(ctx, `SELECT attname, atttypid, atttypmod, attnotnull FROM pg_attribute
 		WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped ORDER BY attnum`, *oid)
 	if err != nil {
-		return nil, s.wrap(err, "postgres source %s: columns of %s", s.server, t.ident.Sanitize())
+		return nil, s.wrap(err, "postgres source %s: columns of %s", s.server, t.ID.Sanitize())
 	}
 	type col struct {
 		name    string
@@ -253,7 +185,7 @@ func (s *Source) describe(ctx context.Context, c *pgx.Conn, t tableCfg) (*layout
 		return c, r.Scan(&c.name, &c.oid, &c.typmod, &c.notNull)
 	})
 	if err != nil {
-		return nil, s.wrap(err, "postgres source %s: columns of %s", s.server, t.ident.Sanitize())
+		return nil, s.wrap(err, "postgres source %s: columns of %s", s.server, t.ID.Sanitize())
 	}
 	l := &layout{}
 	var fields []arrow.Field
@@ -274,18 +206,18 @@ func (s *Source) describe(ctx context.Context, c *pgx.Conn, t tableCfg) (*layout
 		fields = append(fields, arrow.Field{Name: c.name, Type: dt, Nullable: !c.notNull})
 		sel = append(sel, q)
 		l.decoders = append(l.decoders, dec)
-		haveWM = haveWM || c.name == t.watermark
-		haveKey = haveKey || c.name == t.key
+		haveWM = haveWM || c.name == t.Cursor
+		haveKey = haveKey || c.name == t.Tiebreak
 	}
 	if !haveWM || !haveKey {
-		return nil, fmt.Errorf("%w: table %s has no column %q or %q (watermark, key)", flightline.ErrInvalidInput, t.ident.Sanitize(), t.watermark, t.key)
+		return nil, fmt.Errorf("%w: table %s has no column %q or %q (watermark, key)", flightline.ErrInvalidInput, t.ID.Sanitize(), t.Cursor, t.Tiebreak)
 	}
 	l.schema = arrow.NewSchema(fields, nil)
 	// Qualified names refer to the table's columns, never to the output
 	// columns (which may be ::text casts of them).
-	wm, key := "src."+pgx.Identifier{t.watermark}.Sanitize(), "src."+pgx.Identifier{t.key}.Sanitize()
-	base := "SELECT " + strings.Join(sel, ", ") + ", " + wm + "::text, " + key + "::text FROM " + t.ident.Sanitize() + " AS src"
-	order := fmt.Sprintf(" ORDER BY %s, %s LIMIT %d", wm, key, s.o.batch)
+	wm, key := "src."+pgx.Identifier{t.Cursor}.Sanitize(), "src."+pgx.Identifier{t.Tiebreak}.Sanitize()
+	base := "SELECT " + strings.Join(sel, ", ") + ", " + wm + "::text, " + key + "::text FROM " + t.ID.Sanitize() + " AS src"
+	order := fmt.Sprintf(" ORDER BY %s, %s LIMIT %d", wm, key, s.o.Batch)
 	l.first = base + " WHERE " + wm + " IS NOT NULL" + order
 	// Parameters are sent as text and take the columns' types by inference
 	// from the row comparison.
@@ -324,7 +256,7 @@ func ParseCheckpoint(b []byte) (Checkpoint, error) {
 // Read implements flightsrc.Source. The Reader owns a connection of its own
 // until Close; ctx bounds only the connect and catalog reads.
 func (s *Source) Read(ctx context.Context, req flightsrc.ReadRequest) (flightsrc.Reader, error) {
-	t, err := s.table(req.Stream)
+	t, err := s.o.Table(req.Stream)
 	if err != nil {
 		return nil, err
 	}
@@ -372,7 +304,7 @@ func (r *reader) Next(ctx context.Context) (arrow.RecordBatch, []byte, error) {
 	ctx, stop := mergeCancel(ctx, r.ctx)
 	defer stop()
 	if r.idle {
-		t := time.NewTimer(r.s.o.interval)
+		t := time.NewTimer(r.s.o.Interval)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -384,7 +316,7 @@ func (r *reader) Next(ctx context.Context) (arrow.RecordBatch, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	r.idle = n < r.s.o.batch
+	r.idle = n < r.s.o.Batch
 	return rec, r.cp.Encode(), nil
 }
 
@@ -410,7 +342,7 @@ func (r *reader) fetch(ctx context.Context) (arrow.RecordBatch, int, error) {
 		return nil, 0, r.fail(err)
 	}
 	defer rows.Close()
-	b := array.NewRecordBuilder(r.s.o.mem, r.l.schema)
+	b := array.NewRecordBuilder(r.s.o.Mem, r.l.schema)
 	defer b.Release()
 	n := 0
 	var wm, key string
@@ -418,7 +350,7 @@ func (r *reader) fetch(ctx context.Context) (arrow.RecordBatch, int, error) {
 		vals := rows.RawValues()
 		for i, dec := range r.l.decoders {
 			if err := dec(b.Field(i), vals[i]); err != nil {
-				return nil, 0, fmt.Errorf("%w: %s column %q: %v", flightline.ErrInvalidInput, r.t.ident.Sanitize(), r.l.schema.Field(i).Name, err)
+				return nil, 0, fmt.Errorf("%w: %s column %q: %v", flightline.ErrInvalidInput, r.t.ID.Sanitize(), r.l.schema.Field(i).Name, err)
 			}
 		}
 		k := len(r.l.decoders)
@@ -439,7 +371,7 @@ func (r *reader) fail(err error) error {
 		r.conn.Close(context.Background())
 		r.conn = nil
 	}
-	return r.s.wrap(err, "postgres source %s: read %s", r.s.server, r.t.ident.Sanitize())
+	return r.s.wrap(err, "postgres source %s: read %s", r.s.server, r.t.ID.Sanitize())
 }
 
 // Close implements flightsrc.Reader. It interrupts a running Next.

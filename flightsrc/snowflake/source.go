@@ -59,93 +59,39 @@ import (
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsrc"
+	"github.com/flightline/flightline/internal/incsrc"
 	"github.com/flightline/flightline/internal/snowconn"
 )
 
 // Option configures a Source.
 type Option func(*options) error
 
-type options struct {
-	tables   []tableCfg
-	interval time.Duration
-	batch    int
-	mem      memory.Allocator
-	log      *slog.Logger
-}
-
-type tableCfg struct {
-	name             string // the stream name, as given
-	parts            []string
-	cursor, tiebreak string
-}
+// The options every incremental SQL source shares (internal/incsrc).
+type (
+	options  = incsrc.Options[[]string]
+	tableCfg = incsrc.Table[[]string]
+)
 
 // Table adds a stream: table ("t", "s.t" or "db.s.t"; unquoted parts
 // upper-cased, quoted kept), read by the cursor column and the tiebreak
 // column (exact, case-sensitive column names as Snowflake reports them:
 // ID for an unquoted id). The stream's name is table as given.
 func Table(table, cursor, tiebreak string) Option {
-	return func(o *options) error {
-		parts, err := snowconn.ParseIdent(table)
-		if err != nil {
-			return err
-		}
-		if cursor == "" || tiebreak == "" {
-			return fmt.Errorf("%w: table %q needs a cursor and a tiebreak column", flightline.ErrInvalidInput, table)
-		}
-		for _, t := range o.tables {
-			if t.name == table {
-				return fmt.Errorf("%w: table %q given twice", flightline.ErrInvalidInput, table)
-			}
-		}
-		o.tables = append(o.tables, tableCfg{table, parts, cursor, tiebreak})
-		return nil
-	}
+	return Option(incsrc.AddTable(table, cursor, tiebreak, snowconn.ParseIdent, "a cursor and a tiebreak column"))
 }
 
 // PollInterval sets how long an idle reader waits between polls (and so the
 // heartbeat period). Default 1s.
-func PollInterval(d time.Duration) Option {
-	return func(o *options) error {
-		if d <= 0 {
-			return fmt.Errorf("%w: poll interval %v", flightline.ErrInvalidInput, d)
-		}
-		o.interval = d
-		return nil
-	}
-}
+func PollInterval(d time.Duration) Option { return Option(incsrc.PollInterval[[]string](d)) }
 
 // BatchRows sets the rows per batch at most. Default 10000.
-func BatchRows(n int) Option {
-	return func(o *options) error {
-		if n < 1 {
-			return fmt.Errorf("%w: batch rows %d", flightline.ErrInvalidInput, n)
-		}
-		o.batch = n
-		return nil
-	}
-}
+func BatchRows(n int) Option { return Option(incsrc.BatchRows[[]string](n)) }
 
 // Allocator sets the allocator of the batches (nil: the default).
-func Allocator(mem memory.Allocator) Option {
-	return func(o *options) error {
-		if mem == nil {
-			mem = memory.DefaultAllocator
-		}
-		o.mem = mem
-		return nil
-	}
-}
+func Allocator(mem memory.Allocator) Option { return Option(incsrc.Allocator[[]string](mem)) }
 
 // Logger sets the logger (nil: slog.Default()).
-func Logger(l *slog.Logger) Option {
-	return func(o *options) error {
-		if l == nil {
-			l = slog.Default()
-		}
-		o.log = l
-		return nil
-	}
-}
+func Logger(l *slog.Logger) Option { return Option(incsrc.Logger[[]string](l)) }
 
 // Source reads Snowflake tables incrementally. Safe for concurrent use;
 // each Read holds one session of the pool while it queries.
@@ -158,17 +104,11 @@ type Source struct {
 // New returns a Source on the account cfg names. It does not connect.
 // Close releases its sessions.
 func New(cfg snowconn.Config, opts ...Option) (*Source, error) {
-	o := options{interval: time.Second, batch: 10000, mem: memory.DefaultAllocator, log: slog.Default()}
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return nil, err
-		}
-	}
-	if len(o.tables) == 0 {
-		return nil, fmt.Errorf("%w: snowflake source needs at least one Table", flightline.ErrInvalidInput)
+	o, err := incsrc.New("snowflake source", opts)
+	if err != nil {
+		return nil, err
 	}
 	s := &Source{o: o, cfg: cfg}
-	var err error
 	if s.db, err = snowconn.Open(&s.cfg); err != nil {
 		return nil, err
 	}
@@ -182,28 +122,19 @@ func (s *Source) wrap(err error, format string, args ...any) error {
 	return s.cfg.Wrap(err, "snowflake source "+s.cfg.Describe()+": "+format, args...)
 }
 
-func (s *Source) table(name string) (tableCfg, error) {
-	for _, t := range s.o.tables {
-		if t.name == name {
-			return t, nil
-		}
-	}
-	return tableCfg{}, fmt.Errorf("%w: stream %q", flightline.ErrNotFound, name)
-}
-
 // Commit implements flightsrc.Source: Snowflake has no consumer position.
 func (s *Source) Commit(context.Context, flightsrc.CommitRequest) error { return nil }
 
 // Streams implements flightsrc.Source.
 func (s *Source) Streams(ctx context.Context) ([]flightsrc.Stream, error) {
 	var out []flightsrc.Stream
-	for _, t := range s.o.tables {
+	for _, t := range s.o.Tables {
 		l, err := s.describe(ctx, t)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, flightsrc.Stream{Name: t.name, Schema: l.schema,
-			Description: fmt.Sprintf("table %s by (%s, %s)", snowconn.QuoteParts(t.parts), t.cursor, t.tiebreak)})
+		out = append(out, flightsrc.Stream{Name: t.Name, Schema: l.schema,
+			Description: fmt.Sprintf("table %s by (%s, %s)", snowconn.QuoteParts(t.ID), t.Cursor, t.Tiebreak)})
 	}
 	return out, nil
 }
@@ -230,7 +161,7 @@ const (
 )
 
 func (s *Source) describe(ctx context.Context, t tableCfg) (*layout, error) {
-	tbl := snowconn.QuoteParts(t.parts)
+	tbl := snowconn.QuoteParts(t.ID)
 	rows, err := s.db.QueryContext(ctx, `SELECT * FROM `+tbl+` LIMIT 0`)
 	if err != nil {
 		return nil, s.wrap(err, "describe %s", tbl)
@@ -250,25 +181,25 @@ func (s *Source) describe(ctx context.Context, t tableCfg) (*layout, error) {
 		nullable, ok := ct.Nullable()
 		fields[i] = arrow.Field{Name: ct.Name(), Type: dt, Nullable: nullable || !ok}
 		switch ct.Name() {
-		case t.cursor:
+		case t.Cursor:
 			l.cursorAt = i
 		}
-		if ct.Name() == t.tiebreak {
+		if ct.Name() == t.Tiebreak {
 			l.tiebreakAt = i
 		}
 	}
 	if l.cursorAt < 0 || l.tiebreakAt < 0 {
-		return nil, fmt.Errorf("%w: snowflake source: table %s has no column %q or %q (cursor, tiebreak)", flightline.ErrInvalidInput, tbl, t.cursor, t.tiebreak)
+		return nil, fmt.Errorf("%w: snowflake source: table %s has no column %q or %q (cursor, tiebreak)", flightline.ErrInvalidInput, tbl, t.Cursor, t.Tiebreak)
 	}
 	if l.cursorKind, err = kindOf(fields[l.cursorAt].Type); err != nil {
-		return nil, fmt.Errorf("%w: snowflake source: cursor %q: %v", flightline.ErrInvalidInput, t.cursor, err)
+		return nil, fmt.Errorf("%w: snowflake source: cursor %q: %v", flightline.ErrInvalidInput, t.Cursor, err)
 	}
 	if l.tiebreakKind, err = kindOf(fields[l.tiebreakAt].Type); err != nil {
-		return nil, fmt.Errorf("%w: snowflake source: tiebreak %q: %v", flightline.ErrInvalidInput, t.tiebreak, err)
+		return nil, fmt.Errorf("%w: snowflake source: tiebreak %q: %v", flightline.ErrInvalidInput, t.Tiebreak, err)
 	}
 	l.schema = arrow.NewSchema(fields, nil)
-	c, k := snowconn.Quote(t.cursor), snowconn.Quote(t.tiebreak)
-	order := fmt.Sprintf(" ORDER BY %s, %s LIMIT %d", c, k, s.o.batch)
+	c, k := snowconn.Quote(t.Cursor), snowconn.Quote(t.Tiebreak)
+	order := fmt.Sprintf(" ORDER BY %s, %s LIMIT %d", c, k, s.o.Batch)
 	l.first = `SELECT * FROM ` + tbl + ` WHERE ` + c + ` IS NOT NULL` + order
 	l.next = `SELECT * FROM ` + tbl + ` WHERE ` + c + ` > ? OR (` + c + ` = ? AND ` + k + ` > ?)` + order
 	return l, nil
@@ -357,7 +288,7 @@ func ParseCheckpoint(b []byte) (Checkpoint, error) {
 // Read implements flightsrc.Source. ctx bounds only the table's
 // description; the Reader lives until Close.
 func (s *Source) Read(ctx context.Context, req flightsrc.ReadRequest) (flightsrc.Reader, error) {
-	t, err := s.table(req.Stream)
+	t, err := s.o.Table(req.Stream)
 	if err != nil {
 		return nil, err
 	}
@@ -402,7 +333,7 @@ func (r *reader) Next(ctx context.Context) (arrow.RecordBatch, []byte, error) {
 		return nil, nil, err
 	}
 	if r.idle {
-		t := time.NewTimer(r.s.o.interval)
+		t := time.NewTimer(r.s.o.Interval)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -414,7 +345,7 @@ func (r *reader) Next(ctx context.Context) (arrow.RecordBatch, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	r.idle = rec.NumRows() < int64(r.s.o.batch)
+	r.idle = rec.NumRows() < int64(r.s.o.Batch)
 	return rec, r.cp.Encode(), nil
 }
 
@@ -438,7 +369,7 @@ func (r *reader) fetch(ctx context.Context) (arrow.RecordBatch, error) {
 			c.Release()
 		}
 	}()
-	qctx := sf.WithArrowAllocator(sf.WithHigherPrecision(sf.WithArrowBatches(ctx)), s.o.mem)
+	qctx := sf.WithArrowAllocator(sf.WithHigherPrecision(sf.WithArrowBatches(ctx)), s.o.Mem)
 	err = conn.Raw(func(x any) error {
 		rows, err := x.(driver.QueryerContext).QueryContext(qctx, q, args)
 		if err != nil {
@@ -469,9 +400,9 @@ func (r *reader) fetch(ctx context.Context) (arrow.RecordBatch, error) {
 		if errors.Is(err, flightline.ErrInvalidInput) {
 			return nil, err
 		}
-		return nil, s.wrap(err, "read %s", snowconn.QuoteParts(r.t.parts))
+		return nil, s.wrap(err, "read %s", snowconn.QuoteParts(r.t.ID))
 	}
-	rec, err := concat(s.o.mem, r.l.schema, chunks)
+	rec, err := concat(s.o.Mem, r.l.schema, chunks)
 	if err != nil {
 		return nil, err
 	}
@@ -508,7 +439,7 @@ func (r *reader) conform(ctx context.Context, rec arrow.RecordBatch) (arrow.Reco
 	sc := r.l.schema
 	if int(rec.NumCols()) != sc.NumFields() {
 		return nil, fmt.Errorf("%w: snowflake source: %s returned %d columns, its description %d (table altered?)",
-			flightline.ErrConflict, snowconn.QuoteParts(r.t.parts), rec.NumCols(), sc.NumFields())
+			flightline.ErrConflict, snowconn.QuoteParts(r.t.ID), rec.NumCols(), sc.NumFields())
 	}
 	cols := make([]arrow.Array, sc.NumFields())
 	defer func() {
@@ -518,7 +449,7 @@ func (r *reader) conform(ctx context.Context, rec arrow.RecordBatch) (arrow.Reco
 			}
 		}
 	}()
-	cctx := compute.WithAllocator(ctx, r.s.o.mem)
+	cctx := compute.WithAllocator(ctx, r.s.o.Mem)
 	for i, f := range sc.Fields() {
 		col := rec.Column(i)
 		if arrow.TypeEqual(col.DataType(), f.Type) {
