@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -37,8 +38,9 @@ type Querier interface {
 // cursor below one already read is missed (use a cursor assigned in commit
 // order, or read with a lag, where that matters).
 //
-// Cursor and tiebreak columns must be integers, floating point, text or
-// binary (their values go into the checkpoint and back as parameters).
+// Cursor and tiebreak columns must be integers, floating point, text,
+// binary or timestamps (their values go into the checkpoint and back as
+// parameters; a timestamp is bound with its column's type, TimestampArg).
 type Incremental struct {
 	// Table is the table read; Columns the columns selected (nil: all, *).
 	Table   Table
@@ -56,7 +58,7 @@ type Incremental struct {
 // Position is where a read stands: the (cursor, tiebreak) of the last row
 // read; the zero Position is before the first row.
 type Position struct {
-	Cursor, Tiebreak any // int64, float64, string or []byte; nil before the first row
+	Cursor, Tiebreak any // int64, float64, string, []byte or time.Time; nil before the first row
 }
 
 // Started reports whether p is past some row.
@@ -70,7 +72,8 @@ type posJSON struct {
 }
 
 // Encode returns the position as JSON, each value as text with its type
-// (int64, float64, string, bytes as base64), so it comes back exactly:
+// (int64, float64, string, bytes as base64, timestamp as RFC 3339 in UTC
+// with nanoseconds), so it comes back exactly:
 //
 //	{"cursor":"42","cursor_type":"int64","tiebreak":"7","tiebreak_type":"int64"}
 func (p Position) Encode() []byte {
@@ -92,6 +95,8 @@ func encodeValue(v any) (string, string) {
 		return strconv.FormatFloat(x, 'g', -1, 64), "float64"
 	case []byte:
 		return base64.StdEncoding.EncodeToString(x), "bytes"
+	case time.Time:
+		return x.UTC().Format(time.RFC3339Nano), "timestamp"
 	default:
 		return fmt.Sprint(x), "string"
 	}
@@ -107,6 +112,8 @@ func decodeValue(s, typ string) (any, error) {
 		return base64.StdEncoding.DecodeString(s)
 	case "string":
 		return s, nil
+	case "timestamp":
+		return time.Parse(time.RFC3339Nano, s)
 	}
 	return nil, fmt.Errorf("unknown type %q", typ)
 }
@@ -200,6 +207,17 @@ func (q Incremental) ReadPage(ctx context.Context, qr Querier, mem memory.Alloca
 		return nil, fmt.Errorf("%w: table %s: no single column %q and %q (cursor, tiebreak)", flightline.ErrInvalidInput, q.Table, q.Cursor, q.Tiebreak)
 	}
 	sql, args := q.Query(p)
+	for i, a := range args { // a timestamp binds with its column's type
+		if t, ok := a.(time.Time); ok {
+			f := schema.Field(ki[0])
+			if i < len(args)-1 {
+				f = schema.Field(ci[0])
+			}
+			if tt, ok := f.Type.(*arrow.TimestampType); ok {
+				args[i] = TimestampArg{Time: t, Type: tt}
+			}
+		}
+	}
 	r, err := qr.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
@@ -222,7 +240,7 @@ func (q Incremental) ReadPage(ctx context.Context, qr Querier, mem memory.Alloca
 		if err1 != nil || err2 != nil || c == nil || k == nil {
 			out.Release()
 			page.Release()
-			return nil, fmt.Errorf("%w: table %s: cursor %q and tiebreak %q must be non-NULL integers, floats, text or binary",
+			return nil, fmt.Errorf("%w: table %s: cursor %q and tiebreak %q must be non-NULL integers, floats, text, binary or timestamps",
 				flightline.ErrInvalidInput, q.Table, q.Cursor, q.Tiebreak)
 		}
 		page.Batches = append(page.Batches, out)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -11,6 +12,14 @@ import (
 
 	"github.com/flightline/flightline"
 )
+
+// TimestampArg binds a timestamp as a parameter of type Type (the type of
+// the column it is compared with: with or without a time zone, and its
+// unit). A plain time.Time binds as timestamp[us, UTC].
+type TimestampArg struct {
+	Time time.Time
+	Type *arrow.TimestampType
+}
 
 // argsRecord builds the one-row batch that binds args to placeholders.
 func argsRecord(mem memory.Allocator, args []any) (arrow.RecordBatch, error) {
@@ -28,6 +37,10 @@ func argsRecord(mem memory.Allocator, args []any) (arrow.RecordBatch, error) {
 			t = arrow.PrimitiveTypes.Float64
 		case bool:
 			t = arrow.FixedWidthTypes.Boolean
+		case TimestampArg:
+			t = a.(TimestampArg).Type
+		case time.Time:
+			t = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
 		case nil:
 			t = arrow.Null
 		default:
@@ -55,6 +68,18 @@ func argsRecord(mem memory.Allocator, args []any) (arrow.RecordBatch, error) {
 			b.Field(i).(*array.Float64Builder).Append(v)
 		case bool:
 			b.Field(i).(*array.BooleanBuilder).Append(v)
+		case TimestampArg:
+			ts, err := arrow.TimestampFromTime(v.Time, v.Type.Unit)
+			if err != nil {
+				return nil, fmt.Errorf("%w: adbc: bind %v: %v", flightline.ErrInvalidInput, v.Time, err)
+			}
+			b.Field(i).(*array.TimestampBuilder).Append(ts)
+		case time.Time:
+			ts, err := arrow.TimestampFromTime(v, arrow.Microsecond)
+			if err != nil {
+				return nil, fmt.Errorf("%w: adbc: bind %v: %v", flightline.ErrInvalidInput, v, err)
+			}
+			b.Field(i).(*array.TimestampBuilder).Append(ts)
 		case nil:
 			b.Field(i).AppendNull()
 		}
@@ -64,8 +89,9 @@ func argsRecord(mem memory.Allocator, args []any) (arrow.RecordBatch, error) {
 
 // Value returns row i of a as a Go value: int64 (every integer type, and
 // decimals of scale 0 such as Snowflake's NUMBER(38,0)), float64, string,
-// []byte (a copy), bool, or nil for NULL. Other types fail with
-// ErrSchemaMismatch.
+// []byte (a copy), bool, time.Time in UTC (timestamps; one without a time
+// zone is its wall clock read as UTC), or nil for NULL. Other types fail
+// with ErrSchemaMismatch.
 func Value(a arrow.Array, i int) (any, error) {
 	if a.IsNull(i) {
 		return nil, nil
@@ -101,6 +127,8 @@ func Value(a arrow.Array, i int) (any, error) {
 		return append([]byte{}, c.Value(i)...), nil
 	case *array.Boolean:
 		return c.Value(i), nil
+	case *array.Timestamp:
+		return c.Value(i).ToTime(c.DataType().(*arrow.TimestampType).Unit), nil
 	case *array.Decimal128:
 		if s := c.DataType().(*arrow.Decimal128Type).Scale; s == 0 {
 			v := c.Value(i)

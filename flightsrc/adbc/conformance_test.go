@@ -65,6 +65,36 @@ func TestIntegrationSourceConformancePostgres(t *testing.T) {
 	})
 }
 
+// Timestamp cursors through the PostgreSQL driver, with and without a time
+// zone: three rows share each microsecond, the id breaks the ties, pages of
+// 7 rows end inside runs of ties, and a resume binds the checkpoint's
+// timestamp with the column's type.
+func TestIntegrationSourceConformancePostgresTimestamp(t *testing.T) {
+	cfg := adbctest.PostgresConfig(t)
+	c := pgtest.Conn(t)
+	for _, typ := range []string{"timestamptz", "timestamp"} {
+		t.Run(typ, func(t *testing.T) {
+			srctest.Run(t, srctest.Harness{
+				NewStream: func(t *testing.T) string {
+					table := pgtest.Name("adbcsrc_ts")
+					pgtest.Exec(t, c, `CREATE TABLE `+table+` (id bigint PRIMARY KEY, wm `+typ+` NOT NULL, v text)`)
+					t.Cleanup(func() { pgtest.Exec(t, c, `DROP TABLE `+table) })
+					return table
+				},
+				Append: func(t *testing.T, table string, from, to int64) {
+					pgtest.Exec(t, c, `INSERT INTO `+table+` SELECT i, '2026-01-02 03:04:05.5+00'::timestamptz + (i / 3) * interval '1 microsecond', 'v' || i
+						FROM generate_series($1::bigint, $2::bigint - 1) i ORDER BY random()`, from, to)
+				},
+				NewSource: func(t *testing.T, mem memory.Allocator, table string) flightsrc.Source {
+					return newSource(t, cfg, mem, table)
+				},
+				Records:                 records,
+				DeterministicBoundaries: true,
+			})
+		})
+	}
+}
+
 // The same through the SQLite driver on a file, written with the sqlite3
 // shell.
 func TestIntegrationSourceConformanceSQLite(t *testing.T) {
