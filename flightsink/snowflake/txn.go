@@ -38,6 +38,9 @@ type txn struct {
 
 // begin starts a txn. The caller defers end.
 func (s *Sink) begin(ctx context.Context) (*txn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	c, err := s.db.Conn(ctx)
 	if err != nil {
 		return nil, err
