@@ -74,9 +74,13 @@ func wideBatch(mem memory.Allocator, n int) arrow.RecordBatch {
 		app(13, func() { b.Field(13).(*array.FixedSizeBinaryBuilder).Append([]byte{1, 2, byte(i), 4}) })
 		app(14, func() { b.Field(14).(*array.Date32Builder).Append(arrow.Date32(19000 + i%400)) })
 		app(15, func() { b.Field(15).(*array.TimestampBuilder).Append(arrow.Timestamp(1_700_000_000_000 + int64(i))) })
-		app(16, func() { b.Field(16).(*array.TimestampBuilder).Append(arrow.Timestamp(1_700_000_000_000_000_123 + int64(i))) })
+		app(16, func() {
+			b.Field(16).(*array.TimestampBuilder).Append(arrow.Timestamp(1_700_000_000_000_000_123 + int64(i)))
+		})
 		app(17, func() { b.Field(17).(*array.Decimal128Builder).Append(decimal128.FromI64(int64(i) * 1001)) })
-		app(18, func() { require.NoError(nil, b.Field(18).(*array.BinaryDictionaryBuilder).AppendString([]string{"a", "b"}[i%2])) })
+		app(18, func() {
+			require.NoError(nil, b.Field(18).(*array.BinaryDictionaryBuilder).AppendString([]string{"a", "b"}[i%2]))
+		})
 		b.Field(19).AppendNull()
 	}
 	return b.NewRecordBatch()
