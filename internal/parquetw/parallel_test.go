@@ -160,3 +160,44 @@ func TestParallelErrorReleasesEverything(t *testing.T) {
 	_, _, serr := Bytes(rec, Allocator(mem), Parallelism(1))
 	require.Equal(t, serr != nil, err != nil, "parallel %v, serial %v", err, serr)
 }
+
+// TestComputeFastPathMatchesRowByRow: the statistics read from value
+// slices (columns without nulls) match a row-by-row scan, on a sliced
+// batch (the slices must honour the offset) with NaNs.
+func TestComputeFastPathMatchesRowByRow(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "i", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "f", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Millisecond}},
+	}, nil)
+	b := array.NewRecordBuilder(mem, sc)
+	defer b.Release()
+	for i := range 1000 {
+		b.Field(0).(*array.Int64Builder).Append(int64((i * 7919) % 1000))
+		f := float64((i*31)%1000) - 500
+		if i%5 == 0 {
+			f = math.NaN()
+		}
+		b.Field(1).(*array.Float64Builder).Append(f)
+		b.Field(2).(*array.TimestampBuilder).Append(arrow.Timestamp(1000 - i))
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	part := rec.NewSlice(100, 200)
+	defer part.Release()
+	st := Compute(part)
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	flo, fhi := math.Inf(1), math.Inf(-1)
+	for i := range 100 {
+		v := part.Column(0).(*array.Int64).Value(i)
+		lo, hi = min(lo, v), max(hi, v)
+		if f := part.Column(1).(*array.Float64).Value(i); f == f {
+			flo, fhi = math.Min(flo, f), math.Max(fhi, f)
+		}
+	}
+	require.Equal(t, []any{lo, hi}, []any{st.Columns[0].Min, st.Columns[0].Max})
+	require.Equal(t, []any{flo, fhi}, []any{st.Columns[1].Min, st.Columns[1].Max})
+	require.Equal(t, []any{int64(1000 - 199), int64(1000 - 100)}, []any{st.Columns[2].Min, st.Columns[2].Max})
+}
