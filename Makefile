@@ -35,7 +35,7 @@ test-unit:
 # minutes, so `services.sh up` only starts it in the background; they run
 # in a last phase, after every other test and the fuzz targets, once
 # `services.sh wait bigquery` has the emulator up.
-BQ_PKGS := ./flightsink/bigquery/...
+BQ_PKGS := ./flightsink/bigquery/... ./flightsrc/bigquery/...
 BQ_INTEGRATION := ^TestIntegrationBigQuery
 
 test:
