@@ -73,10 +73,10 @@
 // concatenated before the sort) and returns no stream at all when nothing
 // matches (handled: an empty batch); the row restriction is a filter that
 // BigQuery may push into its storage, and its syntax limits (a 1 MB
-// restriction) are far above what is sent here; rows still in the
-// streaming buffer of the legacy insertAll API may not be visible to the
-// Storage Read API for a while, which such a table's cursor must allow for
-// with a lag; the bound query costs a query (slots or bytes scanned of the
+// restriction) are far above what is sent here; when rows of other write
+// paths (insertAll's streaming buffer, the Write API's default stream)
+// become visible to a session's snapshot was not checked (a cursor lag is
+// the safe choice); the bound query costs a query (slots or bytes scanned of the
 // two columns) per batch, so small BatchRows on a large table is
 // expensive; and authentication, quotas, permissions and the retry of real
 // 5xx errors were only exercised with a fake HTTP server.
