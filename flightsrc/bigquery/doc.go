@@ -18,8 +18,9 @@
 //  1. The bound: one query of one row, the (cursor, tiebreak) of the last
 //     of the next BatchRows rows after the checkpoint (c, k):
 //
-//     SELECT cursor, tiebreak FROM (SELECT cursor, tiebreak FROM t
-//     WHERE <after (c, k)> ORDER BY cursor, tiebreak LIMIT BatchRows)
+//     WITH page AS (SELECT cursor, tiebreak FROM t WHERE <after (c, k)>
+//     ORDER BY cursor, tiebreak LIMIT BatchRows)
+//     SELECT cursor, tiebreak, (SELECT COUNT(*) FROM page) FROM page
 //     ORDER BY cursor DESC, tiebreak DESC LIMIT 1
 //
 //     No row means caught up: the reader sends a 0-row heartbeat and polls
@@ -30,7 +31,10 @@
 //     Arrow batches it returns are concatenated, sorted by (cursor,
 //     tiebreak) in Go, and cut to BatchRows rows (rows committed between
 //     the two calls can fall under the bound). The checkpoint is the
-//     (cursor, tiebreak) of the batch's last row.
+//     (cursor, tiebreak) of the batch's last row. A read that returns
+//     fewer rows than the bound query counted (a read session's snapshot
+//     older than the query's view) is retried, never emitted: it would
+//     move the checkpoint past rows it did not see.
 //
 // Batch boundaries are deterministic: the same rows after the same
 // checkpoint give the same batches. Only the bound query scans in order

@@ -18,8 +18,12 @@ import (
 
 // retryable reports whether err is a quota or transient server error worth
 // retrying: HTTP 429 and 5xx, a 403 whose reason is a rate or quota limit,
-// and the gRPC codes UNAVAILABLE, RESOURCE_EXHAUSTED, ABORTED and INTERNAL.
+// the gRPC codes UNAVAILABLE, RESOURCE_EXHAUSTED, ABORTED and INTERNAL, and
+// a read behind its bound query.
 func retryable(err error) bool {
+	if errors.As(err, new(behind)) {
+		return true
+	}
 	var ge *googleapi.Error
 	if errors.As(err, &ge) {
 		if ge.Code == http.StatusTooManyRequests || ge.Code >= 500 {
@@ -41,6 +45,13 @@ func retryable(err error) bool {
 	}
 	return false
 }
+
+// behind is a read that returned fewer rows than its bound query counted
+// under the bound: the read session's snapshot is older than the query's
+// view. Retried; never emitted.
+type behind struct{ error }
+
+func (b behind) Unwrap() error { return b.error }
 
 func isNotFound(err error) bool {
 	var ge *googleapi.Error

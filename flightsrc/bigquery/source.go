@@ -157,6 +157,11 @@ type Source struct {
 	rd                        *bqstorage.BigQueryReadClient
 	conn                      *grpc.ClientConn
 	cancel                    context.CancelFunc
+
+	// restrict, when set (by tests only), rewrites the row restriction of
+	// each read: a read session that misses rows, as a snapshot older
+	// than the bound query's view would.
+	restrict func(string) string
 }
 
 var _ flightsrc.Source = (*Source)(nil)
@@ -473,8 +478,9 @@ func (r *reader) fetch(ctx context.Context) (arrow.RecordBatch, error) {
 		return nil, err
 	}
 	c, k := "`"+s.o.cursor+"`", "`"+s.o.tiebreak+"`"
-	boundSQL := fmt.Sprintf("SELECT %s, %s FROM (SELECT %s, %s FROM %s WHERE %s ORDER BY %s, %s LIMIT %d) ORDER BY %s DESC, %s DESC LIMIT 1",
-		c, k, c, k, s.sqlName, after, c, k, s.o.batch, c, k)
+	boundSQL := fmt.Sprintf("WITH page AS (SELECT %s, %s FROM %s WHERE %s ORDER BY %s, %s LIMIT %d) "+
+		"SELECT %s, %s, (SELECT COUNT(*) FROM page) FROM page ORDER BY %s DESC, %s DESC LIMIT 1",
+		c, k, s.sqlName, after, c, k, s.o.batch, c, k, c, k)
 	var bound []bigquery.Value
 	if err := s.retry(ctx, "bound query on "+s.sqlName, func(ctx context.Context) error {
 		bound = nil
@@ -497,8 +503,12 @@ func (r *reader) fetch(ctx context.Context) (arrow.RecordBatch, error) {
 	if bound == nil {
 		return emptyBatch(s.o.mem, l.schema), nil
 	}
-	if len(bound) != 2 {
+	if len(bound) != 3 {
 		return nil, fmt.Errorf("%w: bigquery source: the bound query returned %d columns", flightline.ErrInternal, len(bound))
+	}
+	count, ok := bound[2].(int64)
+	if !ok {
+		return nil, fmt.Errorf("%w: bigquery source: the bound query returned a count of %T", flightline.ErrInternal, bound[2])
 	}
 	bc, err := boundLiteral(bound[0], l.cursorInt)
 	if err != nil {
@@ -519,7 +529,24 @@ func (r *reader) fetch(ctx context.Context) (arrow.RecordBatch, error) {
 	defer release()
 	if err := s.retry(ctx, "reading "+s.sqlName, func(ctx context.Context) error {
 		release()
-		return s.readRows(ctx, where, l.schema, &chunks)
+		w := where
+		if s.restrict != nil {
+			w = s.restrict(w)
+		}
+		if err := s.readRows(ctx, w, l.schema, &chunks); err != nil {
+			return err
+		}
+		var got int64
+		for _, ch := range chunks {
+			got += ch.NumRows()
+		}
+		if got < count {
+			// The read session's snapshot misses rows the bound query
+			// saw: emitting the batch would move the checkpoint past
+			// them. Read again.
+			return behind{fmt.Errorf("the read returned %d rows, the bound query counted %d", got, count)}
+		}
+		return nil
 	}); err != nil {
 		return nil, err
 	}
