@@ -34,8 +34,10 @@ test-unit:
 # TestIntegrationBigQuery* of ./integration/. Its first build takes 10–30
 # minutes, so `services.sh up` only starts it in the background; they run
 # in a last phase, after every other test and the fuzz targets, once
-# `services.sh wait bigquery` has the emulator up.
-BQ_PKGS := ./flightsink/bigquery/...
+# `services.sh wait bigquery` has the emulator up. The packages run one at
+# a time (-p 1): the emulator is one SQLite database, and the sink's tests
+# do not retry a call another process's lock failed.
+BQ_PKGS := ./flightsink/bigquery/... ./flightsrc/bigquery/...
 BQ_INTEGRATION := ^TestIntegrationBigQuery
 
 test:
@@ -47,7 +49,7 @@ test:
 	CGO_ENABLED=1 $(GO) test $(GOTESTFLAGS) -skip '$(BQ_INTEGRATION)' $$rest && \
 	$(MAKE) --no-print-directory fuzz && \
 	$(SERVICES) wait bigquery && set -a && . integration/services/run/env && set +a && \
-	CGO_ENABLED=1 $(GO) test $(GOTESTFLAGS) $$bq && CGO_ENABLED=1 $(GO) test $(GOTESTFLAGS) -run '$(BQ_INTEGRATION)' ./integration/; rc=$$?; \
+	CGO_ENABLED=1 $(GO) test $(GOTESTFLAGS) -p 1 $$bq && CGO_ENABLED=1 $(GO) test $(GOTESTFLAGS) -run '$(BQ_INTEGRATION)' ./integration/; rc=$$?; \
 	$(SERVICES) down; exit $$rc
 
 # The whole Delta interop test with Apache Spark (pyspark + delta-spark in

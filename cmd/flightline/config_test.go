@@ -183,3 +183,19 @@ func TestConfigDerivesKindsFromSpecs(t *testing.T) {
 	require.Equal(t, "t", c.sinks["a"].q.Get("table"))
 	require.True(t, strings.HasPrefix(c.sinks["a"].loc, "postgresql://"))
 }
+
+// The bigquery: source in the config file: the mapping form gives the
+// command line's URL and options.
+func TestConfigBigQuerySource(t *testing.T) {
+	c, err := parseConfig("f.yml", []byte("sources:\n  bq:\n    bigquery: {location: my-project/analytics, table: orders, cursor: seq, tiebreak: id, batch_rows: 500}\n"), envOf(nil))
+	require.NoError(t, err)
+	s := c.sources["bq"]
+	require.Equal(t, "bigquery", s.kind)
+	u, q := s.kindURL()
+	require.Equal(t, "bigquery:my-project/analytics", u.String())
+	cfg, err := bqSourceSpec.Parse(q)
+	require.NoError(t, err)
+	require.Equal(t, bqSourceConfig{Table: "orders", Cursor: "seq", Tiebreak: "id", BatchRows: ptr(500)}, cfg)
+	_, err = parseConfig("f.yml", []byte("sources:\n  bq:\n    bigquery: {location: p/d, table: t, cursor: c, tie_break: k}\n"), envOf(nil))
+	require.ErrorContains(t, err, "tiebreak")
+}

@@ -20,6 +20,7 @@ import (
 	kafkasink "github.com/flightline/flightline/flightsink/kafka"
 	pgsink "github.com/flightline/flightline/flightsink/postgres"
 	s3sink "github.com/flightline/flightline/flightsink/s3"
+	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/internal/endpoint"
 	"github.com/flightline/flightline/internal/objstore"
 	"github.com/flightline/flightline/internal/pgtest"
@@ -97,6 +98,27 @@ func TestSpecsYieldTheirConfig(t *testing.T) {
 	require.Equal(t, bqSinkConfig{Table: ptr("orders"), Key: []string{"id", "day"}, CheckpointTable: "_flightline_checkpoints",
 		EmulatorHTTP: ptr("http://127.0.0.1:9050"), EmulatorGRPC: ptr("127.0.0.1:9060")},
 		parseAs(t, bqSinkSpec, "bigquery:p/d?table=orders&key=id,day&emulator_endpoint=http://127.0.0.1:9050&emulator_grpc=127.0.0.1:9060"))
+	require.Equal(t, bqSourceConfig{Table: "ds.orders", Cursor: "seq", Tiebreak: "id", Poll: ptr(250 * time.Millisecond), BatchRows: ptr(500),
+		EmulatorHTTP: ptr("http://127.0.0.1:9050"), EmulatorGRPC: ptr("127.0.0.1:9060")},
+		parseAs(t, bqSourceSpec, "bigquery:p/d?table=ds.orders&cursor=seq&tiebreak=id&poll=250ms&batch_rows=500&emulator_endpoint=http://127.0.0.1:9050&emulator_grpc=127.0.0.1:9060"))
+}
+
+// A bigquery: source without table=, cursor= or tiebreak= is refused when
+// it is opened, as are a malformed location, half an emulator address and
+// a bad batch size.
+func TestBigQuerySourceRefusals(t *testing.T) {
+	for raw, want := range map[string]string{
+		"bigquery:p/d?table=t&cursor=c":                                      "tiebreak=",
+		"bigquery:p/d?cursor=c&tiebreak=k":                                   "table=",
+		"bigquery:p?table=t&cursor=c&tiebreak=k":                             "PROJECT/DATASET",
+		"bigquery://p/d?table=t&cursor=c&tiebreak=k":                         "PROJECT/DATASET",
+		"bigquery:p/d?table=t&cursor=c&tiebreak=k&emulator_grpc=127.0.0.1:1": "go together",
+		"bigquery:p/d?table=t&cursor=c&tiebreak=k&batch_rows=0":              "batch rows 0",
+		"bigquery:p/d?table=t&cursor=c&tiebreak=k&no_such_option=1":          "no_such_option",
+	} {
+		_, _, err := openSource(testEnv, raw, flightsrc.ClientConfig{})
+		require.ErrorContains(t, err, want, raw)
+	}
 }
 
 // A bigquery: sink without key= is refused when it is opened, as are a

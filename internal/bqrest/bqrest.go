@@ -68,3 +68,32 @@ func Query(ctx context.Context, endpoint, project, sql string) ([][]*string, err
 
 // ErrNoTable is returned when the queried table does not exist.
 var ErrNoTable = fmt.Errorf("bqrest: table not found")
+
+// CreateDataset creates dataset in project through datasets.insert.
+func CreateDataset(ctx context.Context, endpoint, project, dataset string) error {
+	body, _ := json.Marshal(map[string]any{"datasetReference": map[string]string{"projectId": project, "datasetId": dataset}})
+	return call(ctx, http.MethodPost, strings.TrimRight(endpoint, "/")+"/bigquery/v2/projects/"+project+"/datasets", body)
+}
+
+// DeleteDataset deletes dataset and its tables through datasets.delete.
+func DeleteDataset(ctx context.Context, endpoint, project, dataset string) error {
+	return call(ctx, http.MethodDelete, strings.TrimRight(endpoint, "/")+"/bigquery/v2/projects/"+project+"/datasets/"+dataset+"?deleteContents=true", nil)
+}
+
+func call(ctx context.Context, method, url string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("bqrest: %s %s: %s: %s", method, url, resp.Status, raw)
+	}
+	return nil
+}
