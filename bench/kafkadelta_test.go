@@ -129,7 +129,33 @@ func cpuSeconds() float64 {
 }
 
 // kdResult is one op: the whole topic into a fresh table.
-type kdResult struct{ seconds, cpu float64 }
+type kdResult struct{ seconds, cpu, peakMiB float64 }
+
+// watchHWM samples the process's VmHWM (/proc/PID/status, its peak RSS
+// since exec) every 10 ms until stop, which returns the last value read in
+// MiB. Sampling from outside is needed for a process that exits by itself:
+// its rusage ru_maxrss would include this binary's peak (see proc.hwm).
+func watchHWM(pid int) (stop func() float64) {
+	done := make(chan struct{})
+	res := make(chan float64, 1)
+	go func() {
+		peak := 0.0
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if v := vmHWM(pid); v > peak {
+				peak = v
+			}
+			select {
+			case <-done:
+				res <- peak
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() float64 { close(done); return <-res }
+}
 
 // runGo moves the whole topic into a fresh table with KafkaToDelta and
 // returns once every row is committed.
@@ -173,7 +199,7 @@ func kdRunGo(b *testing.B, brokers []string, n int, loopback bool) kdResult {
 		}
 
 	}
-	res := kdResult{time.Since(t0).Seconds(), cpuSeconds() - c0}
+	res := kdResult{time.Since(t0).Seconds(), cpuSeconds() - c0, 0}
 	stop()
 	if err := <-done; err != nil {
 		b.Fatal(err)
@@ -195,14 +221,18 @@ func kdRunPython(b *testing.B, brokers []string, n int, mode string) (ext, self 
 	table := filepath.Join(b.TempDir(), "orders")
 	t0 := time.Now()
 	cmd := exec.Command(py, "kafkadelta_baseline.py", strings.Join(brokers, ","), kdTopic, fmt.Sprint(n), table, fmt.Sprint(kdBatch), mode)
-	out, err := cmd.Output()
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	stopHWM := watchHWM(cmd.Process.Pid)
+	err := cmd.Wait()
 	wall := time.Since(t0).Seconds()
+	peak := stopHWM()
+	out := []byte(stdout.String())
 	if err != nil {
-		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = ee.Stderr
-		}
-		b.Fatalf("python baseline: %v\n%s\n%s", err, out, stderr)
+		b.Fatalf("python baseline: %v\n%s\n%s", err, out, stderr.String())
 	}
 	var r struct {
 		Rows    int     `json:"rows"`
@@ -212,7 +242,7 @@ func kdRunPython(b *testing.B, brokers []string, n int, mode string) (ext, self 
 	if err := json.Unmarshal(out, &r); err != nil || r.Rows != n {
 		b.Fatalf("python baseline: %v: %s", err, out)
 	}
-	return kdResult{wall, processCPU(cmd)}, kdResult{r.Seconds, r.CPU}
+	return kdResult{wall, processCPU(cmd), peak}, kdResult{r.Seconds, r.CPU, 0}
 }
 
 // processCPU is a finished child's user + system CPU seconds.
@@ -271,8 +301,8 @@ func kdRunCLI(b *testing.B, bin string, brokers []string, n int) kdResult {
 		time.Sleep(5 * time.Millisecond)
 	}
 	wall := time.Since(t0).Seconds()
-	p.stop(b)
-	return kdResult{wall, processCPU(p.cmd)}
+	peak := p.stop(b)
+	return kdResult{wall, processCPU(p.cmd), peak}
 }
 
 var numRecordsRE = regexp.MustCompile(`numRecords\\?":(\d+)`)
@@ -290,7 +320,8 @@ var numRecordsRE = regexp.MustCompile(`numRecords\\?":(\d+)`)
 //     pyarrow.json: the headline peer.
 //
 // Run it with -benchtime 1x and FLIGHTLINE_BENCH_ROUNDS=N. The main figure
-// is rows per wall second; rows per CPU second (per core) is reported too.
+// is rows per wall second; rows per CPU second (per core) is reported too,
+// and for the separate processes their peak RSS (VmHWM).
 func BenchmarkKafkaToDelta(b *testing.B) {
 	brokers := kbBrokers(b)
 	n := kdRecords()
@@ -305,6 +336,7 @@ func BenchmarkKafkaToDelta(b *testing.B) {
 				ext.cpu += e.cpu
 				self.seconds += s.seconds
 				self.cpu += s.cpu
+				ext.peakMiB = max(ext.peakMiB, e.peakMiB)
 			}
 			rows := float64(n) * float64(b.N)
 			b.ReportMetric(rows/ext.seconds, "rows/s")
@@ -314,7 +346,12 @@ func BenchmarkKafkaToDelta(b *testing.B) {
 				b.ReportMetric(rows/self.seconds, "self-timed-rows/s")
 			}
 			b.ReportMetric(0, "ns/op") // the op is the whole job; the rates above are the figures
-			measured(b, rows/ext.seconds, map[string]float64{"rows/cpu-s": rows / ext.cpu})
+			extra := map[string]float64{"rows/cpu-s": rows / ext.cpu}
+			if ext.peakMiB > 0 { // separate processes only
+				extra["peak-RSS-MiB"] = ext.peakMiB
+				b.ReportMetric(ext.peakMiB, "peak-RSS-MiB")
+			}
+			measured(b, rows/ext.seconds, extra)
 		}
 	}
 	interleave(b, comparison{unit: "rows/s", ratios: []pair{
