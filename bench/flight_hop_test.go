@@ -129,7 +129,7 @@ func BenchmarkFlightHop(b *testing.B) {
 	} else {
 		b.Log("pyarrow peer skipped: FLIGHTLINE_PYTHON unset (integration/services/services.sh up python)")
 	}
-	interleave(b, comparison{unit: "MB/s", perOp: hopMB(int64Batch), ratios: []pair{
+	interleave(b, comparison{unit: "MB/s", perOp: hopMB(int64Batch), external: []string{"pyarrow-doget", "pyarrow-doput"}, ratios: []pair{
 		{"doget", "tcp"}, {"doput", "tcp"}, {"doget", "pyarrow-doget"}, {"doput", "pyarrow-doput"},
 		{"pyarrow-doget", "tcp"}, {"pyarrow-doput", "tcp"},
 	}}, sides...)

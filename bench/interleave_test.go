@@ -22,6 +22,10 @@ import (
 // the medians (and the median of the per-round ratios) as `#` lines, and one
 // `interleaved-json` line that bench/report.py reads.
 //
+// Besides wall throughput it reports, for sides that run in this process
+// alone, throughput per CPU second of this process ("MB/s per cpu-s"):
+// on a loaded shared machine that moves far less than wall time does.
+//
 // Each side's round is an ordinary sub-benchmark (b.Run), so the usual
 // `BenchmarkX/side#NN-2  N  ns/op  MB/s` lines are printed too (the #NN
 // suffix is the round; bench/median.py drops it).
@@ -46,6 +50,13 @@ type comparison struct {
 	perOp float64
 	// ratios to print; none means every side against the last one.
 	ratios []pair
+	// wallOnly: no throughput per CPU second of this process, because a
+	// service (broker, object store, database) does part of every side's
+	// work.
+	wallOnly bool
+	// external names the sides whose work runs in other processes (a
+	// Python peer): this process's CPU time says nothing about them.
+	external []string
 }
 
 // benchRounds is the number of interleaved rounds: FLIGHTLINE_BENCH_ROUNDS,
@@ -101,18 +112,33 @@ func interleave(b *testing.B, c comparison, sides ...side) {
 	extra := map[string]map[string][]float64{}
 	extraRound := make([]map[string]map[string]float64, rounds)
 	perRound := make([]map[string]float64, rounds)
+	for r := range extraRound {
+		extraRound[r] = map[string]map[string]float64{}
+	}
 	for r := range rounds {
 		perRound[r] = map[string]float64{}
-		extraRound[r] = map[string]map[string]float64{}
 		for i := range sides {
 			s := sides[(i+r)%len(sides)]
 			var last *testing.B
+			var cpu float64
 			ok := b.Run(s.name, func(b *testing.B) {
 				last = b
+				c0 := cpuSeconds()
 				s.run(b)
+				cpu = cpuSeconds() - c0 // of the last (the reported) call
 			})
 			if !ok || last == nil || last.Skipped() || last.N == 0 {
 				continue
+			}
+			addExtra := func(u string, y float64) {
+				if extra[u] == nil {
+					extra[u] = map[string][]float64{}
+					for i := range extraRound {
+						extraRound[i][u] = map[string]float64{}
+					}
+				}
+				extra[u][s.name] = append(extra[u][s.name], y)
+				extraRound[r][u][s.name] = y
 			}
 			v, own := ownFigures.LoadAndDelete(last)
 			var x float64
@@ -120,17 +146,16 @@ func interleave(b *testing.B, c comparison, sides ...side) {
 				f := v.(ownFigure)
 				x = f.v
 				for u, y := range f.extra {
-					if extra[u] == nil {
-						extra[u] = map[string][]float64{}
-						for i := range extraRound {
-							extraRound[i][u] = map[string]float64{}
-						}
-					}
-					extra[u][s.name] = append(extra[u][s.name], y)
-					extraRound[r][u][s.name] = y
+					addExtra(u, y)
 				}
 			} else if el := last.Elapsed().Seconds(); el > 0 {
 				x = c.perOp * float64(last.N) / el
+				if !slices.Contains(c.external, s.name) && !c.wallOnly && cpu > 0 {
+					// Throughput per CPU second of this process (set-up
+					// of the side included): on a loaded machine it
+					// moves far less than wall throughput.
+					addExtra(c.unit+" per cpu-s", c.perOp*float64(last.N)/cpu)
+				}
 			}
 			if x > 0 {
 				vals[s.name] = append(vals[s.name], x)

@@ -54,7 +54,7 @@ func BenchmarkTransformHop(b *testing.B) {
 	} else {
 		b.Log("exchange-python skipped: FLIGHTLINE_PYTHON unset (integration/services/services.sh up python)")
 	}
-	interleave(b, comparison{unit: "MB/s", perOp: hopMB(int64Batch), ratios: []pair{
+	interleave(b, comparison{unit: "MB/s", perOp: hopMB(int64Batch), external: []string{"exchange-python"}, ratios: []pair{
 		{"exchange-go", "doget"}, {"exchange-python", "doget"}, {"exchange-python", "exchange-go"},
 	}}, sides...)
 }
