@@ -155,23 +155,28 @@ if plain:
         ax.axis("off")
     fig.suptitle(f"Flightline (blue) against peers and ceilings (gray), {now:%Y-%m-%d}, {ncpu}-core shared machine", fontsize=10)
     fig.tight_layout()
-    fig.savefig(os.path.join(out_dir, "report", "throughput.png"), dpi=90)
+    fig.savefig(os.path.join(out_dir, "report", "throughput.png"), dpi=90, bbox_inches="tight")
     plt.close(fig)
 
 # Every ratio of medians, against 1.0.
 rat = [(f"{short(g['bench'])}: {r['A']} / {r['B']}", r["of_medians"]) for g in groups
        for r in g.get("ratios") or [] if "BatchSize" not in g["bench"]]
 if rat:
-    fig, ax = plt.subplots(figsize=(9, 0.28 * len(rat) + 1.2))
+    fig, ax = plt.subplots(figsize=(11, 0.28 * len(rat) + 1.2))
     ax.barh([n for n, _ in rat], [v for _, v in rat], color=["tab:green" if v >= 1 else "tab:red" for _, v in rat])
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.set_xscale("log")
+    ticks = [t for t in (0.125, 0.25, 0.5, 1, 2, 4, 8, 16) if min(v for _, v in rat) / 2 <= t <= max(v for _, v in rat) * 2]
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+    ax.minorticks_off()
+    for i, (_, v) in enumerate(rat):
+        ax.text(v, i, f" {v:.2f}", va="center", fontsize=7)
     ax.invert_yaxis()
     ax.tick_params(labelsize=7)
     ax.set_xlabel("ratio of medians (log scale)")
     ax.set_title("Ratios of interleaved medians", fontsize=10)
     fig.tight_layout()
-    fig.savefig(os.path.join(out_dir, "report", "ratios.png"), dpi=90)
+    fig.savefig(os.path.join(out_dir, "report", "ratios.png"), dpi=90, bbox_inches="tight")
     plt.close(fig)
 
 # The Flight hop's scaling with batch size.
@@ -188,6 +193,6 @@ if scal:
     ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(os.path.join(out_dir, "report", "hop-scaling.png"), dpi=90)
+    fig.savefig(os.path.join(out_dir, "report", "hop-scaling.png"), dpi=90, bbox_inches="tight")
     plt.close(fig)
 print(f"wrote {out_dir}/report.md and {out_dir}/report/*.png from {len(groups)} benchmark groups")
