@@ -172,7 +172,7 @@ func kdRunGo(b *testing.B, brokers []string, n int, loopback bool) kdResult {
 		opts = append(opts, pipelines.Loopback([]flightsrc.ServerOption{flightsrc.WithAllocator(mem), flightsrc.WithLogger(quiet)},
 			[]flightsink.ServerOption{flightsink.WithAllocator(mem), flightsink.WithLogger(quiet)}))
 	}
-	table := filepath.Join(b.TempDir(), "orders")
+	table := filepath.Join(kdTempDir(b), "orders")
 	t0, c0 := time.Now(), cpuSeconds()
 	r, err := pipelines.KafkaToDelta(context.Background(), pipelines.KafkaConfig{
 		Topic:    kdTopic,
@@ -218,7 +218,7 @@ func kdRunPython(b *testing.B, brokers []string, n int, mode string) (ext, self 
 	if py == "" {
 		b.Skip("python baseline: FLIGHTLINE_PYTHON unset (integration/services/services.sh up python)")
 	}
-	table := filepath.Join(b.TempDir(), "orders")
+	table := filepath.Join(kdTempDir(b), "orders")
 	t0 := time.Now()
 	cmd := exec.Command(py, "kafkadelta_baseline.py", strings.Join(brokers, ","), kdTopic, fmt.Sprint(n), table, fmt.Sprint(kdBatch), mode)
 	var stdout, stderr strings.Builder
@@ -262,7 +262,7 @@ func processCPU(cmd *exec.Cmd) float64 {
 // 5 ms), then the process is interrupted; CPU is its rusage after it exits
 // (start-up and shutdown included).
 func kdRunCLI(b *testing.B, bin string, brokers []string, n int) kdResult {
-	dir := b.TempDir()
+	dir := kdTempDir(b)
 	schema := filepath.Join(dir, "order.avsc")
 	if err := os.WriteFile(schema, []byte(rssSchema), 0o644); err != nil {
 		b.Fatal(err)
@@ -277,6 +277,9 @@ func kdRunCLI(b *testing.B, bin string, brokers []string, n int) kdResult {
 	seen := map[string]int64{}
 	var rows int64
 	for rows < int64(n) {
+		if p.cmd.ProcessState != nil || processGone(p.cmd.Process.Pid) {
+			b.Fatalf("the CLI exited before committing %d rows (%d); see %s", n, rows, p.log.Name())
+		}
 		if time.Now().After(deadline) {
 			_ = p.cmd.Process.Kill()
 			b.Fatalf("the CLI did not commit %d rows in time (%d); see %s", n, rows, p.log.Name())
@@ -303,6 +306,29 @@ func kdRunCLI(b *testing.B, bin string, brokers []string, n int) kdResult {
 	wall := time.Since(t0).Seconds()
 	peak := p.stop(b)
 	return kdResult{wall, processCPU(p.cmd), peak}
+}
+
+// kdTempDir is a fresh directory removed at the end of the benchmark. Not
+// b.TempDir: its name holds an interleaved side's round ("#01"), which a
+// URL (a spec, a Delta table location) reads as a fragment.
+func kdTempDir(b *testing.B) string {
+	dir, err := os.MkdirTemp("", "bench-kd")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// processGone reports whether pid has exited (a zombie not yet waited for
+// counts as gone).
+func processGone(pid int) bool {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+	return len(f) > 0 && f[0] == "Z"
 }
 
 var numRecordsRE = regexp.MustCompile(`numRecords\\?":(\d+)`)
