@@ -27,7 +27,7 @@ import (
 // columns, 64k rows), one op = one batch:
 //
 //   - doget: one DoGet hop (flightsrc.Server → flightsrc.Client), the
-//     baseline, as BenchmarkFlightHopDoGet;
+//     baseline, as BenchmarkFlightHop/doget;
 //   - exchange-go: one round trip through a Go identity transform over
 //     DoExchange (flighttransform.Client → Server → transform.Map →
 //     back), with transform.Checked on the client as the coordinator runs
