@@ -117,8 +117,8 @@ func interleave(b *testing.B, c comparison, sides ...side) {
 	}
 	for r := range rounds {
 		perRound[r] = map[string]float64{}
-		for i := range sides {
-			s := sides[(i+r)%len(sides)]
+		for _, k := range roundOrder(len(sides), r) {
+			s := sides[k]
 			var last *testing.B
 			var cpu float64
 			ok := b.Run(s.name, func(b *testing.B) {
@@ -209,6 +209,16 @@ func interleave(b *testing.B, c comparison, sides ...side) {
 	js, _ := json.Marshal(res)
 	fmt.Fprintf(&out, "interleaved-json %s\n", js)
 	fmt.Print(out.String())
+}
+
+// roundOrder is the order of n sides in round r: rotated by r, so each
+// side runs first in every n-th round.
+func roundOrder(n, r int) []int {
+	o := make([]int, n)
+	for i := range o {
+		o[i] = (i + r) % n
+	}
+	return o
 }
 
 // ratios prints and returns each pair's ratio of medians and median of
