@@ -96,8 +96,9 @@ bench:
 	FLIGHTLINE_BENCH_ROUNDS=5 $(GO) test -run '^$$' -bench . -benchmem ./bench/
 
 # bench/report.md and its charts (bench/report/*.png): the side-by-side
-# benchmarks, all of them when the services are up, else those that need
-# none. BENCH_ROUNDS, BENCH_JOB_ROUNDS and BENCH_TIME: see bench/report.sh.
+# benchmarks, those that need services too when their environment is
+# exported (set -a; . integration/services/run/env; set +a).
+# BENCH_ROUNDS, BENCH_JOB_ROUNDS and BENCH_TIME: see bench/report.sh.
 bench-report:
 	bench/report.sh
 

@@ -3,10 +3,12 @@
 # sides interleaved round by round, and writes bench/report.md, its charts
 # (bench/report/*.png) and the raw outputs (bench/report/*.txt).
 #
-# Without services the benchmarks that need them skip; with them up
-# (integration/services/services.sh up python kafka s3 postgres adbc, which
-# write integration/services/run/env) every one runs. The plot venv
-# (services.sh up plot) draws the charts.
+# The benchmarks that need services run when their environment is exported
+# (integration/services/services.sh up python kafka s3 postgres adbc, then
+# `set -a; . integration/services/run/env; set +a`, as for any benchmark)
+# and skip otherwise; run/env is not read here, since it outlives
+# `services.sh down`. The plot venv (services.sh up plot, cached) draws the
+# charts.
 #
 # BENCH_ROUNDS (default 5) rounds of the micro-benchmarks, each side's round
 # lasting BENCH_TIME (default 300ms); BENCH_JOB_ROUNDS (default 3) rounds of
@@ -19,11 +21,9 @@ JOB_ROUNDS=${BENCH_JOB_ROUNDS:-3}
 TIME=${BENCH_TIME:-300ms}
 MICRO='^Benchmark(FlightHop|FlightHopBatchSize|FlightHopValidation|TransformHop|KafkadecodeRaw|KafkadecodeJSON|KafkadecodeAvro|KafkadecodeJSONPipeline|ParquetWrite)$'
 JOBS='^Benchmark(S3|KafkaSink|KafkaSource|Postgres|ADBCPostgres|KafkaToDelta)$'
-ENVF=integration/services/run/env
-if [ -f "$ENVF" ]; then set -a; . "$ENVF"; set +a; fi
 if [ -z "${FLIGHTLINE_PLOT_PYTHON:-}" ]; then
 	integration/services/services.sh up plot >&2
-	set -a; . "$ENVF"; set +a
+	FLIGHTLINE_PLOT_PYTHON=$(sed -n 's/^FLIGHTLINE_PLOT_PYTHON=//p' integration/services/run/env)
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -35,7 +35,7 @@ FLIGHTLINE_BENCH_ROUNDS=$ROUNDS /tmp/bench.test -test.run '^\$' -test.benchmem -
   -test.bench '$MICRO'
 FLIGHTLINE_BENCH_ROUNDS=$JOB_ROUNDS /tmp/bench.test -test.run '^\$' -test.benchtime 1x \\
   -test.bench '$JOBS'
-# services up: $(cut -d= -f1 "$ENVF" 2>/dev/null | grep -v PLOT | tr '\n' ' ')
+# services exported: $(env | sed -n 's/^\(FLIGHTLINE_[A-Z0-9_]*\)=.*/\1/p' | grep -v PLOT | sort | tr '\n' ' ')
 CMD
 before=$(cut -d' ' -f1-3 /proc/loadavg)
 cd bench
