@@ -6,7 +6,7 @@ GO ?= go
 SERVICES := integration/services/services.sh
 GOTESTFLAGS ?= -race -count=1 -timeout 60m
 
-.PHONY: all build demo test test-unit test-interop services-up services-down bench fuzz chaos chaos-kill chaos-fuzz fuzz-long vet soak
+.PHONY: all build demo test test-unit test-interop services-up services-down bench bench-report fuzz chaos chaos-kill chaos-fuzz fuzz-long vet soak
 
 # The fuzz targets of the wire boundary (package:Target). Their seed corpus
 # (internal/doputtest) replays in every `go test`; `make fuzz` mutates each
@@ -91,8 +91,18 @@ services-up:
 services-down:
 	$(SERVICES) down
 
+# Side-by-side benchmarks interleave their sides round by round
+# (FLIGHTLINE_BENCH_ROUNDS rounds) and print medians and ratios; use rounds,
+# not -count, for ratios.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./bench/
+	FLIGHTLINE_BENCH_ROUNDS=5 $(GO) test -run '^$$' -bench . -benchmem ./bench/
+
+# bench/report.md and its charts (bench/report/*.png): the side-by-side
+# benchmarks, those that need services too when their environment is
+# exported (set -a; . integration/services/run/env; set +a).
+# BENCH_ROUNDS, BENCH_JOB_ROUNDS and BENCH_TIME: see bench/report.sh.
+bench-report:
+	bench/report.sh
 
 vet:
 	$(GO) vet ./...

@@ -9,9 +9,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
-	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -27,7 +24,7 @@ import (
 )
 
 // BenchmarkADBCPostgres writes the rows of BenchmarkPostgres (pgRows in
-// batches of pgBatchRows) FLIGHTLINE_BENCH_ROUNDS times (default 5) with
+// batches of pgBatchRows) FLIGHTLINE_BENCH_ROUNDS times (default 3) with
 // each of three writers, rotating their order every round, each time into a
 // fresh identical table:
 //
@@ -37,15 +34,12 @@ import (
 //   - raw_ingest: ADBC bulk ingest alone, each batch in autocommit, no
 //     checkpoint.
 //
-// It reports each writer's median rows/s and the ratios adbc/pgx and
-// adbc/raw. Run it with -benchtime=1x.
+// The writers are the sides of interleave (interleave_test.go), which
+// reports each one's median rows/s and the ratios adbc/pgx and adbc/raw.
+// Run it with -benchtime=1x.
 func BenchmarkADBCPostgres(b *testing.B) {
 	dsn := pgDSN(b)
 	drv := servicetest.Need(b, "FLIGHTLINE_ADBC_POSTGRESQL_DRIVER", "ADBC PostgreSQL driver")
-	rounds := 5
-	if v, err := strconv.Atoi(os.Getenv("FLIGHTLINE_BENCH_ROUNDS")); err == nil && v > 0 {
-		rounds = v
-	}
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(b, 0)
@@ -129,30 +123,23 @@ func BenchmarkADBCPostgres(b *testing.B) {
 			}
 		}},
 	}
-	rate := map[string][]float64{}
 	stamp := time.Now().UnixNano()
-	for b.Loop() {
-		for round := range rounds {
-			for k := range writers {
-				w := writers[(round+k)%len(writers)]
-				name := fmt.Sprintf("bench_adbc_%s_%d_%d", w.name, stamp, round)
+	var sides []side
+	op := 0
+	for _, w := range writers {
+		sides = append(sides, side{name: w.name, run: func(b *testing.B) {
+			for b.Loop() {
+				op++
+				name := fmt.Sprintf("bench_adbc_%s_%d_%d", w.name, stamp, op)
 				b.StopTimer()
 				fresh(name)
 				b.StartTimer()
-				t0 := time.Now()
 				w.write(name)
-				rate[w.name] = append(rate[w.name], float64(rows)/time.Since(t0).Seconds())
 			}
-		}
+			b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+		}})
 	}
-	med := map[string]float64{}
-	for _, w := range writers {
-		r := slices.Clone(rate[w.name])
-		slices.Sort(r)
-		med[w.name] = r[len(r)/2]
-		b.ReportMetric(med[w.name], w.name+"_rows/s")
-		b.Logf("%s rows/s by round: %.0f", w.name, rate[w.name])
-	}
-	b.ReportMetric(med["adbc_sink"]/med["pgx_sink"], "adbc/pgx")
-	b.ReportMetric(med["adbc_sink"]/med["raw_ingest"], "adbc/raw")
+	interleave(b, comparison{wallOnly: true, unit: "rows/s", perOp: float64(rows), ratios: []pair{
+		{"adbc_sink", "pgx_sink"}, {"adbc_sink", "raw_ingest"}, {"pgx_sink", "raw_ingest"},
+	}}, sides...)
 }

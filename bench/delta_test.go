@@ -67,21 +67,22 @@ func BenchmarkParquetWrite(b *testing.B) {
 		report(b, int64(b.N)*rec.NumRows(), int64(b.N)*in, start)
 		b.ReportMetric(float64(buf.Len()), "file-bytes")
 	}
-	b.Run("flightline", func(b *testing.B) {
+	side0 := side{"flightline", func(b *testing.B) {
 		run(b, func(w *bytes.Buffer) error { _, err := parquetw.Write(w, rec, parquetw.Allocator(mem)); return err })
-	})
-	b.Run("pqarrow-defaults-snappy", func(b *testing.B) {
+	}}
+	side1 := side{"pqarrow-defaults-snappy", func(b *testing.B) {
 		// pqarrow's defaults (dictionary on every column) with the same codec.
 		props := parquet.NewWriterProperties(parquet.WithAllocator(mem), parquet.WithCompression(compress.Codecs.Snappy))
 		run(b, func(w *bytes.Buffer) error {
 			return pqarrow.WriteTable(arrowTable(rec), w, deltaBatchRows, props, pqarrow.DefaultWriterProps())
 		})
-	})
-	b.Run("pqarrow-defaults", func(b *testing.B) {
+	}}
+	side2 := side{"pqarrow-defaults", func(b *testing.B) {
 		run(b, func(w *bytes.Buffer) error {
 			return pqarrow.WriteTable(arrowTable(rec), w, deltaBatchRows, nil, pqarrow.DefaultWriterProps())
 		})
-	})
+	}}
+	interleave(b, comparison{unit: "MB/s", perOp: float64(in) / 1e6, ratios: []pair{{"flightline", "pqarrow-defaults-snappy"}, {"flightline", "pqarrow-defaults"}}}, side0, side1, side2)
 }
 
 func arrowTable(rec arrow.RecordBatch) arrow.Table {

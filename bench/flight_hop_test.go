@@ -1,15 +1,24 @@
 // Package bench holds Flightline's benchmarks. Run them with
 //
-//	go test -run '^$' -bench . -benchmem -count 6 ./bench/ | tee new.txt
+//	FLIGHTLINE_BENCH_ROUNDS=5 go test -run '^$' -bench . -benchmem ./bench/ | tee new.txt
 //
-// and compare runs with benchstat. bench/README.md has the figures.
+// Side-by-side benchmarks interleave their sides round by round
+// (interleave_test.go) and print medians and ratios; `make bench-report`
+// writes bench/report.md and its charts. bench/README.md has the figures.
 package bench
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,7 +38,10 @@ const hopRows = 64 * 1024
 
 // int64Batch builds the hop benchmark's batch: 8 int64 columns, 64k rows
 // (4 MiB of values).
-func int64Batch(mem memory.Allocator) arrow.RecordBatch {
+func int64Batch(mem memory.Allocator) arrow.RecordBatch { return int64BatchRows(mem, hopRows) }
+
+// int64BatchRows is int64Batch with rows rows.
+func int64BatchRows(mem memory.Allocator, rows int) arrow.RecordBatch {
 	fields := make([]arrow.Field, 8)
 	for i := range fields {
 		fields[i] = arrow.Field{Name: string(rune('a' + i)), Type: arrow.PrimitiveTypes.Int64}
@@ -38,8 +50,8 @@ func int64Batch(mem memory.Allocator) arrow.RecordBatch {
 	defer b.Release()
 	for c := range 8 {
 		fb := b.Field(c).(*array.Int64Builder)
-		fb.Reserve(hopRows)
-		for i := range hopRows {
+		fb.Reserve(rows)
+		for i := range rows {
 			fb.UnsafeAppend(int64(i * (c + 1)))
 		}
 	}
@@ -84,11 +96,82 @@ func reportHop(b *testing.B, rec arrow.RecordBatch, start time.Time) {
 	b.ReportMetric(float64(b.N)*float64(rec.NumRows())/secs, "rows/s")
 }
 
-// BenchmarkFlightHopDoGet: one Flight hop on loopback, server to client,
-// through flightsrc.Server and flightsrc.Client. One op is one batch.
-func BenchmarkFlightHopDoGet(b *testing.B) {
+// hopMB is the size of the hop benchmarks' batch in MB (10^6 bytes).
+func hopMB(batch func(memory.Allocator) arrow.RecordBatch) float64 {
+	rec := batch(memory.NewGoAllocator())
+	defer rec.Release()
+	return float64(util.TotalRecordSize(rec)) / 1e6
+}
+
+// BenchmarkFlightHop: one Flight hop on loopback, interleaved round by
+// round with its ceiling and its peer, one op = one batch of 8 int64
+// columns, 64k rows (4 MiB):
+//
+//   - doget: flightsrc.Server → gRPC → flightsrc.Client;
+//   - doput: flightsink.Client's pipelined writer (4 batches in flight,
+//     acks awaited) → gRPC → flightsink.Server (validating, the default) →
+//     Null sink;
+//   - tcp: the same bytes over a plain loopback TCP socket, the ceiling;
+//   - pyarrow-doget, pyarrow-doput: the same batches between a pyarrow
+//     (C++) Flight server and client, each in its own Python process
+//     (flight_hop_peer.py; skipped without FLIGHTLINE_PYTHON).
+func BenchmarkFlightHop(b *testing.B) {
+	sides := []side{
+		{"doget", func(b *testing.B) { hopDoGet(b, int64Batch) }},
+		{"doput", func(b *testing.B) { hopDoPut(b, int64Batch) }},
+		{"tcp", func(b *testing.B) { loopbackTCP(b, int64Batch) }},
+	}
+	if py := os.Getenv("FLIGHTLINE_PYTHON"); py != "" {
+		peer := startHopPeer(b, py, hopRows)
+		sides = append(sides,
+			side{"pyarrow-doget", func(b *testing.B) { peer.run(b, "get", int64Batch) }},
+			side{"pyarrow-doput", func(b *testing.B) { peer.run(b, "put", int64Batch) }})
+	} else {
+		b.Log("pyarrow peer skipped: FLIGHTLINE_PYTHON unset (integration/services/services.sh up python)")
+	}
+	interleave(b, comparison{unit: "MB/s", perOp: hopMB(int64Batch), external: []string{"pyarrow-doget", "pyarrow-doput"}, ratios: []pair{
+		{"doget", "tcp"}, {"doput", "tcp"}, {"doget", "pyarrow-doget"}, {"doput", "pyarrow-doput"},
+		{"pyarrow-doget", "tcp"}, {"pyarrow-doput", "tcp"},
+	}}, sides...)
+}
+
+// BenchmarkFlightHopBatchSize is BenchmarkFlightHop's Go sides and its
+// ceiling at 4k, 16k, 64k and 256k rows per batch (8 int64 columns): how
+// the hop scales with batch size.
+func BenchmarkFlightHopBatchSize(b *testing.B) {
+	for _, rows := range []int{4 << 10, 16 << 10, 64 << 10, 256 << 10} {
+		batch := func(mem memory.Allocator) arrow.RecordBatch { return int64BatchRows(mem, rows) }
+		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) {
+			interleave(b, comparison{unit: "MB/s", perOp: hopMB(batch), ratios: []pair{{"doget", "tcp"}, {"doput", "tcp"}}},
+				side{"doget", func(b *testing.B) { hopDoGet(b, batch) }},
+				side{"doput", func(b *testing.B) { hopDoPut(b, batch) }},
+				side{"tcp", func(b *testing.B) { loopbackTCP(b, batch) }})
+		})
+	}
+}
+
+// BenchmarkFlightHopValidation: the DoPut hop with and without the
+// server's batch validation (flightsink.WithValidation(false) exists only
+// for this comparison), on the int64 batch and on the generator's 64k
+// orders (a string column, whose UTF-8 check is the expensive part).
+func BenchmarkFlightHopValidation(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		batch func(memory.Allocator) arrow.RecordBatch
+	}{{"int64", int64Batch}, {"orders", ordersBatch}} {
+		b.Run("batch="+bc.name, func(b *testing.B) {
+			interleave(b, comparison{unit: "MB/s", perOp: hopMB(bc.batch)},
+				side{"validated", func(b *testing.B) { hopDoPut(b, bc.batch) }},
+				side{"not-validated", func(b *testing.B) { hopDoPut(b, bc.batch, flightsink.WithValidation(false)) }})
+		})
+	}
+}
+
+// hopDoGet: one Flight hop on loopback, server to client, through
+// flightsrc.Server and flightsrc.Client. One op is one batch.
+func hopDoGet(b *testing.B, batch func(memory.Allocator) arrow.RecordBatch) {
 	mem := memory.NewGoAllocator()
-	rec := int64Batch(mem)
+	rec := batch(mem)
 	defer rec.Release()
 	src := &repeatSource{rec: rec}
 	url := flighttest.Serve(b, flightsrc.NewServer(src, flightsrc.WithLogger(slog.New(slog.DiscardHandler)), flightsrc.WithHeartbeat(0)), endpoint.ServerConfig{})
@@ -122,32 +205,13 @@ func BenchmarkFlightHopDoGet(b *testing.B) {
 	reportHop(b, rec, start)
 }
 
-// BenchmarkFlightHopDoPut: one Flight hop on loopback, client to server,
-// through the flightsink Client's pipelined writer into a Null sink behind
-// flightsink.Server. Acks are awaited, 4 batches in flight. The server
-// validates every batch (the default).
-func BenchmarkFlightHopDoPut(b *testing.B) { hopDoPut(b, int64Batch) }
-
-// BenchmarkFlightHopDoPutNoValidation is BenchmarkFlightHopDoPut with the
-// server's batch validation off: the difference is what
-// flightsink.ValidateBatch costs on the hop.
-func BenchmarkFlightHopDoPutNoValidation(b *testing.B) {
-	hopDoPut(b, int64Batch, flightsink.WithValidation(false))
-}
-
-// BenchmarkFlightHopDoPutOrders and ...OrdersNoValidation are the hop with
-// the generator's 64k orders (a string column, whose UTF-8 check is the
-// expensive part of validation) instead of int64 columns.
-func BenchmarkFlightHopDoPutOrders(b *testing.B) { hopDoPut(b, ordersBatch) }
-
-func BenchmarkFlightHopDoPutOrdersNoValidation(b *testing.B) {
-	hopDoPut(b, ordersBatch, flightsink.WithValidation(false))
-}
-
 func ordersBatch(mem memory.Allocator) arrow.RecordBatch {
 	return flightsrc.GenerateOrders(mem, 0, hopRows)
 }
 
+// hopDoPut: one Flight hop on loopback, client to server, through the
+// flightsink Client's pipelined writer into a Null sink behind
+// flightsink.Server. Acks are awaited, 4 batches in flight.
 func hopDoPut(b *testing.B, batch func(memory.Allocator) arrow.RecordBatch, opts ...flightsink.ServerOption) {
 	mem := memory.NewGoAllocator()
 	rec := batch(mem)
@@ -193,11 +257,11 @@ func hopDoPut(b *testing.B, batch func(memory.Allocator) arrow.RecordBatch, opts
 	reportHop(b, rec, start)
 }
 
-// BenchmarkLoopbackTCPCeiling moves the same number of bytes per op as the
-// hop benchmarks over a plain loopback TCP socket: the ceiling the Flight
-// hop is compared with, measured in the same run.
-func BenchmarkLoopbackTCPCeiling(b *testing.B) {
-	rec := int64Batch(memory.NewGoAllocator())
+// loopbackTCP moves the same number of bytes per op as the hop benchmarks
+// over a plain loopback TCP socket: the ceiling the Flight hop is compared
+// with.
+func loopbackTCP(b *testing.B, batch func(memory.Allocator) arrow.RecordBatch) {
+	rec := batch(memory.NewGoAllocator())
 	size := util.TotalRecordSize(rec)
 	rec.Release()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -256,5 +320,69 @@ func BenchmarkValidateBatch(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// hopPeer is the pyarrow Flight hop peer (flight_hop_peer.py): a server
+// process and a client process, both pyarrow's C++ Flight behind Python.
+// The client takes commands on stdin ("get N" or "put N": move N batches
+// from or to the server) and answers each with its own elapsed seconds.
+type hopPeer struct {
+	in  io.Writer
+	out *bufio.Reader
+}
+
+// startHopPeer starts the peer's server and client for the benchmark's
+// life; both build the hop batch (8 int64 columns, rows rows) themselves.
+func startHopPeer(b *testing.B, py string, rows int) *hopPeer {
+	start := func(args ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader) {
+		cmd := exec.Command(py, append([]string{"flight_hop_peer.py"}, args...)...)
+		cmd.Stderr = os.Stderr
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGKILL); _ = cmd.Wait() })
+		return cmd, in, bufio.NewReader(out)
+	}
+	_, _, srvOut := start("server", strconv.Itoa(rows))
+	line, err := srvOut.ReadString('\n')
+	if err != nil {
+		b.Fatalf("flight_hop_peer.py server did not start: %v", err)
+	}
+	addr := strings.TrimPrefix(strings.TrimSpace(line), "listening on ")
+	_, in, out := start("client", strconv.Itoa(rows), addr)
+	if line, err := out.ReadString('\n'); err != nil || strings.TrimSpace(line) != "ready" {
+		b.Fatalf("flight_hop_peer.py client did not start: %q %v", line, err)
+	}
+	return &hopPeer{in: in, out: out}
+}
+
+// run moves b.N batches one way ("get": DoGet, server → client; "put":
+// DoPut, client → server, the server reading every batch). The Go clock
+// runs around the command; the pipe round trip adds microseconds to
+// seconds of work.
+func (p *hopPeer) run(b *testing.B, dir string, batch func(memory.Allocator) arrow.RecordBatch) {
+	rec := batch(memory.NewGoAllocator())
+	b.SetBytes(int64(util.TotalRecordSize(rec)))
+	rec.Release()
+	b.ResetTimer()
+	if _, err := fmt.Fprintf(p.in, "%s %d\n", dir, b.N); err != nil {
+		b.Fatal(err)
+	}
+	line, err := p.out.ReadString('\n')
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	if _, err := strconv.ParseFloat(strings.TrimSpace(line), 64); err != nil {
+		b.Fatalf("flight_hop_peer.py: %q", line)
 	}
 }

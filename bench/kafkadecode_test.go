@@ -14,9 +14,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Run: go test -run '^$' -bench Kafkadecode -count 6 ./bench/ | tee new.txt
+// Run: FLIGHTLINE_BENCH_ROUNDS=5 go test -run '^$' -bench Kafkadecode ./bench/ | tee new.txt
 // Every benchmark decodes the same bytes with Flightline's decoder and with
-// its peer, side by side in one run; SetBytes is the input size, so MB/s is
+// its peer, side by side in one run, the sides interleaved round by round; SetBytes is the input size, so MB/s is
 // input throughput, and records/s is reported as a metric.
 
 func reportRecords(b *testing.B, perOp int) {
@@ -24,7 +24,18 @@ func reportRecords(b *testing.B, perOp int) {
 }
 
 // BenchmarkKafkadecodeRaw: raw record batches → Arrow (partition, offset,
-// timestamp, key, value, headers), CRC32C checked on both sides.
+// timestamp, key, value, headers), CRC32C checked on every side. Four
+// sides per codec, interleaved round by round:
+//
+//   - flightline-safe: Decoder.Append (keys and values copied);
+//   - flightline-zerocopy: Decoder.UnsafeAppend (views into the input
+//     where uncompressed);
+//   - franzgo-tuned: kgo.ProcessFetchPartition → kgo.Records → Arrow
+//     builders of the same schema, tuned as a careful user would: capacity
+//     and value bytes reserved up front, buffers recycled across ops by a
+//     free-list allocator (ours runs on the plain Go allocator);
+//   - franzgo-parse: kgo.ProcessFetchPartition alone, no Arrow at all: the
+//     floor of the franz-go path.
 func BenchmarkKafkadecodeRaw(b *testing.B) {
 	values := benchValues()
 	for _, c := range []struct {
@@ -32,51 +43,120 @@ func BenchmarkKafkadecodeRaw(b *testing.B) {
 		codec int16
 	}{{"none", benchCodecNone}, {"lz4", benchCodecLz4}, {"zstd", benchCodecZstd}} {
 		raw := kafkaBatches(values, c.codec)
-		b.Run("codec="+c.name+"/impl=flightline", func(b *testing.B) {
-			mem := memory.NewGoAllocator()
-			dec, err := kafkadecode.NewDecoder(mem, kafkadecode.WithTopic("orders"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer dec.Release()
-			b.SetBytes(int64(len(raw)))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				p, err := dec.UnsafeAppend(kafkadecode.Fetch{Partition: 3, RecordBatches: raw})
-				if err != nil || p.Records != benchRecords {
-					b.Fatalf("%v %+v", err, p)
-				}
-				rec, err := dec.Flush()
+		ours := func(unsafe bool) func(b *testing.B) {
+			return func(b *testing.B) {
+				mem := memory.NewGoAllocator()
+				dec, err := kafkadecode.NewDecoder(mem, kafkadecode.WithTopic("orders"))
 				if err != nil {
 					b.Fatal(err)
 				}
-				rec.Release()
-			}
-			reportRecords(b, benchRecords)
-		})
-		b.Run("codec="+c.name+"/impl=franzgo", func(b *testing.B) {
-			mem := memory.NewGoAllocator()
-			rb := newKgoArrowBuilder(mem)
-			defer rb.release()
-			decomp := kgo.DefaultDecompressor()
-			b.SetBytes(int64(len(raw)))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				rp := kmsg.FetchResponseTopicPartition{Partition: 3, RecordBatches: raw}
-				fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Topic: "orders", Partition: 3}, &rp, decomp, nil)
-				if fp.Err != nil || len(fp.Records) != benchRecords {
-					b.Fatalf("%v %d", fp.Err, len(fp.Records))
+				defer dec.Release()
+				b.SetBytes(int64(len(raw)))
+				b.ReportAllocs()
+				b.ResetTimer()
+				for range b.N {
+					f := kafkadecode.Fetch{Partition: 3, RecordBatches: raw}
+					var p kafkadecode.Progress
+					if unsafe {
+						p, err = dec.UnsafeAppend(f)
+					} else {
+						p, err = dec.Append(f)
+					}
+					if err != nil || p.Records != benchRecords {
+						b.Fatalf("%v %+v", err, p)
+					}
+					rec, err := dec.Flush()
+					if err != nil {
+						b.Fatal(err)
+					}
+					rec.Release()
 				}
-				for _, r := range fp.Records {
-					rb.append(r)
-				}
-				rb.flush().Release()
+				reportRecords(b, benchRecords)
 			}
-			reportRecords(b, benchRecords)
+		}
+		b.Run("codec="+c.name, func(b *testing.B) {
+			interleave(b, comparison{unit: "MB/s", perOp: float64(len(raw)) / 1e6, ratios: []pair{
+				{"flightline-safe", "franzgo-tuned"}, {"flightline-zerocopy", "franzgo-tuned"},
+				{"flightline-safe", "franzgo-parse"}, {"flightline-zerocopy", "franzgo-parse"},
+			}},
+				side{"flightline-safe", ours(false)},
+				side{"flightline-zerocopy", ours(true)},
+				side{"franzgo-tuned", func(b *testing.B) {
+					mem := newRecyclingAllocator()
+					rb := newKgoArrowBuilder(mem)
+					defer rb.release()
+					decomp := kgo.DefaultDecompressor()
+					b.SetBytes(int64(len(raw)))
+					b.ReportAllocs()
+					b.ResetTimer()
+					for range b.N {
+						rp := kmsg.FetchResponseTopicPartition{Partition: 3, RecordBatches: raw}
+						fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Topic: "orders", Partition: 3}, &rp, decomp, nil)
+						if fp.Err != nil || len(fp.Records) != benchRecords {
+							b.Fatalf("%v %d", fp.Err, len(fp.Records))
+						}
+						rb.reserve(fp.Records)
+						for _, r := range fp.Records {
+							rb.append(r)
+						}
+						rb.flush().Release()
+					}
+					reportRecords(b, benchRecords)
+				}},
+				side{"franzgo-parse", func(b *testing.B) {
+					decomp := kgo.DefaultDecompressor()
+					b.SetBytes(int64(len(raw)))
+					b.ReportAllocs()
+					b.ResetTimer()
+					for range b.N {
+						rp := kmsg.FetchResponseTopicPartition{Partition: 3, RecordBatches: raw}
+						fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Topic: "orders", Partition: 3}, &rp, decomp, nil)
+						if fp.Err != nil || len(fp.Records) != benchRecords {
+							b.Fatalf("%v %d", fp.Err, len(fp.Records))
+						}
+					}
+					reportRecords(b, benchRecords)
+				}})
 		})
 	}
+}
+
+// recyclingAllocator is a free-list allocator: a freed buffer is handed
+// out again (zeroed) for the next request of the same size. It lets the
+// franz-go peer reuse its builders' buffers from op to op.
+type recyclingAllocator struct {
+	free map[int][][]byte
+}
+
+func newRecyclingAllocator() *recyclingAllocator {
+	return &recyclingAllocator{free: map[int][][]byte{}}
+}
+
+func (a *recyclingAllocator) Allocate(size int) []byte {
+	if l := a.free[size]; len(l) > 0 {
+		buf := l[len(l)-1]
+		a.free[size] = l[:len(l)-1]
+		clear(buf)
+		return buf
+	}
+	return make([]byte, size)
+}
+
+func (a *recyclingAllocator) Reallocate(size int, b []byte) []byte {
+	if size <= cap(b) {
+		return b[:size]
+	}
+	nb := a.Allocate(size)
+	copy(nb, b)
+	a.Free(b)
+	return nb
+}
+
+func (a *recyclingAllocator) Free(b []byte) {
+	if cap(b) == 0 {
+		return
+	}
+	a.free[cap(b)] = append(a.free[cap(b)], b[:cap(b)])
 }
 
 // kgoArrowBuilder appends kgo.Records to Arrow builders of the same schema
@@ -135,6 +215,24 @@ func (k *kgoArrowBuilder) append(r *kgo.Record) {
 	}
 }
 
+// reserve sizes the builders for recs: rows and key and value bytes.
+func (k *kgoArrowBuilder) reserve(recs []*kgo.Record) {
+	n := len(recs)
+	kb, vb := 0, 0
+	for _, r := range recs {
+		kb += len(r.Key)
+		vb += len(r.Value)
+	}
+	k.part.Reserve(n)
+	k.off.Reserve(n)
+	k.ts.Reserve(n)
+	k.key.Reserve(n)
+	k.key.ReserveData(kb)
+	k.val.Reserve(n)
+	k.val.ReserveData(vb)
+	k.hdrs.Reserve(n)
+}
+
 func (k *kgoArrowBuilder) flush() arrow.RecordBatch { return k.b.NewRecordBatch() }
 func (k *kgoArrowBuilder) release()                 { k.b.Release() }
 
@@ -159,7 +257,7 @@ func BenchmarkKafkadecodeJSON(b *testing.B) {
 		total += len(v)
 	}
 	ndjson := bytes.Join(values, []byte{'\n'})
-	b.Run("impl=flightline", func(b *testing.B) {
+	side0 := side{"flightline", func(b *testing.B) {
 		mem := memory.NewGoAllocator()
 		d, err := kafkadecode.NewJSONDecoder(ordersSchema)
 		if err != nil {
@@ -179,8 +277,8 @@ func BenchmarkKafkadecodeJSON(b *testing.B) {
 			sb.NewArray().Release()
 		}
 		reportRecords(b, len(values))
-	})
-	b.Run("impl=arrowjson", func(b *testing.B) {
+	}}
+	side1 := side{"arrowjson", func(b *testing.B) {
 		mem := memory.NewGoAllocator()
 		b.SetBytes(int64(total))
 		b.ReportAllocs()
@@ -197,7 +295,8 @@ func BenchmarkKafkadecodeJSON(b *testing.B) {
 			r.Release()
 		}
 		reportRecords(b, len(values))
-	})
+	}}
+	interleave(b, comparison{unit: "MB/s", perOp: float64(total) / 1e6}, side0, side1)
 }
 
 const benchAvroSchema = `{"type": "record", "name": "Order", "fields": [
@@ -253,7 +352,7 @@ func BenchmarkKafkadecodeAvro(b *testing.B) {
 		total += len(values[i])
 	}
 	arr.Release()
-	b.Run("impl=flightline", func(b *testing.B) {
+	side0 := side{"flightline", func(b *testing.B) {
 		d, err := kafkadecode.NewAvroDecoder(benchAvroSchema)
 		if err != nil {
 			b.Fatal(err)
@@ -272,8 +371,8 @@ func BenchmarkKafkadecodeAvro(b *testing.B) {
 			sb.NewArray().Release()
 		}
 		reportRecords(b, len(values))
-	})
-	b.Run("impl=hamba", func(b *testing.B) {
+	}}
+	side1 := side{"hamba", func(b *testing.B) {
 		d, err := kafkadecode.NewAvroDecoder(benchAvroSchema) // for the output type only
 		if err != nil {
 			b.Fatal(err)
@@ -311,7 +410,8 @@ func BenchmarkKafkadecodeAvro(b *testing.B) {
 			sb.NewArray().Release()
 		}
 		reportRecords(b, len(values))
-	})
+	}}
+	interleave(b, comparison{unit: "MB/s", perOp: float64(total) / 1e6}, side0, side1)
 }
 
 // BenchmarkKafkadecodeJSONPipeline: lz4 record batches with orders JSON
@@ -320,7 +420,7 @@ func BenchmarkKafkadecodeAvro(b *testing.B) {
 func BenchmarkKafkadecodeJSONPipeline(b *testing.B) {
 	values := benchValues()
 	raw := kafkaBatches(values, benchCodecLz4)
-	b.Run("impl=flightline", func(b *testing.B) {
+	side0 := side{"flightline", func(b *testing.B) {
 		jd, err := kafkadecode.NewJSONDecoder(ordersSchema)
 		if err != nil {
 			b.Fatal(err)
@@ -345,8 +445,8 @@ func BenchmarkKafkadecodeJSONPipeline(b *testing.B) {
 			rec.Release()
 		}
 		reportRecords(b, benchRecords)
-	})
-	b.Run("impl=franzgo+arrowjson", func(b *testing.B) {
+	}}
+	side1 := side{"franzgo+arrowjson", func(b *testing.B) {
 		mem := memory.NewGoAllocator()
 		rb := newKgoArrowBuilder(mem)
 		defer rb.release()
@@ -376,5 +476,6 @@ func BenchmarkKafkadecodeJSONPipeline(b *testing.B) {
 			meta.Release()
 		}
 		reportRecords(b, benchRecords)
-	})
+	}}
+	interleave(b, comparison{unit: "MB/s", perOp: float64(len(raw)) / 1e6}, side0, side1)
 }

@@ -13,7 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -128,29 +129,32 @@ func cpuSeconds() float64 {
 }
 
 // kdResult is one op: the whole topic into a fresh table.
-type kdResult struct{ seconds, cpu float64 }
+type kdResult struct{ seconds, cpu, peakMiB float64 }
 
-var kdResults = map[string][]kdResult{}
-
-func kdReport(b *testing.B, name string, rows int, r kdResult) {
-	kdResults[name] = append(kdResults[name], r)
-	b.ReportMetric(float64(rows)/r.seconds, "rows/s")
-	b.ReportMetric(float64(kdBytes)/1e6/r.seconds, "MB/s")
-	b.ReportMetric(float64(rows)/r.cpu, "rows/cpu-s")
-	b.ReportMetric(float64(kdBytes)/1e6/r.cpu, "MB/cpu-s")
-	b.ReportMetric(0, "ns/op") // the op is the whole job; the rates above are the figures
-}
-
-func median(rs []kdResult, f func(kdResult) float64) float64 {
-	v := make([]float64, len(rs))
-	for i, r := range rs {
-		v[i] = f(r)
-	}
-	slices.Sort(v)
-	if len(v)%2 == 1 {
-		return v[len(v)/2]
-	}
-	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+// watchHWM samples the process's VmHWM (/proc/PID/status, its peak RSS
+// since exec) every 10 ms until stop, which returns the last value read in
+// MiB. Sampling from outside is needed for a process that exits by itself:
+// its rusage ru_maxrss would include this binary's peak (see proc.hwm).
+func watchHWM(pid int) (stop func() float64) {
+	done := make(chan struct{})
+	res := make(chan float64, 1)
+	go func() {
+		peak := 0.0
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if v := vmHWM(pid); v > peak {
+				peak = v
+			}
+			select {
+			case <-done:
+				res <- peak
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() float64 { close(done); return <-res }
 }
 
 // runGo moves the whole topic into a fresh table with KafkaToDelta and
@@ -168,7 +172,7 @@ func kdRunGo(b *testing.B, brokers []string, n int, loopback bool) kdResult {
 		opts = append(opts, pipelines.Loopback([]flightsrc.ServerOption{flightsrc.WithAllocator(mem), flightsrc.WithLogger(quiet)},
 			[]flightsink.ServerOption{flightsink.WithAllocator(mem), flightsink.WithLogger(quiet)}))
 	}
-	table := filepath.Join(b.TempDir(), "orders")
+	table := filepath.Join(kdTempDir(b), "orders")
 	t0, c0 := time.Now(), cpuSeconds()
 	r, err := pipelines.KafkaToDelta(context.Background(), pipelines.KafkaConfig{
 		Topic:    kdTopic,
@@ -195,7 +199,7 @@ func kdRunGo(b *testing.B, brokers []string, n int, loopback bool) kdResult {
 		}
 
 	}
-	res := kdResult{time.Since(t0).Seconds(), cpuSeconds() - c0}
+	res := kdResult{time.Since(t0).Seconds(), cpuSeconds() - c0, 0}
 	stop()
 	if err := <-done; err != nil {
 		b.Fatal(err)
@@ -203,21 +207,32 @@ func kdRunGo(b *testing.B, brokers []string, n int, loopback bool) kdResult {
 	return res
 }
 
-// kdRunPython runs bench/kafkadelta_baseline.py on the same topic; its
-// clock starts after the interpreter has imported its modules.
-func kdRunPython(b *testing.B, brokers []string, n int) kdResult {
+// kdRunPython runs bench/kafkadelta_baseline.py (mode "json" or
+// "vectorised") on the same topic as its own process, and times it from the
+// outside as /usr/bin/time does: wall from the start of the process to its
+// exit (the interpreter's imports included), CPU from its rusage (user +
+// system, every thread). self is the script's own clock, which starts after
+// the imports.
+func kdRunPython(b *testing.B, brokers []string, n int, mode string) (ext, self kdResult) {
 	py := os.Getenv("FLIGHTLINE_PYTHON")
 	if py == "" {
 		b.Skip("python baseline: FLIGHTLINE_PYTHON unset (integration/services/services.sh up python)")
 	}
-	table := filepath.Join(b.TempDir(), "orders")
-	out, err := exec.Command(py, "kafkadelta_baseline.py", strings.Join(brokers, ","), kdTopic, fmt.Sprint(n), table, fmt.Sprint(kdBatch)).Output()
+	table := filepath.Join(kdTempDir(b), "orders")
+	t0 := time.Now()
+	cmd := exec.Command(py, "kafkadelta_baseline.py", strings.Join(brokers, ","), kdTopic, fmt.Sprint(n), table, fmt.Sprint(kdBatch), mode)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	stopHWM := watchHWM(cmd.Process.Pid)
+	err := cmd.Wait()
+	wall := time.Since(t0).Seconds()
+	peak := stopHWM()
+	out := []byte(stdout.String())
 	if err != nil {
-		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = ee.Stderr
-		}
-		b.Fatalf("python baseline: %v\n%s\n%s", err, out, stderr)
+		b.Fatalf("python baseline: %v\n%s\n%s", err, out, stderr.String())
 	}
 	var r struct {
 		Rows    int     `json:"rows"`
@@ -227,49 +242,152 @@ func kdRunPython(b *testing.B, brokers []string, n int) kdResult {
 	if err := json.Unmarshal(out, &r); err != nil || r.Rows != n {
 		b.Fatalf("python baseline: %v: %s", err, out)
 	}
-	return kdResult{r.Seconds, r.CPU}
+	return kdResult{wall, processCPU(cmd), peak}, kdResult{r.Seconds, r.CPU, 0}
 }
+
+// processCPU is a finished child's user + system CPU seconds.
+func processCPU(cmd *exec.Cmd) float64 {
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// kdRunCLI runs the same job with the flightline CLI as its own process
+// (`flightline run --source kafka:… --sink delta:…`, default settings, JSON
+// values typed by an Avro schema as in BenchmarkKafkaDeltaPeakRSS). A
+// streaming pipeline does not exit at the end of the topic: wall runs from
+// the start of the process until the Delta log holds n rows (polled every
+// 5 ms), then the process is interrupted; CPU is its rusage after it exits
+// (start-up and shutdown included).
+func kdRunCLI(b *testing.B, bin string, brokers []string, n int) kdResult {
+	dir := kdTempDir(b)
+	schema := filepath.Join(dir, "order.avsc")
+	if err := os.WriteFile(schema, []byte(rssSchema), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	group := fmt.Sprintf("bench-kd-cli-%d", time.Now().UnixNano())
+	source := fmt.Sprintf("kafka:?brokers=%s&topics=%s&group=%s&reset=earliest&format=json&schema=%s",
+		strings.Join(brokers, ","), kdTopic, group, schema)
+	table := filepath.Join(dir, "table")
+	t0 := time.Now()
+	p := startProc(b, dir, bin, "pipeline", "run", "--source", source, "--sink", "delta:"+table, "--stream", kdTopic, "--pipeline", group)
+	deadline := t0.Add(time.Duration(n/2000+120) * time.Second)
+	seen := map[string]int64{}
+	var rows int64
+	for rows < int64(n) {
+		if p.cmd.ProcessState != nil || processGone(p.cmd.Process.Pid) {
+			b.Fatalf("the CLI exited before committing %d rows (%d); see %s", n, rows, p.log.Name())
+		}
+		if time.Now().After(deadline) {
+			_ = p.cmd.Process.Kill()
+			b.Fatalf("the CLI did not commit %d rows in time (%d); see %s", n, rows, p.log.Name())
+		}
+		ents, _ := os.ReadDir(filepath.Join(table, "_delta_log"))
+		for _, e := range ents {
+			if _, ok := seen[e.Name()]; ok || !strings.HasSuffix(e.Name(), ".json") {
+				continue
+			}
+			data, err := os.ReadFile(filepath.Join(table, "_delta_log", e.Name()))
+			if err != nil {
+				continue
+			}
+			var k int64
+			for _, m := range numRecordsRE.FindAllSubmatch(data, -1) {
+				v, _ := strconv.ParseInt(string(m[1]), 10, 64)
+				k += v
+			}
+			seen[e.Name()] = k
+			rows += k
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	wall := time.Since(t0).Seconds()
+	peak := p.stop(b)
+	return kdResult{wall, processCPU(p.cmd), peak}
+}
+
+// kdTempDir is a fresh directory removed at the end of the benchmark. Not
+// b.TempDir: its name holds an interleaved side's round ("#01"), which a
+// URL (a spec, a Delta table location) reads as a fragment.
+func kdTempDir(b *testing.B) string {
+	dir, err := os.MkdirTemp("", "bench-kd")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// processGone reports whether pid has exited (a zombie not yet waited for
+// counts as gone).
+func processGone(pid int) bool {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+	return len(f) > 0 && f[0] == "Z"
+}
+
+var numRecordsRE = regexp.MustCompile(`numRecords\\?":(\d+)`)
 
 // BenchmarkKafkaToDelta moves the whole topic (JSON orders, 4 partitions)
 // into a fresh local Delta table per op, 10k-row batches, one commit each,
-// typed columns: Flightline in-process (impl=flightline), Flightline with
-// both Flight hops on loopback (impl=flightline_loopback, as `flightline
-// demo`), and the Python baseline. Run it with -benchtime 1x -count N; the
-// output prints (# lines) the medians so far and the ratios to Python, per wall second
-// and per CPU second.
+// typed columns; the sides interleaved round by round:
+//
+//   - flightline: pipelines.KafkaToDelta inside the test process (wall and
+//     CPU of this process around the job);
+//   - flightline-process: the flightline CLI as its own process (kdRunCLI);
+//   - python-json: kafkadelta_baseline.py, json.loads per record, its own
+//     process timed from outside (kdRunPython);
+//   - python-vectorised: the same script parsing each batch with
+//     pyarrow.json: the headline peer.
+//
+// Run it with -benchtime 1x and FLIGHTLINE_BENCH_ROUNDS=N. The main figure
+// is rows per wall second; rows per CPU second (per core) is reported too,
+// and for the separate processes their peak RSS (VmHWM).
 func BenchmarkKafkaToDelta(b *testing.B) {
 	brokers := kbBrokers(b)
 	n := kdRecords()
 	kdSetup(b, brokers, n)
-	impls := []struct {
-		name string
-		run  func(b *testing.B) kdResult
-	}{
-		{"flightline", func(b *testing.B) kdResult { return kdRunGo(b, brokers, n, false) }},
-		{"flightline_loopback", func(b *testing.B) kdResult { return kdRunGo(b, brokers, n, true) }},
-		{"python", func(b *testing.B) kdResult { return kdRunPython(b, brokers, n) }},
-	}
-	for _, im := range impls {
-		b.Run("impl="+im.name, func(b *testing.B) {
+	bin := rssBinary(b)
+	run := func(f func(b *testing.B) (kdResult, kdResult)) func(b *testing.B) {
+		return func(b *testing.B) {
+			var ext, self kdResult
 			for b.Loop() {
-				kdReport(b, im.name, n, im.run(b))
+				e, s := f(b)
+				ext.seconds += e.seconds
+				ext.cpu += e.cpu
+				self.seconds += s.seconds
+				self.cpu += s.cpu
+				ext.peakMiB = max(ext.peakMiB, e.peakMiB)
 			}
-		})
-	}
-	py := kdResults["python"]
-	if len(py) == 0 {
-		return
-	}
-	for _, name := range []string{"flightline", "flightline_loopback"} {
-		rs := kdResults[name]
-		if len(rs) == 0 {
-			continue
+			rows := float64(n) * float64(b.N)
+			b.ReportMetric(rows/ext.seconds, "rows/s")
+			b.ReportMetric(rows/ext.cpu, "rows/cpu-s")
+			b.ReportMetric(float64(kdBytes)*float64(b.N)/1e6/ext.seconds, "MB/s")
+			if self.seconds > 0 {
+				b.ReportMetric(rows/self.seconds, "self-timed-rows/s")
+			}
+			b.ReportMetric(0, "ns/op") // the op is the whole job; the rates above are the figures
+			extra := map[string]float64{"rows/cpu-s": rows / ext.cpu}
+			if ext.peakMiB > 0 { // separate processes only
+				extra["peak-RSS-MiB"] = ext.peakMiB
+				b.ReportMetric(ext.peakMiB, "peak-RSS-MiB")
+			}
+			measured(b, rows/ext.seconds, extra)
 		}
-		wall := median(py, func(r kdResult) float64 { return r.seconds }) / median(rs, func(r kdResult) float64 { return r.seconds })
-		cpu := median(py, func(r kdResult) float64 { return r.cpu }) / median(rs, func(r kdResult) float64 { return r.cpu })
-		fmt.Printf("# %s vs python over %d/%d ops, %d rows, %.1f MB of JSON: %.0f vs %.0f rows/s (ratio %.1fx); %.0f vs %.0f rows per CPU second (ratio %.1fx)\n",
-			name, len(rs), len(py), n, float64(kdBytes)/1e6,
-			float64(n)/median(rs, func(r kdResult) float64 { return r.seconds }), float64(n)/median(py, func(r kdResult) float64 { return r.seconds }), wall,
-			float64(n)/median(rs, func(r kdResult) float64 { return r.cpu }), float64(n)/median(py, func(r kdResult) float64 { return r.cpu }), cpu)
 	}
+	interleave(b, comparison{unit: "rows/s", ratios: []pair{
+		{"flightline-process", "python-vectorised"}, {"flightline", "python-vectorised"},
+		{"flightline-process", "python-json"}, {"flightline", "python-json"},
+		{"python-vectorised", "python-json"},
+	}},
+		side{"flightline", run(func(b *testing.B) (kdResult, kdResult) { return kdRunGo(b, brokers, n, false), kdResult{} })},
+		side{"flightline-process", run(func(b *testing.B) (kdResult, kdResult) { return kdRunCLI(b, bin, brokers, n), kdResult{} })},
+		side{"python-json", run(func(b *testing.B) (kdResult, kdResult) { return kdRunPython(b, brokers, n, "json") })},
+		side{"python-vectorised", run(func(b *testing.B) (kdResult, kdResult) { return kdRunPython(b, brokers, n, "vectorised") })},
+	)
 }

@@ -148,8 +148,11 @@ func startProc(b *testing.B, dir, bin, name string, args ...string) *proc {
 // peak RSS into ru_maxrss across the vfork and exec that start the child,
 // so every child of this test binary reported at least the binary's own
 // peak (124.8 MiB on one machine, for the sink and the coordinator alike).
-func (p *proc) hwm() float64 {
-	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+func (p *proc) hwm() float64 { return vmHWM(p.cmd.Process.Pid) }
+
+// vmHWM is VmHWM of /proc/PID/status in MiB, 0 when unreadable.
+func vmHWM(pid int) float64 {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}

@@ -116,7 +116,7 @@ func BenchmarkKafkaSink(b *testing.B) {
 	}
 	ctx := context.Background()
 
-	b.Run("plain_idempotent", func(b *testing.B) {
+	side0 := side{"plain_idempotent", func(b *testing.B) {
 		for range b.N {
 			b.StopTimer()
 			topic := newBenchTopic(b, adm, "bench-plain")
@@ -151,9 +151,9 @@ func BenchmarkKafkaSink(b *testing.B) {
 			b.StartTimer()
 		}
 		report(b)
-	})
+	}}
 
-	b.Run("sink", func(b *testing.B) {
+	side1 := side{"sink", func(b *testing.B) {
 		for range b.N {
 			b.StopTimer()
 			topic := newBenchTopic(b, adm, "bench-sink")
@@ -177,5 +177,6 @@ func BenchmarkKafkaSink(b *testing.B) {
 			b.StartTimer()
 		}
 		report(b)
-	})
+	}}
+	interleave(b, comparison{wallOnly: true, unit: "MB/s", perOp: records * kValueBytes / 1e6, ratios: []pair{{"sink", "plain_idempotent"}}}, side0, side1)
 }

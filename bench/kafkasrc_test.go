@@ -115,7 +115,7 @@ func BenchmarkKafkaSource(b *testing.B) {
 	for p := range kbPartitions {
 		start[fmt.Sprintf("%s/%d", kbTopic, p)] = 0
 	}
-	b.Run("impl=flightline", func(b *testing.B) {
+	side0 := side{"flightline", func(b *testing.B) {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		defer mem.AssertSize(b, 0)
 		b.SetBytes(kbBytes)
@@ -144,8 +144,8 @@ func BenchmarkKafkaSource(b *testing.B) {
 			src.Close()
 		}
 		b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
-	})
-	b.Run("impl=franz-go", func(b *testing.B) {
+	}}
+	side1 := side{"franz-go", func(b *testing.B) {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		defer mem.AssertSize(b, 0)
 		b.SetBytes(kbBytes)
@@ -206,5 +206,6 @@ func BenchmarkKafkaSource(b *testing.B) {
 			cl.Close()
 		}
 		b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
-	})
+	}}
+	interleave(b, comparison{wallOnly: true, unit: "MB/s", perOp: float64(kbBytes) / 1e6}, side0, side1)
 }

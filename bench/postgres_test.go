@@ -136,7 +136,7 @@ func BenchmarkPostgres(b *testing.B) {
 	}
 	stream = pgarrow.AppendCopyTrailer(stream)
 
-	b.Run("ceiling_raw_copy", func(b *testing.B) {
+	side0 := side{"ceiling_raw_copy", func(b *testing.B) {
 		b.SetBytes(int64(len(stream)))
 		for i := 0; b.Loop(); i++ {
 			b.StopTimer()
@@ -148,9 +148,9 @@ func BenchmarkPostgres(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
-	})
+	}}
 
-	b.Run("sink", func(b *testing.B) {
+	side1 := side{"sink", func(b *testing.B) {
 		b.SetBytes(int64(len(stream)))
 		sink, err := postgres.New(dsn, postgres.MaxConns(2))
 		if err != nil {
@@ -177,5 +177,6 @@ func BenchmarkPostgres(b *testing.B) {
 			_ = w.Close(ctx)
 		}
 		b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
-	})
+	}}
+	interleave(b, comparison{wallOnly: true, unit: "MB/s", perOp: float64(len(stream)) / 1e6, ratios: []pair{{"sink", "ceiling_raw_copy"}}}, side0, side1)
 }

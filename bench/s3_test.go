@@ -62,7 +62,7 @@ func BenchmarkS3(b *testing.B) {
 	prefix := fmt.Sprintf("bench-%d", rand.Uint32())
 	ctx := context.Background()
 
-	b.Run("path=put_preencoded", func(b *testing.B) {
+	side0 := side{"put_preencoded", func(b *testing.B) {
 		st, err := objstore.NewS3(ctx, s3test.Bucket, "", opts)
 		if err != nil {
 			b.Fatal(err)
@@ -82,9 +82,9 @@ func BenchmarkS3(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(parquetBytes), "parquet_bytes/op")
-	})
+	}}
 
-	b.Run("path=sink", func(b *testing.B) {
+	side1 := side{"sink", func(b *testing.B) {
 		s, err := s3sink.New(s3test.Bucket+"/"+prefix, s3sink.StorageOptions(opts), s3sink.Allocator(mem))
 		if err != nil {
 			b.Fatal(err)
@@ -103,7 +103,8 @@ func BenchmarkS3(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(parquetBytes), "parquet_bytes/op")
-	})
+	}}
+	interleave(b, comparison{wallOnly: true, unit: "MB/s", perOp: float64(arrowBytes) / 1e6, ratios: []pair{{"sink", "put_preencoded"}}}, side0, side1)
 }
 
 func writeAll(b *testing.B, w flightsink.Writer, batches []arrow.RecordBatch) {

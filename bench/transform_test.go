@@ -27,7 +27,7 @@ import (
 // columns, 64k rows), one op = one batch:
 //
 //   - doget: one DoGet hop (flightsrc.Server → flightsrc.Client), the
-//     baseline, as BenchmarkFlightHopDoGet;
+//     baseline, as BenchmarkFlightHop/doget;
 //   - exchange-go: one round trip through a Go identity transform over
 //     DoExchange (flighttransform.Client → Server → transform.Map →
 //     back), with transform.Checked on the client as the coordinator runs
@@ -35,24 +35,28 @@ import (
 //   - exchange-python: the same through examples/transforms/python in
 //     --identity mode (skipped without FLIGHTLINE_PYTHON).
 //
-// Run the sub-benchmarks interleaved, one round at a time (bench/README.md).
+// The three are interleaved round by round (interleave_test.go).
 func BenchmarkTransformHop(b *testing.B) {
-	b.Run("doget", BenchmarkFlightHopDoGet)
-	b.Run("exchange-go", func(b *testing.B) {
-		id := transform.Map(func(_ context.Context, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
-			rec.Retain()
-			return rec, nil
-		})
-		url := flighttest.Serve(b, flighttransform.NewServer(id, flighttransform.WithLogger(slog.New(slog.DiscardHandler))), endpoint.ServerConfig{})
-		exchangeHop(b, url)
-	})
-	b.Run("exchange-python", func(b *testing.B) {
-		py := os.Getenv("FLIGHTLINE_PYTHON")
-		if py == "" {
-			b.Skip("FLIGHTLINE_PYTHON unset: integration/services/services.sh up python")
-		}
-		exchangeHop(b, startPython(b, py))
-	})
+	sides := []side{
+		{"doget", func(b *testing.B) { hopDoGet(b, int64Batch) }},
+		{"exchange-go", func(b *testing.B) {
+			id := transform.Map(func(_ context.Context, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+				rec.Retain()
+				return rec, nil
+			})
+			url := flighttest.Serve(b, flighttransform.NewServer(id, flighttransform.WithLogger(slog.New(slog.DiscardHandler))), endpoint.ServerConfig{})
+			exchangeHop(b, url)
+		}},
+	}
+	if py := os.Getenv("FLIGHTLINE_PYTHON"); py != "" {
+		url := startPython(b, py)
+		sides = append(sides, side{"exchange-python", func(b *testing.B) { exchangeHop(b, url) }})
+	} else {
+		b.Log("exchange-python skipped: FLIGHTLINE_PYTHON unset (integration/services/services.sh up python)")
+	}
+	interleave(b, comparison{unit: "MB/s", perOp: hopMB(int64Batch), external: []string{"exchange-python"}, ratios: []pair{
+		{"exchange-go", "doget"}, {"exchange-python", "doget"}, {"exchange-python", "exchange-go"},
+	}}, sides...)
 }
 
 func exchangeHop(b *testing.B, url string) {
