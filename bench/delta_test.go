@@ -70,6 +70,13 @@ func BenchmarkParquetWrite(b *testing.B) {
 	side0 := side{"flightline", func(b *testing.B) {
 		run(b, func(w *bytes.Buffer) error { _, err := parquetw.Write(w, rec, parquetw.Allocator(mem)); return err })
 	}}
+	serial := side{"flightline-serial", func(b *testing.B) {
+		// The same settings, one column after another (no parallel encoding).
+		run(b, func(w *bytes.Buffer) error {
+			_, err := parquetw.Write(w, rec, parquetw.Allocator(mem), parquetw.Parallelism(1))
+			return err
+		})
+	}}
 	side1 := side{"pqarrow-defaults-snappy", func(b *testing.B) {
 		// pqarrow's defaults (dictionary on every column) with the same codec.
 		props := parquet.NewWriterProperties(parquet.WithAllocator(mem), parquet.WithCompression(compress.Codecs.Snappy))
@@ -82,7 +89,9 @@ func BenchmarkParquetWrite(b *testing.B) {
 			return pqarrow.WriteTable(arrowTable(rec), w, deltaBatchRows, nil, pqarrow.DefaultWriterProps())
 		})
 	}}
-	interleave(b, comparison{unit: "MB/s", perOp: float64(in) / 1e6, ratios: []pair{{"flightline", "pqarrow-defaults-snappy"}, {"flightline", "pqarrow-defaults"}}}, side0, side1, side2)
+	interleave(b, comparison{unit: "MB/s", perOp: float64(in) / 1e6, ratios: []pair{{"flightline", "pqarrow-defaults-snappy"},
+		{"flightline-serial", "pqarrow-defaults-snappy"}, {"flightline", "flightline-serial"}, {"flightline", "pqarrow-defaults"}}},
+		side0, serial, side1, side2)
 }
 
 func arrowTable(rec arrow.RecordBatch) arrow.Table {
