@@ -31,6 +31,8 @@ type netLab struct {
 	subnet string
 	hosts  map[string]string // name → address
 	n      int
+	upnet  string // the /24 of the uplinks (partition tests)
+	ups    int
 }
 
 // newNetLab creates the switch, or skips when the machine cannot (not
