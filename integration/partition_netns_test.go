@@ -18,6 +18,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/flightline/flightline/checkpoint"
 )
 
 // Network partitions between the processes of the split pipeline (issue
@@ -282,39 +284,45 @@ func (p *partitionLab) faults() []partitionFault {
 // a link heals (issue 16).
 const partitionRecoveryBound = 10 * time.Second
 
-// partitionShort and partitionLong are the two lengths of a cut: a blip,
-// and longer than every timeout on the path — the source's session (6 s
-// here), gRPC's connection attempt (20 s), the coordinator's stop (10 s)
-// and the sink's database calls.
+// The lengths of a cut: a blip; one past TCP's fourth retransmission
+// (sent 12.6 s into the cut, the next at 25.4 s); and longer than every
+// timeout on the path — the source's session (6 s here), a gRPC connection
+// attempt (5 s), the coordinator's stop (10 s), the sink's database calls —
+// with TCP's next retransmission 11 s after the heal (at 51 s).
 const (
-	partitionShort = 3 * time.Second
-	partitionLong  = 25 * time.Second
+	partitionShort  = 3 * time.Second
+	partitionMiddle = 14 * time.Second
+	partitionLong   = 40 * time.Second
 )
 
 // TestIntegrationPartitions cuts, while the split pipeline of the kill
 // tests runs with each process on a host of its own, the link between the
 // coordinator and the sink, between the coordinator and the source,
 // between the sink and its database (PostgreSQL; the Delta sink writes to
-// a local disk) and between the source and the broker, each for a blip and
-// for longer than the timeouts; heals it; and measures the stall and the
-// time from the heal to the first commit of a record produced after the
-// cut, which must be within partitionRecoveryBound. At the end the
-// independent reader checks record by record: every committed record once,
-// no aborted one, the final checkpoint the topic's end.
+// a local disk) and between the source and the broker, for a blip and for
+// longer than the timeouts; heals it; and measures the stall and the time
+// from the heal to the first commit of a record produced after the cut,
+// which must be within partitionRecoveryBound. At the end the independent
+// reader checks record by record: every committed record once, no aborted
+// one, the final checkpoint the topic's end.
 //
-// make test runs the PostgreSQL sink with blips only; FLIGHTLINE_CHAOS=1
-// runs the Delta and PostgreSQL sinks with both lengths, twice each.
+// make test runs the PostgreSQL sink with a blip of every link and one long
+// cut between the coordinator and the source; FLIGHTLINE_CHAOS=1 runs the
+// Delta and PostgreSQL sinks with every length on every link.
+// FLIGHTLINE_PARTITION_LENGTHS (e.g. 3s,40s), _LINKS (e.g.
+// run-sink,sink-db) and _SINKS (e.g. delta) choose for a manual run.
 func TestIntegrationPartitions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("partition test: skipped in -short mode")
 	}
 	lengths := []time.Duration{partitionShort}
-	rounds, sinks := 1, map[string]bool{"postgres": true}
+	sinks := map[string]bool{"postgres": true}
+	longOnce := "run-source" // make test: one long cut, of this link
 	if chaosMode() {
-		lengths, rounds, sinks = []time.Duration{partitionShort, partitionLong}, 2, map[string]bool{"postgres": true, "delta": true}
+		lengths, sinks, longOnce = []time.Duration{partitionShort, partitionMiddle, partitionLong}, map[string]bool{"postgres": true, "delta": true}, ""
 	}
-	if v := os.Getenv("FLIGHTLINE_PARTITION_LENGTHS"); v != "" { // e.g. 3s,25s: these lengths, one round
-		lengths, rounds = nil, 1
+	if v := os.Getenv("FLIGHTLINE_PARTITION_LENGTHS"); v != "" {
+		lengths, longOnce = nil, ""
 		for _, f := range strings.Split(v, ",") {
 			d, err := time.ParseDuration(f)
 			require.NoError(t, err, "FLIGHTLINE_PARTITION_LENGTHS")
@@ -341,25 +349,34 @@ func TestIntegrationPartitions(t *testing.T) {
 			r := newKillRunAt(t, ctx, s, seed, killSession.String(), false, pl.place)
 			rows := map[string]*faultRow{}
 			var order []string
-			for range rounds {
-				for _, f := range pl.faults() {
-					if f.sinks != nil && !f.sinks[s.name] || only != "" && !slices.Contains(strings.Split(only, ","), f.name) {
-						continue
-					}
-					for _, d := range lengths {
-						name := fmt.Sprintf("cut %s %v", f.name, d)
-						stall, rec := partitionOnce(t, ctx, r, f, d)
-						row := rows[name]
-						if row == nil {
-							row = &faultRow{sink: s.name, fault: name}
-							rows[name] = row
-							order = append(order, name)
-						}
-						row.faults++
-						row.stall = max(row.stall, stall)
-						row.recovery = max(row.recovery, rec)
-					}
+			type cut struct {
+				f partitionFault
+				d time.Duration
+			}
+			var plan []cut
+			for _, f := range pl.faults() {
+				if f.sinks != nil && !f.sinks[s.name] || only != "" && !slices.Contains(strings.Split(only, ","), f.name) {
+					continue
 				}
+				for _, d := range lengths {
+					plan = append(plan, cut{f, d})
+				}
+				if f.name == longOnce {
+					plan = append(plan, cut{f, partitionLong})
+				}
+			}
+			for _, c := range plan {
+				name := fmt.Sprintf("cut %s %v", c.f.name, c.d)
+				stall, rec := partitionOnce(t, ctx, r, c.f, c.d)
+				row := rows[name]
+				if row == nil {
+					row = &faultRow{sink: s.name, fault: name}
+					rows[name] = row
+					order = append(order, name)
+				}
+				row.faults++
+				row.stall = max(row.stall, stall)
+				row.recovery = max(row.recovery, rec)
 			}
 			res := r.finish(ctx, 4*time.Minute)
 			var table []faultRow
@@ -409,4 +426,115 @@ func partitionOnce(t *testing.T, ctx context.Context, r *killRun, f partitionFau
 		at.Sub(up).Round(100*time.Millisecond), at.Sub(cut).Round(100*time.Millisecond))
 	r.requireAlive()
 	return at.Sub(cut), at.Sub(up)
+}
+
+// netemMissing says why tc cannot attach a netem qdisc on this machine
+// (empty: it can), trying it in a scratch namespace of lab.
+func netemMissing(l *netLab) string {
+	if _, err := exec.LookPath("tc"); err != nil {
+		return "tc (iproute2) is not installed"
+	}
+	ns := "fl" + l.id + "netem"
+	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+		return fmt.Sprintf("ip netns add: %v: %s", err, out)
+	}
+	defer exec.Command("ip", "netns", "del", ns).Run()
+	out, err := exec.Command("ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms").CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("tc qdisc add … netem: %v: %s (the kernel lacks the netem qdisc, CONFIG_NET_SCH_NETEM)",
+			err, strings.TrimSpace(string(out)))
+	}
+	return ""
+}
+
+// netem puts "delay 100ms 50ms loss 5%" on both directions of host's
+// bridge link and of its uplink, and returns the undo.
+func (p *partitionLab) netem(host string) func() {
+	l := p.lab
+	args := []string{"root", "netem", "delay", "100ms", "50ms", "loss", "5%"}
+	type dev struct{ ns, name string }
+	devs := []dev{{l.sw, l.port(host)}, {l.ns(host), "eth0"}, {l.ns(host), "eth1"}, {"", p.up[host]}}
+	for _, d := range devs {
+		cmd := append([]string{"qdisc", "add", "dev", d.name}, args...)
+		if d.ns != "" {
+			cmd = append([]string{"-n", d.ns}, cmd...)
+		}
+		out, err := exec.Command("tc", cmd...).CombinedOutput()
+		require.NoErrorf(l.t, err, "tc %s: %s", strings.Join(cmd, " "), out)
+	}
+	return func() {
+		for _, d := range devs {
+			cmd := []string{"qdisc", "del", "dev", d.name, "root"}
+			if d.ns != "" {
+				cmd = append([]string{"-n", d.ns}, cmd...)
+			}
+			_ = exec.Command("tc", cmd...).Run()
+		}
+	}
+}
+
+// netemWindow is how long the netem test measures with and without netem.
+const netemWindow = 20 * time.Second
+
+// TestIntegrationNetem runs the split pipeline of the partition test with
+// every process on a host of its own, measures what it commits in
+// netemWindow, then puts 100 ms ± 50 ms of delay and 5 % loss on both
+// directions of the source's and the sink's links (bridge and uplink) and
+// measures again: the pipeline must keep committing in every partition,
+// and, at the end, every record exactly once. It logs both rates. It needs
+// the kernel's netem qdisc; where tc cannot attach it, the test skips
+// saying so (a kernel feature, not a service: FLIGHTLINE_REQUIRE_SERVICES
+// does not turn it into a failure). make chaos runs it (Delta and
+// PostgreSQL); make test does not.
+func TestIntegrationNetem(t *testing.T) {
+	if testing.Short() || !chaosMode() {
+		t.Skip("netem test: make chaos (FLIGHTLINE_CHAOS=1) runs it")
+	}
+	seed := killSeed(t)
+	for _, s := range killSinks(false) {
+		if s.name != "postgres" && s.name != "delta" {
+			continue
+		}
+		t.Run(s.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+			defer cancel()
+			pl := newPartitionLab(t)
+			if why := netemMissing(pl.lab); why != "" {
+				t.Skipf("tc netem is not available here, so delay and loss are not tested: %s", why)
+			}
+			r := newKillRunAt(t, ctx, s, seed, killSession.String(), false, pl.place)
+			r.waitMoving(ctx, 2*time.Minute)
+			rate := func() (float64, checkpoint.Positions) {
+				from := r.committed(ctx)
+				time.Sleep(netemWindow) // the measuring window, not a synchronisation
+				to := r.committed(ctx)
+				var n int64
+				for k, v := range to {
+					n += v - from[k]
+				}
+				return float64(n) / netemWindow.Seconds(), from
+			}
+			clean, _ := rate()
+			undo := []func(){pl.netem("source"), pl.netem("sink")}
+			defer func() {
+				for _, u := range undo {
+					u()
+				}
+			}()
+			slow, before := rate()
+			after := r.committed(ctx)
+			for k, v := range before {
+				require.Greater(t, after[k], v, "no progress in %s under netem", k)
+			}
+			t.Logf("committed offsets/s: %.0f without netem, %.0f with 100ms±50ms delay and 5%% loss on the source's and the sink's links",
+				clean, slow)
+			for _, u := range undo {
+				u()
+			}
+			undo = nil
+			res := r.finish(ctx, 4*time.Minute)
+			logFaultTable(t, []faultRow{{sink: s.name, fault: "netem 100ms 5%", faults: 1, checked: res.checked,
+				dups: res.dups, losses: res.losses}})
+		})
+	}
 }
