@@ -231,7 +231,7 @@ func TestIntegrationScaleOut(t *testing.T) {
 			c = "add"
 		case c == "restart" && len(dead) == 0:
 			c = "kill -9"
-		case c == "add" && len(live) >= 4:
+		case (c == "add" || c == "restart") && len(live) >= 4:
 			c = "remove"
 		}
 		at := time.Now()
