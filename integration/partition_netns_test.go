@@ -34,7 +34,12 @@ import (
 // from inside the host, the test's end of the uplink; one listening there
 // and dialling the service. Taking a bridge port down cuts the coordinator
 // from the source or the sink; taking an uplink down cuts the sink from its
-// database or the source from the broker — real links, real TCP.
+// database or the source from the broker — real links, real TCP. One
+// difference from a real partition: a connection opened to the broker or
+// the database during an uplink's cut is accepted by the host's forwarder
+// (on loopback) and closed when its dial across the link gives up (5 s),
+// where a real partition would leave the SYN unanswered; connections open
+// across the cut behave as they would on a cut cable.
 
 // inNetns runs fn on an OS thread that has joined the network namespace ns
 // (a name under /var/run/netns). Sockets created by fn stay in ns for
