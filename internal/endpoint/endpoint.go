@@ -80,7 +80,7 @@ func NewServer(cfg ServerConfig) (*grpc.Server, *health.Server, error) {
 		// connection of one that does not answer: a handler serving a
 		// client that a partition cut off ends instead of waiting on TCP.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: KeepaliveTime / 2, PermitWithoutStream: true}),
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * KeepaliveTime, Timeout: 2 * KeepaliveTimeout}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: KeepaliveTime, Timeout: 2 * KeepaliveTimeout}),
 	}
 	var checks []func(ctx context.Context, method string) error
 	if cfg.CertFile != "" || cfg.KeyFile != "" {
@@ -248,14 +248,16 @@ const ReconnectMaxDelay = time.Second
 // KeepaliveTime and KeepaliveTimeout: a client that has heard nothing from
 // its server for KeepaliveTime while a call is open pings it, and closes
 // the connection when the ping is not answered within KeepaliveTimeout
-// (the server does the same for a silent client, at twice each). Without
+// (the server does the same for a silent client, with twice the timeout).
+// KeepaliveTime is the least gRPC allows a client (it raises anything
+// shorter to 10 s). Without
 // them, a connection across a network partition stayed open, and after the
 // link healed the pipeline waited for TCP's next retransmission, whose
 // interval doubles up to two minutes: 13.4 s after a 40 s cut in
 // integration.TestIntegrationPartitions. With them, the call fails during
 // the partition, and a new connection is made as soon as the link is back.
 const (
-	KeepaliveTime    = 5 * time.Second
+	KeepaliveTime    = 10 * time.Second
 	KeepaliveTimeout = 5 * time.Second
 )
 
