@@ -68,14 +68,17 @@ test-interop:
 # replays a run's kill schedule).
 # The heavy matrices: 100 kills per exactly-once sink (Delta on S3 too),
 # with and without the source's instance_id, PostgreSQL restarted 5 times
-# each way under the PostgreSQL sink, then the DoPut fuzz targets for
-# CHAOSTIME each.
+# each way under the PostgreSQL sink, network partitions of every link of
+# the split pipeline (3, 14 and 40 s; Delta and PostgreSQL), tc netem delay
+# and loss where the kernel has it, 12 scale-out changes (three instances
+# on three network-namespace hosts, killed, added, removed), then the DoPut
+# fuzz targets for CHAOSTIME each. The namespace tests need root.
 chaos: chaos-kill chaos-fuzz
 
 chaos-kill:
 	@$(SERVICES) up kafka postgres python s3 moto adbc fakesnow && set -a && . integration/services/run/env && set +a && \
 	FLIGHTLINE_REQUIRE_SERVICES=1 FLIGHTLINE_CHAOS=1 $(GO) test -race -count=1 -timeout 120m -v \
-		-run '^(TestIntegrationSplitKill9|TestIntegrationQuickSourceRestart|TestIntegrationPostgresRestart|TestIntegrationS3Faults)$$' ./integration/ ; rc=$$?; $(SERVICES) down; exit $$rc
+		-run '^(TestIntegrationSplitKill9|TestIntegrationQuickSourceRestart|TestIntegrationPostgresRestart|TestIntegrationS3Faults|TestIntegrationPartitions|TestIntegrationNetem|TestIntegrationScaleOut)$$' ./integration/ ; rc=$$?; $(SERVICES) down; exit $$rc
 
 # The soak: Kafka → Delta, PostgreSQL and Kafka at half their measured peak
 # for SOAKTIME, sampled every few seconds; CSV and PNG chart under soak/.

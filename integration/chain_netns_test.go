@@ -31,6 +31,8 @@ type netLab struct {
 	subnet string
 	hosts  map[string]string // name → address
 	n      int
+	upnet  string // the /24 of the uplinks (partition tests)
+	ups    int
 }
 
 // newNetLab creates the switch, or skips when the machine cannot (not
@@ -44,10 +46,10 @@ func newNetLab(t *testing.T) *netLab {
 		skip = t.Fatal
 	}
 	if os.Geteuid() != 0 {
-		skip("the three-host chain test needs root for network namespaces")
+		skip("the network-namespace tests (three-host chain, partitions, scale-out) need root")
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		skip("the three-host chain test needs ip(8) (iproute2)")
+		skip("the network-namespace tests need ip(8) (iproute2)")
 	}
 	l := &netLab{t: t, id: fmt.Sprintf("%04x", mrand.N(0x10000)), hosts: map[string]string{}}
 	l.subnet = fmt.Sprintf("10.%d.%d", 200+mrand.N(50), mrand.N(250))

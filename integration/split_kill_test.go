@@ -349,7 +349,17 @@ type killRun struct {
 	starts  map[string]int
 	sink    *flightsink.Client
 	prod    *liveProducer
-	static  bool // the source has an instance_id
+	static  bool              // the source has an instance_id
+	netns   map[string]string // role → the network namespace it runs in; none: this one
+}
+
+// killPlace puts a kill run's processes somewhere other than loopback: the
+// addresses the source and the sink listen on, the address the test
+// reaches the sink at (its checkpoint probe), and the network namespace of
+// each role (started with ip netns exec).
+type killPlace struct {
+	srcListen, sinkListen, sinkProbe string
+	netns                            map[string]string
 }
 
 // newKillRun creates a topic of 3 partitions and a fresh destination of
@@ -357,6 +367,12 @@ type killRun struct {
 // session is the source's session timeout (empty: its default); with
 // static, the source is a static group member (instance_id, KIP-345).
 func newKillRun(t *testing.T, ctx context.Context, s killSink, seed uint64, session string, static bool) *killRun {
+	return newKillRunAt(t, ctx, s, seed, session, static, nil)
+}
+
+// newKillRunAt is newKillRun with the processes placed by place (nil: on
+// loopback, in the test's own network namespace).
+func newKillRunAt(t *testing.T, ctx context.Context, s killSink, seed uint64, session string, static bool, place *killPlace) *killRun {
 	brokers := Need(t, "FLIGHTLINE_KAFKA_BROKERS", "Kafka broker")
 	bin := flightlineBin(t)
 	const parts = 3
@@ -374,10 +390,15 @@ func newKillRun(t *testing.T, ctx context.Context, s killSink, seed uint64, sess
 	if session != "" { // empty: the source's default
 		session = "&session_timeout=" + session
 	}
-	srcAddr, sinkAddr := freePort(t), freePort(t)
+	if place == nil {
+		src, sink := freePort(t), freePort(t)
+		place = &killPlace{srcListen: src, sinkListen: sink, sinkProbe: sink}
+	}
+	srcAddr, sinkAddr := place.srcListen, place.sinkListen
 	r := &killRun{t: t, bin: bin, brokers: brokers, adm: adm, topic: topic, parts: parts,
 		pl: flightsink.Pipeline{ID: topic + "-pipe", Target: dest.target}, dest: dest,
-		procs: map[string]*proc{}, logs: map[string]*syncBuffer{}, starts: map[string]int{}, static: static}
+		procs: map[string]*proc{}, logs: map[string]*syncBuffer{}, starts: map[string]int{}, static: static,
+		netns: place.netns}
 	// Without instance_id, a restarted source is a new member of the group,
 	// and its dead predecessor stays a member until the session times out.
 	r.argv = map[string][]string{
@@ -388,7 +409,7 @@ func newKillRun(t *testing.T, ctx context.Context, s killSink, seed uint64, sess
 		"run": {"run", "--source", "grpc://" + srcAddr, "--sink", "grpc://" + sinkAddr, "--stream", topic,
 			"--pipeline", r.pl.ID, "--target", dest.target, "--log-level", "info"},
 	}
-	cl, err := flightsink.Dial("grpc://"+sinkAddr, flightsink.ClientConfig{})
+	cl, err := flightsink.Dial("grpc://"+place.sinkProbe, flightsink.ClientConfig{})
 	require.NoError(t, err)
 	t.Cleanup(func() { cl.Close() })
 	r.sink = cl
@@ -412,6 +433,10 @@ func newKillRun(t *testing.T, ctx context.Context, s killSink, seed uint64, sess
 func (r *killRun) start(role string) {
 	r.starts[role]++
 	fmt.Fprintf(r.logs[role], "=== %s start %d at %s\n", role, r.starts[role], time.Now().Format(time.StampMilli))
+	if ns := r.netns[role]; ns != "" {
+		r.procs[role] = startLogged(r.t, "ip", r.logs[role], append([]string{"netns", "exec", ns, r.bin}, r.argv[role]...)...)
+		return
+	}
 	r.procs[role] = startLogged(r.t, r.bin, r.logs[role], r.argv[role]...)
 }
 
@@ -783,15 +808,24 @@ func (r *killRun) finish(ctx context.Context, timeout time.Duration) killResult 
 	r.prod.Stop(t, r.brokers, r.topic, r.parts)
 	want := endPositions(t, ctx, r.adm, r.topic)
 	start := time.Now()
+	var final checkpoint.Positions
 	r.waitCommitted(ctx, timeout, "the pipeline reaching the end of the topic "+string(want.Encode()),
-		func(c checkpoint.Positions) bool { return checkpoint.Covers(c, want) })
+		func(c checkpoint.Positions) bool { final = c; return checkpoint.Covers(c, want) })
 	t.Logf("caught up in %v", time.Since(start).Round(100*time.Millisecond))
+	require.True(t, maps.Equal(want, final), "the final checkpoint %s is not the source's end %s", final.Encode(), want.Encode())
 	for _, role := range killRoles {
 		r.procs[role].kill()
 	}
 	keys, err := r.dest.read(ctx)
 	require.NoError(t, err)
-	seen := make(map[string]int, r.prod.committed)
+	return checkExactlyOnce(t, r.prod, keys, r.dump)
+}
+
+// checkExactlyOnce checks the keys an independent reader found against
+// what prod wrote: every committed record once, no aborted one.
+func checkExactlyOnce(t *testing.T, prod *liveProducer, keys []string, dump func() string) killResult {
+	t.Helper()
+	seen := make(map[string]int, prod.committed)
 	aborted := 0
 	for _, k := range keys {
 		if strings.HasPrefix(k, "a") {
@@ -800,7 +834,7 @@ func (r *killRun) finish(ctx context.Context, timeout time.Duration) killResult 
 		seen[k]++
 	}
 	var dups, missing, extra []string
-	for i := range r.prod.committed {
+	for i := range prod.committed {
 		k := fmt.Sprintf("k%d", i)
 		switch c := seen[k]; {
 		case c == 0:
@@ -814,13 +848,13 @@ func (r *killRun) finish(ctx context.Context, timeout time.Duration) killResult 
 		extra = append(extra, k)
 	}
 	t.Logf("%d committed records in %d transactions, %d aborted records; read back %d rows: %d duplicated, %d missing, %d unexpected (%d aborted)",
-		r.prod.committed, r.prod.txns, r.prod.aborted, len(keys), len(dups), len(missing), len(extra), aborted)
+		prod.committed, prod.txns, prod.aborted, len(keys), len(dups), len(missing), len(extra), aborted)
 	if len(dups)+len(missing)+len(extra) > 0 {
 		t.Fatalf("not exactly once: %d records duplicated (e.g. %v), %d missing (e.g. %v), %d unexpected (e.g. %v)\n%s",
-			len(dups), head(dups), len(missing), head(missing), len(extra), head(extra), r.dump())
+			len(dups), head(dups), len(missing), head(missing), len(extra), head(extra), dump())
 	}
-	require.Len(t, keys, r.prod.committed)
-	return killResult{checked: r.prod.committed + r.prod.aborted, dups: len(dups), losses: len(missing)}
+	require.Len(t, keys, prod.committed)
+	return killResult{checked: prod.committed + prod.aborted, dups: len(dups), losses: len(missing)}
 }
 
 func head(s []string) []string { return s[:min(len(s), 5)] }
