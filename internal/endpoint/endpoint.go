@@ -30,6 +30,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/internal/flightwire"
 )
 
 // MaxMessageSize bounds one gRPC message (one record batch) in both
@@ -99,6 +100,9 @@ func NewServer(cfg ServerConfig) (*grpc.Server, *health.Server, error) {
 		a := authChain(checks)
 		opts = append(opts, grpc.ChainUnaryInterceptor(a.unary), grpc.ChainStreamInterceptor(a.stream))
 	}
+	// FlightData moves without copying IPC bodies (internal/flightwire);
+	// the bytes on the wire are ordinary protobuf.
+	opts = append(opts, flightwire.ServerOptions()...)
 	s := grpc.NewServer(opts...)
 	h := health.NewServer()
 	healthpb.RegisterHealthServer(s, h)
