@@ -163,42 +163,70 @@ type fields struct {
 // wins, which only a peer that splits one descriptor in two would notice).
 func parse(b []byte) (fields, error) {
 	var f fields
-	for i := 0; i < len(b); {
+	_, err := parseFields(b, 0, &f, 0, 0)
+	return f, err
+}
+
+// maxGroupDepth bounds the nesting of (unknown, deprecated) groups, as
+// protobuf's own decoder does.
+const maxGroupDepth = 100
+
+// parseFields parses fields from b[i:] until the end of b or, inside a
+// group (field group > 0), until that group's end tag; it returns the
+// position after what it parsed. Fields inside a group are unknown ones:
+// they are skipped, not kept.
+func parseFields(b []byte, i int, f *fields, group uint64, depth int) (int, error) {
+	for i < len(b) {
 		tag, next, err := varint(b, i)
 		if err != nil {
-			return f, err
+			return 0, err
 		}
 		i = next
 		field, wt := tag>>3, tag&7
 		if field == 0 || field > 1<<29-1 {
-			return f, fmt.Errorf("%w: field number %d", ErrMalformed, field)
+			return 0, fmt.Errorf("%w: field number %d", ErrMalformed, field)
 		}
 		switch wt {
 		case 0: // varint
 			if _, i, err = varint(b, i); err != nil {
-				return f, err
+				return 0, err
 			}
 		case 1: // fixed64
 			if len(b)-i < 8 {
-				return f, fmt.Errorf("%w: truncated fixed64 field %d", ErrMalformed, field)
+				return 0, fmt.Errorf("%w: truncated fixed64 field %d", ErrMalformed, field)
 			}
 			i += 8
 		case 5: // fixed32
 			if len(b)-i < 4 {
-				return f, fmt.Errorf("%w: truncated fixed32 field %d", ErrMalformed, field)
+				return 0, fmt.Errorf("%w: truncated fixed32 field %d", ErrMalformed, field)
 			}
 			i += 4
+		case 3: // start of a group: skipped whole
+			if depth >= maxGroupDepth {
+				return 0, fmt.Errorf("%w: groups nested deeper than %d", ErrMalformed, maxGroupDepth)
+			}
+			if i, err = parseFields(b, i, nil, field, depth+1); err != nil {
+				return 0, err
+			}
+		case 4: // end of a group
+			if field != group {
+				return 0, fmt.Errorf("%w: end of group %d outside it", ErrMalformed, field)
+			}
+			return i, nil
 		case 2: // length-delimited
 			n, next, err := varint(b, i)
 			if err != nil {
-				return f, err
+				return 0, err
 			}
 			i = next
 			if n > uint64(len(b)-i) {
-				return f, fmt.Errorf("%w: field %d declares %d bytes, %d remain", ErrMalformed, field, n, len(b)-i)
+				return 0, fmt.Errorf("%w: field %d declares %d bytes, %d remain", ErrMalformed, field, n, len(b)-i)
 			}
 			v := b[i : i+int(n) : i+int(n)]
 			i += int(n)
+			if f == nil {
+				continue
+			}
 			switch field {
 			case fieldDescriptor:
 				f.desc = v
@@ -210,8 +238,11 @@ func parse(b []byte) (fields, error) {
 				f.body = v
 			}
 		default:
-			return f, fmt.Errorf("%w: wire type %d of field %d", ErrMalformed, wt, field)
+			return 0, fmt.Errorf("%w: wire type %d of field %d", ErrMalformed, wt, field)
 		}
 	}
-	return f, nil
+	if group != 0 {
+		return 0, fmt.Errorf("%w: group %d not ended", ErrMalformed, group)
+	}
+	return i, nil
 }

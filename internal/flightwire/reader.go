@@ -229,8 +229,13 @@ func (m *inData) unmarshal(data mem.BufferSlice) {
 		buf.Free()
 		return
 	}
+	liveBodies.Add(1)
 	m.body = memory.NewBufferWithAllocator(f.body, &bufferFree{buf: buf})
 }
+
+// liveBodies counts the received bodies still aliasing a gRPC buffer, for
+// tests.
+var liveBodies atomic.Int64
 
 // bufferFree is the allocator of a body that aliases a gRPC buffer: Free
 // gives the buffer back. Only Free is ever called (by memory.Buffer's last
@@ -243,6 +248,7 @@ type bufferFree struct {
 
 func (b *bufferFree) Free([]byte) {
 	if b.freed.CompareAndSwap(false, true) {
+		liveBodies.Add(-1)
 		b.buf.Free()
 	}
 }
