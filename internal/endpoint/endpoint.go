@@ -257,6 +257,7 @@ func Dial(rawURL string, cfg ClientConfig) (*grpc.ClientConn, error) {
 		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: 20 * time.Second, Backoff: backoff.Config{
 			BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: ReconnectMaxDelay}}),
 	}
+	opts = append(opts, flightwire.DialOptions()...)
 	if useTLS {
 		tc := &tls.Config{ServerName: cfg.ServerName, MinVersion: tls.VersionTLS12}
 		if cfg.CAFile != "" {

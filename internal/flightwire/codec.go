@@ -38,6 +38,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/proto" // registers the codec Codec delegates to
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/mem"
 )
 
@@ -92,10 +93,12 @@ func Call(ctx context.Context) (context.Context, grpc.CallOption) {
 }
 
 // ServerOptions returns the options that make a gRPC server use Codec for
-// every call and mark every stream's context for Enabled.
+// every call and mark every stream's context for Enabled, and Pool as its
+// buffer pool.
 func ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.ForceServerCodecV2(Codec{}),
+		experimental.BufferPool(Pool),
 		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 			return h(srv, &markedStream{ServerStream: ss, ctx: context.WithValue(ss.Context(), enabledKey{}, true)})
 		}),

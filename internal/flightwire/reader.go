@@ -217,7 +217,7 @@ type inData struct {
 // unmarshal parses data. The body aliases it: a reference is taken, which
 // the body's release drops.
 func (m *inData) unmarshal(data mem.BufferSlice) {
-	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+	buf := data.MaterializeToBuffer(Pool)
 	f, err := parse(buf.ReadOnlyData())
 	if err != nil {
 		buf.Free()
