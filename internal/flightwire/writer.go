@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -173,9 +175,7 @@ func (m *outData) marshal() mem.BufferSlice {
 			out = append(out, mem.SliceBuffer(cur))
 			cur = cur[len(cur):]
 		}
-		m.rec.Retain()
-		b = b[:len(b):len(b)]
-		out = append(out, mem.NewBuffer(&b, releaser{m.rec}))
+		out = append(out, aliased(b, m.rec))
 	}
 	if len(cur) > 0 {
 		out = append(out, mem.SliceBuffer(cur))
@@ -183,17 +183,43 @@ func (m *outData) marshal() mem.BufferSlice {
 	return out
 }
 
+// aliased returns b, a slice of rec's memory, as a transport buffer that
+// holds a reference to rec. The transport frees the buffer once it has
+// written it, which releases the reference (releaser.Put). A transport that
+// dies with the buffer still queued (its connection closed) never frees it:
+// then the garbage collector, once nothing in gRPC can reach the buffer any
+// more, releases the reference instead (runtime.AddCleanup), so a batch is
+// never released while the transport can still read it, and always is
+// eventually.
+func aliased(b []byte, rec arrow.RecordBatch) mem.Buffer {
+	rec.Retain()
+	r := &releaser{rec: rec}
+	p := new([]byte)
+	*p = b[:len(b):len(b)]
+	runtime.AddCleanup(p, (*releaser).release, r)
+	return mem.NewBuffer(p, r)
+}
+
 // releaser is the "pool" of an aliased buffer: the transport Puts the
 // buffer back when it is done with it, which releases the batch's
-// reference.
-type releaser struct{ rec arrow.RecordBatch }
+// reference, once.
+type releaser struct {
+	rec  arrow.RecordBatch
+	done atomic.Bool
+}
 
-func (r releaser) Get(n int) *[]byte {
+func (r *releaser) Get(n int) *[]byte {
 	b := make([]byte, n)
 	return &b
 }
 
-func (r releaser) Put(*[]byte) { r.rec.Release() }
+func (r *releaser) Put(*[]byte) { r.release() }
+
+func (r *releaser) release() {
+	if r.done.CompareAndSwap(false, true) {
+		r.rec.Release()
+	}
+}
 
 // spanIndex is the memory of a batch's buffers, sorted by start address.
 type spanIndex []span
