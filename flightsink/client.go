@@ -20,6 +20,7 @@ import (
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/internal/endpoint"
 	"github.com/flightline/flightline/internal/flighterr"
+	"github.com/flightline/flightline/internal/flightwire"
 )
 
 // Client is a Sink backed by a remote Flightline sink endpoint. It is safe
@@ -114,7 +115,7 @@ type remoteWriter struct {
 
 	mu     sync.Mutex // guards stream start
 	stream flight.FlightService_DoPutClient
-	w      *flight.Writer
+	w      *flightwire.Writer
 	schema *arrow.Schema
 	ready  chan struct{} // closed once stream is set
 
@@ -127,12 +128,13 @@ func (r *remoteWriter) start(schema *arrow.Schema) error {
 	if r.stream != nil {
 		return nil
 	}
-	stream, err := r.c.fc.DoPut(r.ctx)
+	cctx, zero := flightwire.Call(r.ctx)
+	stream, err := r.c.fc.DoPut(cctx, zero)
 	if err != nil {
 		return flighterr.FromStatus("DoPut", err)
 	}
 	r.stream, r.schema = stream, schema
-	r.w = flight.NewRecordWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(r.c.mem))
+	r.w = flightwire.NewWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(r.c.mem))
 	r.w.SetFlightDescriptor(r.desc)
 	close(r.ready)
 	return nil

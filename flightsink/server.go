@@ -21,6 +21,7 @@ import (
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/internal/endpoint"
 	"github.com/flightline/flightline/internal/flighterr"
+	"github.com/flightline/flightline/internal/flightwire"
 	"github.com/flightline/flightline/internal/ipcguard"
 	"github.com/flightline/flightline/internal/metrics"
 )
@@ -125,11 +126,10 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 	// and Release below, which run while the panic unwinds.
 	defer flighterr.Recover(s.log, func() string { return fmt.Sprintf("DoPut of pipeline %q", flighterr.Clip(pipeline)) }, &err)
 
-	in := ipcguard.NewStream(stream, s.maxBatch)
-	rdr, err := flight.NewRecordReader(in, ipc.WithAllocator(s.mem))
+	rdr, err := flightwire.NewReader(stream, s.maxBatch, ipc.WithAllocator(s.mem))
 	if err != nil {
-		if in.Err() != nil {
-			return fmt.Errorf("%w: DoPut schema message: %v", flightline.ErrInvalidInput, in.Err())
+		if errors.Is(err, flightwire.ErrMalformed) || errors.Is(err, ipcguard.ErrMalformed) {
+			return fmt.Errorf("%w: DoPut schema message: %v", flightline.ErrInvalidInput, err)
 		}
 		if errors.Is(err, io.EOF) {
 			return fmt.Errorf("%w: DoPut stream ended before its schema", flightline.ErrInvalidInput)
@@ -189,8 +189,8 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 			return err // the batch is committed; the client re-reads the checkpoint
 		}
 	}
-	if in.Err() != nil {
-		return fmt.Errorf("%w: DoPut of pipeline %q: %v", flightline.ErrInvalidInput, flighterr.Clip(p.ID), in.Err())
+	if rdr.Malformed() != nil {
+		return fmt.Errorf("%w: DoPut of pipeline %q: %v", flightline.ErrInvalidInput, flighterr.Clip(p.ID), rdr.Malformed())
 	}
 	if err := rdr.Err(); err != nil && !errors.Is(err, io.EOF) {
 		if st, ok := status.FromError(err); ok {

@@ -20,6 +20,7 @@ import (
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/internal/endpoint"
 	"github.com/flightline/flightline/internal/flighterr"
+	"github.com/flightline/flightline/internal/flightwire"
 	"github.com/flightline/flightline/internal/ipcguard"
 )
 
@@ -126,26 +127,26 @@ func (c *Client) Read(ctx context.Context, req ReadRequest) (Reader, error) {
 	sctx, cancel := context.WithCancel(context.Background())
 	stop := context.AfterFunc(ctx, cancel) // ctx bounds Read only
 	defer stop()
-	stream, err := c.fc.DoGet(sctx, &flight.Ticket{Ticket: ticket})
+	cctx, zero := flightwire.Call(sctx)
+	stream, err := c.fc.DoGet(cctx, &flight.Ticket{Ticket: ticket}, zero)
 	if err != nil {
 		cancel()
 		return nil, flighterr.FromStatus("DoGet", err)
 	}
 	// The source is as untrusted as a sink's client: its messages are
 	// checked before arrow-go allocates what they declare.
-	in := ipcguard.NewStream(stream, endpoint.MaxMessageSize)
-	rdr, err := flight.NewRecordReader(in, ipc.WithAllocator(c.mem))
+	rdr, err := flightwire.NewReader(stream, endpoint.MaxMessageSize, ipc.WithAllocator(c.mem))
 	if err != nil {
 		cancel()
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if in.Err() != nil {
-			return nil, fmt.Errorf("%w: DoGet schema message: %v", flightline.ErrInvalidInput, in.Err())
+		if errors.Is(err, flightwire.ErrMalformed) || errors.Is(err, ipcguard.ErrMalformed) {
+			return nil, fmt.Errorf("%w: DoGet schema message: %v", flightline.ErrInvalidInput, err)
 		}
 		return nil, streamErr(err)
 	}
-	r := &remoteReader{rdr: rdr, in: in, cancel: cancel, ch: make(chan item, 1), done: make(chan struct{})}
+	r := &remoteReader{rdr: rdr, cancel: cancel, ch: make(chan item, 1), done: make(chan struct{})}
 	go r.pump(sctx)
 	return r, nil
 }
@@ -164,8 +165,7 @@ func streamErr(err error) error {
 // remoteReader pumps the DoGet stream on its own goroutine so Next can
 // honour its context.
 type remoteReader struct {
-	rdr    *flight.Reader
-	in     *ipcguard.Stream
+	rdr    *flightwire.Reader
 	cancel context.CancelFunc
 	ch     chan item
 	done   chan struct{}
@@ -191,8 +191,8 @@ func (r *remoteReader) pump(ctx context.Context) {
 		err = io.EOF
 	} else if ctx.Err() != nil {
 		err = ctx.Err()
-	} else if r.in.Err() != nil {
-		err = fmt.Errorf("%w: DoGet: %v", flightline.ErrInvalidInput, r.in.Err())
+	} else if r.rdr.Malformed() != nil {
+		err = fmt.Errorf("%w: DoGet: %v", flightline.ErrInvalidInput, r.rdr.Malformed())
 	} else {
 		err = streamErr(err)
 	}

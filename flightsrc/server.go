@@ -22,6 +22,7 @@ import (
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/internal/flighterr"
+	"github.com/flightline/flightline/internal/flightwire"
 	"github.com/flightline/flightline/internal/metrics"
 	"github.com/flightline/flightline/internal/viewcopy"
 )
@@ -145,7 +146,7 @@ func (s *Server) DoGet(t *flight.Ticket, stream flight.FlightService_DoGetServer
 
 	compact := s.compacts()
 	schema := s.wireSchema(rd.Schema(), compact)
-	w := flight.NewRecordWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(s.mem))
+	w := flightwire.NewWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(s.mem))
 	defer w.Close()
 
 	// A pump goroutine reads the source so this one can send heartbeats

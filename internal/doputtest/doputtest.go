@@ -25,9 +25,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/flightline/flightline/checkpoint"
+	"github.com/flightline/flightline/internal/flightwire"
 	"github.com/flightline/flightline/internal/ipcguard"
 )
 
@@ -439,16 +442,42 @@ func Unmarshal(b []byte) []Message {
 }
 
 // Stream is an in-memory flight.FlightService_DoPutServer: Recv returns
-// the messages in order, then io.EOF; Send collects the acks.
+// the messages in order, then io.EOF; Send collects the acks. With Wire,
+// its context says it uses flightwire's codec, and RecvMsg gives the
+// server each message as that codec parses its protobuf encoding, so the
+// server reads through flightwire's zero-copy path.
 type Stream struct {
 	grpc.ServerStream
 	Ctx  context.Context
 	In   []*flight.FlightData
 	Acks [][]byte
+	Wire bool
 }
 
 // Context implements grpc.ServerStream.
-func (s *Stream) Context() context.Context { return s.Ctx }
+func (s *Stream) Context() context.Context {
+	if s.Wire {
+		ctx, _ := flightwire.Call(s.Ctx)
+		return ctx
+	}
+	return s.Ctx
+}
+
+// RecvMsg implements grpc.ServerStream for a Wire stream.
+func (s *Stream) RecvMsg(m any) error {
+	if !s.Wire {
+		return errors.New("doputtest: RecvMsg on a stream that is not Wire")
+	}
+	if len(s.In) == 0 {
+		return io.EOF
+	}
+	b, err := proto.Marshal(s.In[0])
+	if err != nil {
+		return err
+	}
+	s.In = s.In[1:]
+	return flightwire.Codec{}.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, m)
+}
 
 // SetHeader implements grpc.ServerStream.
 func (s *Stream) SetHeader(metadata.MD) error { return nil }
@@ -486,6 +515,77 @@ func InProcess(ctx context.Context, srv DoPutServer, msgs []*flight.FlightData) 
 	s := &Stream{Ctx: ctx, In: msgs}
 	err := srv.DoPut(s)
 	return s.Acks, err
+}
+
+// InProcessWire is InProcess through flightwire's codec (a Wire Stream).
+func InProcessWire(ctx context.Context, srv DoPutServer, msgs []*flight.FlightData) ([][]byte, error) {
+	s := &Stream{Ctx: ctx, In: msgs, Wire: true}
+	err := srv.DoPut(s)
+	return s.Acks, err
+}
+
+// RawCases are DoPut streams whose FlightData is not valid protobuf: a
+// length that lies, a field cut short. Each is one message, sent as it is
+// (RawOverFlight).
+func RawCases() []RawCase {
+	msgs := FlightData(Descriptor, Valid()[0].Messages)
+	schema, _ := proto.Marshal(msgs[0])
+	batch, _ := proto.Marshal(msgs[1])
+	lie := func(b []byte) []byte {
+		// data_header is field 2; its length follows the tag (0x12).
+		out := bytes.Clone(b)
+		i := bytes.IndexByte(out, 0x12)
+		out[i+1] += 100
+		return out
+	}
+	return []RawCase{
+		{"schema message cut short", schema[:len(schema)-1]},
+		{"batch message cut short", batch[:len(batch)-3]},
+		{"header length lies", lie(schema)},
+		{"body length lies", append(bytes.Clone(schema), 0xc2, 0x3e, 0xff, 0xff, 0xff, 0xff, 0x07, 1, 2, 3)},
+		{"truncated varint", append(bytes.Clone(schema), 0xc2, 0x3e, 0xff)},
+		{"wire type 7", append(bytes.Clone(schema), 0x0f)},
+	}
+}
+
+// RawCase is one message of raw protobuf bytes.
+type RawCase struct {
+	Name string
+	B    []byte
+}
+
+// RawOverFlight sends b as one DoPut message to the server at conn, as it
+// is, and returns the call's status error.
+func RawOverFlight(ctx context.Context, conn *grpc.ClientConn, b []byte) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st, err := conn.NewStream(ctx, &grpc.StreamDesc{ClientStreams: true, ServerStreams: true},
+		"/arrow.flight.protocol.FlightService/DoPut", grpc.ForceCodecV2(rawCodec{}))
+	if err != nil {
+		return err
+	}
+	if err := st.SendMsg(b); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	_ = st.CloseSend()
+	for {
+		var out []byte
+		if err := st.RecvMsg(&out); err != nil {
+			return err
+		}
+	}
+}
+
+// rawCodec sends []byte as they are and receives them so.
+type rawCodec struct{}
+
+func (rawCodec) Name() string { return "proto" }
+func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	return mem.BufferSlice{mem.SliceBuffer(v.([]byte))}, nil
+}
+func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	*v.(*[]byte) = data.Materialize()
+	return nil
 }
 
 // OverFlight runs one DoPut of msgs against the Flight server at conn and

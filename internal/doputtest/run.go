@@ -34,7 +34,7 @@ type runner func(ctx context.Context, msgs []*flight.FlightData) ([][]byte, erro
 // commits every valid stream (but those named in unsupported, of types the
 // sink cannot store), and that the Go heap is back where it was.
 func Run(t *testing.T, newSink NewSink, unsupported ...string) {
-	for _, mode := range []string{"in-process", "flight"} {
+	for _, mode := range []string{"in-process", "in-process-wire", "flight"} {
 		t.Run(mode, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the sink's and the server's cleanups
@@ -45,6 +45,11 @@ func Run(t *testing.T, newSink NewSink, unsupported ...string) {
 			var run runner = func(ctx context.Context, msgs []*flight.FlightData) ([][]byte, error) {
 				return InProcess(ctx, srv, msgs)
 			}
+			if mode == "in-process-wire" {
+				run = func(ctx context.Context, msgs []*flight.FlightData) ([][]byte, error) {
+					return InProcessWire(ctx, srv, msgs)
+				}
+			}
 			if mode == "flight" {
 				url := flighttest.Serve(t, srv, endpoint.ServerConfig{})
 				conn, err := endpoint.Dial(url, endpoint.ClientConfig{})
@@ -54,6 +59,11 @@ func Run(t *testing.T, newSink NewSink, unsupported ...string) {
 				defer conn.Close()
 				run = func(ctx context.Context, msgs []*flight.FlightData) ([][]byte, error) {
 					return OverFlight(ctx, conn, msgs)
+				}
+				for _, c := range RawCases() {
+					if err := RawOverFlight(context.Background(), conn, c.B); status.Code(err) != codes.InvalidArgument {
+						t.Errorf("%s: got %v, want INVALID_ARGUMENT\nserver log:\n%s", c.Name, err, tail(logs.String()))
+					}
 				}
 			}
 			ctx := context.Background()
@@ -115,6 +125,9 @@ func tail(s string) string {
 	return s
 }
 
+// wireDescriptor is the descriptor of the fuzz targets' second run.
+var wireDescriptor = &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"corpus", "wire"}}
+
 // hang is how long one fuzz input may take.
 const hang = 60 * time.Second
 
@@ -145,10 +158,17 @@ func Fuzz(f *testing.F, newSink NewSink, stored func(t *testing.T, sink flightsi
 		// ends the worker, and the fuzzer keeps the input as a crasher.
 		watchdog := time.AfterFunc(hang, func() { panic(fmt.Sprintf("DoPut of a %d-byte input still running after %s", len(b), hang)) })
 		acks, err := InProcess(context.Background(), srv, FlightData(Descriptor, msgs))
-		watchdog.Stop()
 		if c := status.Code(err); c != codes.OK && c != codes.InvalidArgument {
 			t.Fatalf("DoPut: %v\nserver log:\n%s", err, tail(logs.String()))
 		}
+		// The same input through flightwire's zero-copy reader, on a
+		// fresh pipeline target so as not to replay the first run.
+		wacks, err := InProcessWire(context.Background(), srv, FlightData(wireDescriptor, msgs))
+		watchdog.Stop()
+		if c := status.Code(err); c != codes.OK && c != codes.InvalidArgument {
+			t.Fatalf("DoPut (flightwire): %v\nserver log:\n%s", err, tail(logs.String()))
+		}
+		acks = append(acks, wacks...)
 		if stored != nil {
 			stored(t, sink, len(acks))
 		}

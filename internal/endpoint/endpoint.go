@@ -31,6 +31,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/internal/flightwire"
 )
 
 // MaxMessageSize bounds one gRPC message (one record batch) in both
@@ -106,6 +107,9 @@ func NewServer(cfg ServerConfig) (*grpc.Server, *health.Server, error) {
 		a := authChain(checks)
 		opts = append(opts, grpc.ChainUnaryInterceptor(a.unary), grpc.ChainStreamInterceptor(a.stream))
 	}
+	// FlightData moves without copying IPC bodies (internal/flightwire);
+	// the bytes on the wire are ordinary protobuf.
+	opts = append(opts, flightwire.ServerOptions()...)
 	s := grpc.NewServer(opts...)
 	h := health.NewServer()
 	healthpb.RegisterHealthServer(s, h)
@@ -286,6 +290,7 @@ func Dial(rawURL string, cfg ClientConfig) (*grpc.ClientConn, error) {
 			BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: ReconnectMaxDelay}}),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: KeepaliveTime, Timeout: KeepaliveTimeout}),
 	}
+	opts = append(opts, flightwire.DialOptions()...)
 	if useTLS {
 		tc := &tls.Config{ServerName: cfg.ServerName, MinVersion: tls.VersionTLS12}
 		if cfg.CAFile != "" {

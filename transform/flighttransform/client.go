@@ -20,6 +20,7 @@ import (
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/internal/endpoint"
 	"github.com/flightline/flightline/internal/flighterr"
+	"github.com/flightline/flightline/internal/flightwire"
 	"github.com/flightline/flightline/internal/ipcguard"
 	"github.com/flightline/flightline/transform"
 )
@@ -95,7 +96,8 @@ func (c *Client) Close() error { return c.conn.Close() }
 // ErrInvalidInput for an output batch that fails validation.
 func (c *Client) Exchange(ctx context.Context, in transform.Stream) (transform.Stream, error) {
 	sctx, cancel := context.WithCancelCause(ctx)
-	stream, err := c.fc.DoExchange(sctx)
+	wctx, zero := flightwire.Call(sctx)
+	stream, err := c.fc.DoExchange(wctx, zero)
 	if err != nil {
 		cancel(nil)
 		return nil, flighterr.FromStatus("DoExchange", err)
@@ -142,7 +144,7 @@ func (x *exchange) send(ctx context.Context, stream flight.FlightService_DoExcha
 		opts = append(opts, ipc.WithSchema(s.Schema()))
 		haveSchema = true
 	}
-	w := flight.NewRecordWriter(stream, opts...)
+	w := flightwire.NewWriter(stream, opts...)
 	desc, _ := json.Marshal(x.c.desc)
 	w.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: desc})
 	wrote := false
@@ -181,13 +183,12 @@ func (x *exchange) send(ctx context.Context, stream flight.FlightService_DoExcha
 func (x *exchange) recv(ctx context.Context, stream flight.FlightService_DoExchangeClient) {
 	defer x.wg.Done()
 	defer close(x.ch)
-	guard := ipcguard.NewStream(stream, endpoint.MaxMessageSize)
-	rdr, err := flight.NewRecordReader(guard, ipc.WithAllocator(x.c.mem))
+	rdr, err := flightwire.NewReader(stream, endpoint.MaxMessageSize, ipc.WithAllocator(x.c.mem))
 	if err != nil {
-		if errors.Is(err, io.EOF) && guard.Err() == nil {
+		if errors.Is(err, io.EOF) {
 			err = io.EOF // the service ended without output
 		} else {
-			err = x.streamErr(ctx, guard, err)
+			err = x.streamErr(ctx, malformed(err), err)
 		}
 		x.put(ctx, item{err: err})
 		return
@@ -209,24 +210,33 @@ func (x *exchange) recv(ctx context.Context, stream flight.FlightService_DoExcha
 	if err == nil || errors.Is(err, io.EOF) {
 		err = io.EOF
 	} else {
-		err = x.streamErr(ctx, guard, err)
+		err = x.streamErr(ctx, rdr.Malformed(), err)
 	}
 	x.put(ctx, item{err: err})
 }
 
 // streamErr classifies an error reading the output: the service's status,
 // a cancellation, or a malformed stream (ErrInvalidInput).
-func (x *exchange) streamErr(ctx context.Context, guard *ipcguard.Stream, err error) error {
+func (x *exchange) streamErr(ctx context.Context, refused, err error) error {
 	switch {
 	case ctx.Err() != nil:
 		return context.Cause(ctx)
-	case guard.Err() != nil:
-		return fmt.Errorf("%w: transform %s: %v", flightline.ErrInvalidInput, x.c.url, guard.Err())
+	case refused != nil:
+		return fmt.Errorf("%w: transform %s: %v", flightline.ErrInvalidInput, x.c.url, refused)
 	}
 	if _, ok := status.FromError(err); ok {
 		return flighterr.FromStatus("transform "+x.c.url, err)
 	}
 	return fmt.Errorf("%w: transform %s sent a malformed stream: %v", flightline.ErrInvalidInput, x.c.url, err)
+}
+
+// malformed returns err when it is a refused message (flightwire's or
+// ipcguard's), else nil.
+func malformed(err error) error {
+	if errors.Is(err, flightwire.ErrMalformed) || errors.Is(err, ipcguard.ErrMalformed) {
+		return err
+	}
+	return nil
 }
 
 // put hands it to Next unless ctx ends first.

@@ -19,6 +19,7 @@ import (
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/internal/endpoint"
 	"github.com/flightline/flightline/internal/flighterr"
+	"github.com/flightline/flightline/internal/flightwire"
 	"github.com/flightline/flightline/internal/ipcguard"
 	"github.com/flightline/flightline/transform"
 )
@@ -85,12 +86,11 @@ func (s *Server) DoExchange(stream flight.FlightService_DoExchangeServer) (err e
 	}()
 	defer flighterr.Recover(s.log, func() string { return "DoExchange" }, &err)
 
-	guard := ipcguard.NewStream(stream, endpoint.MaxMessageSize)
-	rdr, err := flight.NewRecordReader(guard, ipc.WithAllocator(s.mem))
+	rdr, err := flightwire.NewReader(stream, endpoint.MaxMessageSize, ipc.WithAllocator(s.mem))
 	if err != nil {
 		switch {
-		case guard.Err() != nil:
-			return fmt.Errorf("%w: DoExchange schema message: %v", flightline.ErrInvalidInput, guard.Err())
+		case errors.Is(err, flightwire.ErrMalformed) || errors.Is(err, ipcguard.ErrMalformed):
+			return fmt.Errorf("%w: DoExchange schema message: %v", flightline.ErrInvalidInput, err)
 		case errors.Is(err, io.EOF):
 			return nil // an exchange without input has no output
 		}
@@ -101,12 +101,12 @@ func (s *Server) DoExchange(stream flight.FlightService_DoExchangeServer) (err e
 	}
 	defer rdr.Release()
 
-	out, err := s.t.Exchange(ctx, &serverInput{ctx: ctx, rdr: rdr, guard: guard})
+	out, err := s.t.Exchange(ctx, &serverInput{ctx: ctx, rdr: rdr})
 	if err != nil {
 		return err
 	}
 	defer out.Close()
-	w := flight.NewRecordWriter(stream, ipc.WithAllocator(s.mem))
+	w := flightwire.NewWriter(stream, ipc.WithAllocator(s.mem))
 	wrote := false
 	for {
 		rec, cp, err := out.Next(ctx)
@@ -135,10 +135,9 @@ func (s *Server) DoExchange(stream flight.FlightService_DoExchangeServer) (err e
 // serverInput is the decoded input of one exchange, as a Stream. Its
 // batches are Retained for the caller, who Releases them.
 type serverInput struct {
-	ctx   context.Context
-	rdr   *flight.Reader
-	guard *ipcguard.Stream
-	n     int
+	ctx context.Context
+	rdr *flightwire.Reader
+	n   int
 }
 
 func (s *serverInput) Schema() *arrow.Schema { return s.rdr.Schema() }
@@ -147,8 +146,8 @@ func (s *serverInput) Next(context.Context) (arrow.RecordBatch, []byte, error) {
 	if !s.rdr.Next() {
 		err := s.rdr.Err()
 		switch {
-		case s.guard.Err() != nil:
-			return nil, nil, fmt.Errorf("%w: DoExchange input: %v", flightline.ErrInvalidInput, s.guard.Err())
+		case s.rdr.Malformed() != nil:
+			return nil, nil, fmt.Errorf("%w: DoExchange input: %v", flightline.ErrInvalidInput, s.rdr.Malformed())
 		case err == nil || errors.Is(err, io.EOF):
 			return nil, nil, io.EOF
 		case s.ctx.Err() != nil:
