@@ -350,6 +350,9 @@ type killRun struct {
 	sink    *flightsink.Client
 	prod    *liveProducer
 	static  bool // the source has an instance_id
+	// res is what finish's check found, set before it fails the test on
+	// duplicates or losses (nil: finish did not get that far).
+	res *killResult
 }
 
 // newKillRun creates a topic of 3 partitions and a fresh destination of
@@ -647,6 +650,20 @@ func (s *stallReport) String() string {
 	return b.String()
 }
 
+// rows are the report's rows for the kill test of sink, one per kill
+// kind, with the final check's result (res nil: the check was not reached).
+func (s *stallReport) rows(sink string, res *killResult) []faultRow {
+	var out []faultRow
+	for _, k := range slices.Sorted(maps.Keys(s.kills)) {
+		row := faultRow{sink: sink, fault: "kill " + k, faults: s.kills[k], stall: s.stall[k], recovery: s.recovery[k]}
+		if res != nil {
+			row.checked, row.dups, row.losses = res.checked, res.dups, res.losses
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
 // progress records when the sink's checkpoint moves, polling it every
 // 200 ms (a poll can take longer while the sink restarts).
 type progress struct {
@@ -813,6 +830,7 @@ func (r *killRun) finish(ctx context.Context, timeout time.Duration) killResult 
 	for k := range seen {
 		extra = append(extra, k)
 	}
+	r.res = &killResult{checked: r.prod.committed + r.prod.aborted, dups: len(dups) + len(extra), losses: len(missing)}
 	t.Logf("%d committed records in %d transactions, %d aborted records; read back %d rows: %d duplicated, %d missing, %d unexpected (%d aborted)",
 		r.prod.committed, r.prod.txns, r.prod.aborted, len(keys), len(dups), len(missing), len(extra), aborted)
 	if len(dups)+len(missing)+len(extra) > 0 {
@@ -820,7 +838,7 @@ func (r *killRun) finish(ctx context.Context, timeout time.Duration) killResult 
 			len(dups), head(dups), len(missing), head(missing), len(extra), head(extra), r.dump())
 	}
 	require.Len(t, keys, r.prod.committed)
-	return killResult{checked: r.prod.committed + r.prod.aborted, dups: len(dups), losses: len(missing)}
+	return *r.res
 }
 
 func head(s []string) []string { return s[:min(len(s), 5)] }
@@ -896,6 +914,8 @@ func TestIntegrationSplitKill9(t *testing.T) {
 				defer cancel()
 				r := newKillRun(t, ctx, s, seed, killSession.String(), st)
 				rep := r.chaos(ctx, rand.New(rand.NewPCG(seed, 1)), kills)
+				// After finish, also when it fails the test.
+				t.Cleanup(func() { appendChaosReport(t, rep.rows(s.name, r.res)) })
 				r.finish(ctx, 4*time.Minute)
 				if bound := killRecoveryBound + s.recoverySlack; rep.worst > bound {
 					t.Errorf("the pipeline took %v to commit again after a restart (%s), over the bound of %v",
