@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -168,7 +169,12 @@ func snowflakeKillDest(t *testing.T, _ context.Context, name string) killDest {
 }
 
 func kafkaKillDest(t *testing.T, ctx context.Context, name string) killDest {
-	brokers := Need(t, "FLIGHTLINE_KAFKA_BROKERS", "Kafka broker")
+	return kafkaDestAt(t, ctx, Need(t, "FLIGHTLINE_KAFKA_BROKERS", "Kafka broker"), name)
+}
+
+// kafkaDestAt is a fresh topic named after name on the broker at brokers,
+// read back with kcat (read_committed).
+func kafkaDestAt(t *testing.T, ctx context.Context, brokers, name string) killDest {
 	kcat := Need(t, "FLIGHTLINE_KCAT", "kcat (librdkafka)")
 	_, out := kafkaTopic(t, ctx, brokers, name+"-out", 3)
 	read := func(ctx context.Context) ([]string, error) {
@@ -241,21 +247,35 @@ type liveProducer struct {
 	// Valid after Stop.
 	committed, aborted, txns int
 	err                      error
+	// With tolerant: the keys of the transactions meant to commit whose
+	// outcome the producer could not learn (the broker died under them;
+	// they may or may not have committed), and how many transactions
+	// failed so.
+	uncertain map[string]bool
+	failed    int
+	// lastTxn is when the last transaction ended (UnixNano), readable
+	// while the producer runs.
+	lastTxn atomic.Int64
 }
 
 // startLiveProducer starts writing to topic: a transaction of 50–250
-// records round-robin over the partitions every 150–350 ms.
-func startLiveProducer(t *testing.T, brokers, topic string, seed uint64) *liveProducer {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.DefaultProduceTopic(topic),
-		kgo.TransactionalID(topic+"-producer"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
-		kgo.ProducerBatchCompression(kgo.Lz4Compression()))
+// records round-robin over the partitions every 150–350 ms. A failed
+// transaction stops it with the error, unless tolerant (the broker is
+// killed under it): then the transaction's records meant to commit are
+// recorded as uncertain, the client is replaced and the producer goes on.
+func startLiveProducer(t *testing.T, brokers, topic string, seed uint64, tolerant bool) *liveProducer {
+	newClient := func() (*kgo.Client, error) {
+		return kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.DefaultProduceTopic(topic),
+			kgo.TransactionalID(topic+"-producer"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
+			kgo.ProducerBatchCompression(kgo.Lz4Compression()))
+	}
+	cl, err := newClient()
 	require.NoError(t, err)
-	p := &liveProducer{stop: make(chan struct{}), done: make(chan struct{})}
+	p := &liveProducer{stop: make(chan struct{}), done: make(chan struct{}), uncertain: map[string]bool{}}
 	rng := rand.New(rand.NewPCG(seed, 99))
 	go func() {
 		defer close(p.done)
-		defer cl.Close()
-		ctx := context.Background()
+		defer func() { cl.Close() }()
 		for {
 			select {
 			case <-p.stop:
@@ -264,11 +284,12 @@ func startLiveProducer(t *testing.T, brokers, topic string, seed uint64) *livePr
 			}
 			abort := rng.IntN(4) == 0
 			n := 50 + rng.IntN(200)
-			if err := cl.BeginTransaction(); err != nil {
-				p.err = err
-				return
-			}
-			for range n {
+			// A bound on one transaction, for the tolerant producer under
+			// a dead broker (the client retries until its context ends).
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			err := cl.BeginTransaction()
+			var keys []string
+			for i := 0; err == nil && i < n; i++ {
 				var k string
 				if abort {
 					k = fmt.Sprintf("a%d", p.aborted)
@@ -276,22 +297,41 @@ func startLiveProducer(t *testing.T, brokers, topic string, seed uint64) *livePr
 				} else {
 					k = fmt.Sprintf("k%d", p.committed)
 					p.committed++
+					keys = append(keys, k)
 				}
 				cl.Produce(ctx, &kgo.Record{Key: []byte(k), Value: []byte(killValue(k))}, nil)
 			}
 			// Flush first, so an aborted transaction's records reach the
 			// log before its abort marker.
-			err := cl.Flush(ctx)
-			end := kgo.TryCommit
-			if abort || err != nil {
-				end = kgo.TryAbort
+			if err == nil {
+				err = cl.Flush(ctx)
+				end := kgo.TryCommit
+				if abort || err != nil {
+					end = kgo.TryAbort
+				}
+				if eerr := cl.EndTransaction(ctx, end); err == nil {
+					err = eerr
+				}
 			}
-			if eerr := cl.EndTransaction(ctx, end); err == nil {
-				err = eerr
-			}
-			if err != nil {
+			cancel()
+			p.lastTxn.Store(time.Now().UnixNano())
+			if err != nil && !tolerant {
 				p.err = fmt.Errorf("transaction %d: %w", p.txns, err)
 				return
+			}
+			if err != nil {
+				// The outcome is unknown: the commit may have been written
+				// before the broker died. A new client (a new epoch of the
+				// same transactional id) aborts whatever is still open.
+				p.failed++
+				for _, k := range keys {
+					p.uncertain[k] = true
+				}
+				cl.Close()
+				for cl, err = newClient(); err != nil; cl, err = newClient() {
+					time.Sleep(500 * time.Millisecond)
+				}
+				continue
 			}
 			p.txns++
 		}
@@ -360,7 +400,13 @@ type killRun struct {
 // session is the source's session timeout (empty: its default); with
 // static, the source is a static group member (instance_id, KIP-345).
 func newKillRun(t *testing.T, ctx context.Context, s killSink, seed uint64, session string, static bool) *killRun {
-	brokers := Need(t, "FLIGHTLINE_KAFKA_BROKERS", "Kafka broker")
+	return newKillRunAt(t, ctx, s, seed, session, static, Need(t, "FLIGHTLINE_KAFKA_BROKERS", "Kafka broker"), false)
+}
+
+// newKillRunAt is newKillRun on the broker at brokers; with tolerant, the
+// live producer survives the broker's faults (see startLiveProducer).
+func newKillRunAt(t *testing.T, ctx context.Context, s killSink, seed uint64, session string, static bool,
+	brokers string, tolerant bool) *killRun {
 	bin := flightlineBin(t)
 	const parts = 3
 	adm, topic := kafkaTopic(t, ctx, brokers, "kill-"+s.name, parts)
@@ -395,7 +441,7 @@ func newKillRun(t *testing.T, ctx context.Context, s killSink, seed uint64, sess
 	require.NoError(t, err)
 	t.Cleanup(func() { cl.Close() })
 	r.sink = cl
-	r.prod = startLiveProducer(t, brokers, topic, seed)
+	r.prod = startLiveProducer(t, brokers, topic, seed, tolerant)
 	if dir := os.Getenv("FLIGHTLINE_KILL_LOGS"); dir != "" {
 		// Every process's whole log, for reading a stall after the fact.
 		t.Cleanup(func() {
@@ -817,8 +863,14 @@ func (r *killRun) finish(ctx context.Context, timeout time.Duration) killResult 
 		seen[k]++
 	}
 	var dups, missing, extra []string
+	inInput := r.inputCommitted(ctx)
+	expect := 0
 	for i := range r.prod.committed {
 		k := fmt.Sprintf("k%d", i)
+		if r.prod.uncertain[k] && !inInput[k] {
+			continue // did not commit in the input: must be absent (extra below)
+		}
+		expect++
 		switch c := seen[k]; {
 		case c == 0:
 			missing = append(missing, k)
@@ -837,11 +889,37 @@ func (r *killRun) finish(ctx context.Context, timeout time.Duration) killResult 
 		t.Fatalf("not exactly once: %d records duplicated (e.g. %v), %d missing (e.g. %v), %d unexpected (e.g. %v)\n%s",
 			len(dups), head(dups), len(missing), head(missing), len(extra), head(extra), r.dump())
 	}
-	require.Len(t, keys, r.prod.committed)
+	require.Len(t, keys, expect)
 	return *r.res
 }
 
 func head(s []string) []string { return s[:min(len(s), 5)] }
+
+// inputCommitted is the set of the producer's uncertain keys (see
+// liveProducer) that a read_committed reader (kcat) finds in the input
+// topic: whether each such transaction committed. Nil when there are none.
+func (r *killRun) inputCommitted(ctx context.Context) map[string]bool {
+	if len(r.prod.uncertain) == 0 {
+		return nil
+	}
+	t := r.t
+	kcat := Need(t, "FLIGHTLINE_KCAT", "kcat (librdkafka)")
+	b, err := exec.CommandContext(ctx, kcat, "-C", "-b", r.brokers, "-t", r.topic, "-X", "isolation.level=read_committed",
+		"-o", "beginning", "-e", "-q", "-f", "%k\n").Output()
+	require.NoError(t, err, "kcat reading the input topic")
+	in := map[string]bool{}
+	n := 0
+	for _, k := range strings.Fields(string(b)) {
+		if r.prod.uncertain[k] {
+			require.False(t, in[k], "input record %s twice", k)
+			in[k] = true
+			n++
+		}
+	}
+	t.Logf("%d of %d records of %d transactions of unknown outcome committed in the input topic",
+		n, len(r.prod.uncertain), r.prod.failed)
+	return in
+}
 
 // killSeed is FLIGHTLINE_KILL_SEED, or a fresh seed; the test logs it.
 func killSeed(t *testing.T) uint64 {
@@ -1034,4 +1112,15 @@ func TestIntegrationSourceKillRecovery(t *testing.T) {
 	bound := defaultSession + killRecoveryBound - killSession
 	t.Logf("committed again %v after the restart (bound %v)", ev.recovery.Round(100*time.Millisecond), bound)
 	require.LessOrEqual(t, ev.recovery, bound, "the pipeline stalled after its source was killed")
+}
+
+// waitTxn waits up to timeout for a transaction of p to end after t, and
+// returns when it did (the zero time if none did).
+func (p *liveProducer) waitTxn(t time.Time, timeout time.Duration) time.Time {
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if at := time.Unix(0, p.lastTxn.Load()); at.After(t) {
+			return at
+		}
+	}
+	return time.Time{}
 }
