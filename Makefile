@@ -71,9 +71,13 @@ test-interop:
 # replays a run's kill schedule).
 # The heavy matrices: 100 kills per exactly-once sink (Delta on S3 too),
 # with and without the source's instance_id, PostgreSQL restarted 5 times
-# each way under the PostgreSQL sink, then the DoPut fuzz targets for
-# CHAOSTIME each.
+# each way under the PostgreSQL sink, S3 faults under Delta on S3 and
+# Databricks, the Kafka broker and the Snowflake emulator killed and
+# restarted, disk full under Dir and Delta (3 times each), then the DoPut
+# fuzz targets for CHAOSTIME each; the summary table of every fault is
+# printed after the kill tests and again at the end.
 chaos: chaos-kill chaos-fuzz
+	@$(CHAOS_SUMMARY)
 
 chaos-kill:
 	@$(SERVICES) up kafka postgres python s3 moto adbc fakesnow && set -a && . integration/services/run/env && set +a && \
