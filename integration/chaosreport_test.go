@@ -5,6 +5,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/flightline/flightline/integration/chaossummary/report"
 )
@@ -15,6 +16,10 @@ import (
 // end (integration/chaossummary).
 
 var chaosReportMu sync.Mutex
+
+// notMeasured as a faultRow's recovery: no fault of the kind had its
+// recovery measured (the report says "-").
+const notMeasured = -time.Millisecond
 
 // appendChaosReport appends rows to the file named by
 // FLIGHTLINE_CHAOS_REPORT, if set; the test's outcome so far is recorded

@@ -702,6 +702,9 @@ func (s *stallReport) rows(sink string, res *killResult) []faultRow {
 	var out []faultRow
 	for _, k := range slices.Sorted(maps.Keys(s.kills)) {
 		row := faultRow{sink: sink, fault: "kill " + k, faults: s.kills[k], stall: s.stall[k], recovery: s.recovery[k]}
+		if s.measured[k] == 0 {
+			row.recovery = notMeasured
+		}
 		if res != nil {
 			row.checked, row.dups, row.losses = res.checked, res.dups, res.losses
 		}

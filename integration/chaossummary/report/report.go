@@ -23,7 +23,7 @@ type Row struct {
 	Dups       int    `json:"dups"`    // records read twice, or read though aborted
 	Losses     int    `json:"losses"`
 	StallMs    int64  `json:"stall_ms"`    // the longest time without a commit around such a fault
-	RecoveryMs int64  `json:"recovery_ms"` // the longest time from the fault's end to the next commit
+	RecoveryMs int64  `json:"recovery_ms"` // the longest time from the fault's end to the next commit; -1: not measured
 	Failed     bool   `json:"failed"`      // the test had failed when it wrote the row
 }
 
@@ -55,7 +55,7 @@ func Summarize(r io.Reader, w io.Writer) (int, error) {
 		k := key{row.Sink, row.Fault}
 		a := sums[k]
 		if a == nil {
-			a = &agg{}
+			a = &agg{recovery: -1}
 			sums[k] = a
 			keys = append(keys, k)
 		}
@@ -75,6 +75,9 @@ func Summarize(r io.Reader, w io.Writer) (int, error) {
 		return cmp.Or(cmp.Compare(a.sink, b.sink), cmp.Compare(a.fault, b.fault))
 	})
 	ms := func(v int64) string {
+		if v < 0 {
+			return "-"
+		}
 		return (time.Duration(v) * time.Millisecond).Round(100 * time.Millisecond).String()
 	}
 	fmt.Fprintf(w, "%-16s %-28s %4s %6s %8s %5s %6s %14s %14s %s\n", "sink", "fault", "runs", "faults", "checked",
