@@ -40,17 +40,22 @@ test-unit:
 BQ_PKGS := ./flightsink/bigquery/... ./flightsrc/bigquery/...
 BQ_INTEGRATION := ^TestIntegrationBigQuery
 
+# The fault and kill tests append their summary rows here (JSON lines);
+# make test and make chaos print one table of them at the end.
+CHAOS_REPORT ?= $(CURDIR)/chaos-report.jsonl
+CHAOS_SUMMARY = $(GO) run ./integration/chaossummary $(CHAOS_REPORT)
+
 test:
 	@$(SERVICES) up
 	@set -a; . integration/services/run/env; set +a; \
-	export FLIGHTLINE_REQUIRE_SERVICES=1; \
+	export FLIGHTLINE_REQUIRE_SERVICES=1 FLIGHTLINE_CHAOS_REPORT=$(CHAOS_REPORT); rm -f $(CHAOS_REPORT); \
 	bq=$$($(GO) list $(BQ_PKGS)) && rest=$$($(GO) list ./... | grep -vxF "$$bq") && \
 	$(GO) vet ./... && CGO_ENABLED=0 $(GO) build ./... && CGO_ENABLED=0 $(GO) test -count=1 ./adbc/ && \
 	CGO_ENABLED=1 $(GO) test $(GOTESTFLAGS) -skip '$(BQ_INTEGRATION)' $$rest && \
 	$(MAKE) --no-print-directory fuzz && \
 	$(SERVICES) wait bigquery && set -a && . integration/services/run/env && set +a && \
 	CGO_ENABLED=1 $(GO) test $(GOTESTFLAGS) -p 1 $$bq && CGO_ENABLED=1 $(GO) test $(GOTESTFLAGS) -run '$(BQ_INTEGRATION)' ./integration/; rc=$$?; \
-	$(SERVICES) down; exit $$rc
+	$(CHAOS_SUMMARY); $(SERVICES) down; exit $$rc
 
 # The whole Delta interop test with Apache Spark (pyspark + delta-spark in
 # their own venv; `make test` runs its fast part: the demo's and a
@@ -68,17 +73,24 @@ test-interop:
 # replays a run's kill schedule).
 # The heavy matrices: 100 kills per exactly-once sink (Delta on S3 too),
 # with and without the source's instance_id, PostgreSQL restarted 5 times
-# each way under the PostgreSQL sink, network partitions of every link of
-# the split pipeline (3, 14 and 40 s; Delta and PostgreSQL), tc netem delay
-# and loss where the kernel has it, 12 scale-out changes (three instances
-# on three network-namespace hosts, killed, added, removed), then the DoPut
-# fuzz targets for CHAOSTIME each. The namespace tests need root.
+# each way under the PostgreSQL sink, S3 faults under Delta on S3 and
+# Databricks, the Kafka broker and the Snowflake emulator killed and
+# restarted, disk full under Dir and Delta (3 times each), network
+# partitions of every link of the split pipeline (3, 14 and 40 s; Delta and
+# PostgreSQL), tc netem delay and loss where the kernel has it, 12
+# scale-out changes (three instances on three network-namespace hosts,
+# killed, added, removed), then the DoPut fuzz targets for CHAOSTIME each;
+# the summary table of every fault is printed after the kill tests and
+# again at the end. The namespace and disk-full tests need root.
 chaos: chaos-kill chaos-fuzz
+	@$(CHAOS_SUMMARY)
 
 chaos-kill:
 	@$(SERVICES) up kafka postgres python s3 moto adbc fakesnow && set -a && . integration/services/run/env && set +a && \
+	rm -f $(CHAOS_REPORT) && FLIGHTLINE_CHAOS_REPORT=$(CHAOS_REPORT) \
 	FLIGHTLINE_REQUIRE_SERVICES=1 FLIGHTLINE_CHAOS=1 $(GO) test -race -count=1 -timeout 120m -v \
-		-run '^(TestIntegrationSplitKill9|TestIntegrationQuickSourceRestart|TestIntegrationPostgresRestart|TestIntegrationS3Faults|TestIntegrationPartitions|TestIntegrationNetem|TestIntegrationScaleOut)$$' ./integration/ ; rc=$$?; $(SERVICES) down; exit $$rc
+		-run '^(TestIntegrationSplitKill9|TestIntegrationQuickSourceRestart|TestIntegrationPostgresRestart|TestIntegrationS3Faults|TestIntegrationKafkaBrokerKill|TestIntegrationDiskFull|TestIntegrationDatabricksS3Faults|TestIntegrationSnowflakeRestart|TestIntegrationPartitions|TestIntegrationNetem|TestIntegrationScaleOut)$$' ./integration/ ; rc=$$?; \
+	$(CHAOS_SUMMARY); $(SERVICES) down; exit $$rc
 
 # The soak: Kafka → Delta, PostgreSQL and Kafka at half their measured peak
 # for SOAKTIME, sampled every few seconds; CSV and PNG chart under soak/.

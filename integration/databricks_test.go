@@ -55,6 +55,18 @@ func databricksKillDest(t *testing.T, _ context.Context, name string) killDest {
 	}}
 }
 
+// databricksFaultDest is databricksKillDest with startFaultProxy between
+// the sink and S3 (in front of the catalog's credential-checking proxy).
+func databricksFaultDest(t *testing.T, name string) (killDest, *faultProxy) {
+	Need(t, "FLIGHTLINE_PYTHON", "python with deltalake")
+	spec, uri, e := databricksSpec(t, name, 8*time.Second)
+	proxy := startFaultProxy(t, e.Proxy)
+	via := strings.Replace(spec, "AWS_ENDPOINT_URL="+e.Proxy+"&", "AWS_ENDPOINT_URL="+proxy.url+"&", 1)
+	require.NotEqual(t, spec, via)
+	read := pythonKeys(t, "delta", uri, e.DirectOptions())
+	return killDest{spec: via + "&checkpoint_interval=10", read: read}, proxy
+}
+
 // TestIntegrationKafkaDatabricks runs `flightline run --source kafka:…
 // --sink databricks:…` on the real broker with records arriving and
 // credentials that live 4 s, to the end of the topic; delta-rs must find

@@ -351,7 +351,7 @@ func TestIntegrationPartitions(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 			defer cancel()
 			pl := newPartitionLab(t)
-			r := newKillRunAt(t, ctx, s, seed, killSession.String(), false, pl.place)
+			r := newKillRunAt(t, ctx, s, seed, killSession.String(), false, killAt{place: pl.place})
 			rows := map[string]*faultRow{}
 			var order []string
 			type cut struct {
@@ -507,7 +507,7 @@ func TestIntegrationNetem(t *testing.T) {
 			if why := netemMissing(pl.lab); why != "" {
 				t.Skipf("tc netem is not available here, so delay and loss are not tested: %s", why)
 			}
-			r := newKillRunAt(t, ctx, s, seed, killSession.String(), false, pl.place)
+			r := newKillRunAt(t, ctx, s, seed, killSession.String(), false, killAt{place: pl.place})
 			r.waitMoving(ctx, 2*time.Minute)
 			rate := func() (float64, checkpoint.Positions) {
 				from := r.committed(ctx)

@@ -60,7 +60,7 @@ func newScaleRun(t *testing.T, ctx context.Context, seed uint64, parts int) *sca
 	r := &scaleRun{t: t, lab: lab, bin: flightlineBin(t), brokers: brokers, adm: adm, topic: topic, parts: parts,
 		pl: flightsink.Pipeline{ID: topic + "-pipe"}, table: filepath.Join(t.TempDir(), "orders"), schema: schema,
 		procs: map[string]*proc{}, logs: map[string]*syncBuffer{}}
-	r.prod = startLiveProducer(t, brokers, topic, seed)
+	r.prod = startLiveProducer(t, brokers, topic, seed, false)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log(r.dump())
@@ -306,7 +306,7 @@ func TestIntegrationScaleOut(t *testing.T) {
 	require.Positive(t, moved, "no partition changed instance: no rebalance was tested")
 	keys, err := pythonKeys(t, "delta", r.table, nil)(ctx)
 	require.NoError(t, err)
-	res := checkExactlyOnce(t, r.prod, keys, r.dump)
+	res := checkExactlyOnce(t, r.prod, keys, nil, nil, r.dump)
 	var table []faultRow
 	for _, c := range order {
 		row := *rows[c]

@@ -111,6 +111,8 @@ type faultRow struct {
 	stall, recovery time.Duration
 }
 
+// logFaultTable logs rows as a table, and appends them to the combined
+// chaos report (see appendChaosReport).
 func logFaultTable(t *testing.T, rows []faultRow) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-10s %-16s %6s %8s %5s %6s %14s %14s\n", "sink", "fault", "faults", "checked", "dups", "losses",
@@ -120,6 +122,7 @@ func logFaultTable(t *testing.T, rows []faultRow) {
 			r.stall.Round(100*time.Millisecond), r.recovery.Round(100*time.Millisecond))
 	}
 	t.Logf("service faults:\n%s", b.String())
+	appendChaosReport(t, rows)
 }
 
 // TestIntegrationPostgresRestart restarts the sink's PostgreSQL server

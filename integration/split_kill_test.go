@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -168,7 +169,12 @@ func snowflakeKillDest(t *testing.T, _ context.Context, name string) killDest {
 }
 
 func kafkaKillDest(t *testing.T, ctx context.Context, name string) killDest {
-	brokers := Need(t, "FLIGHTLINE_KAFKA_BROKERS", "Kafka broker")
+	return kafkaDestAt(t, ctx, Need(t, "FLIGHTLINE_KAFKA_BROKERS", "Kafka broker"), name)
+}
+
+// kafkaDestAt is a fresh topic named after name on the broker at brokers,
+// read back with kcat (read_committed).
+func kafkaDestAt(t *testing.T, ctx context.Context, brokers, name string) killDest {
 	kcat := Need(t, "FLIGHTLINE_KCAT", "kcat (librdkafka)")
 	_, out := kafkaTopic(t, ctx, brokers, name+"-out", 3)
 	read := func(ctx context.Context) ([]string, error) {
@@ -241,21 +247,35 @@ type liveProducer struct {
 	// Valid after Stop.
 	committed, aborted, txns int
 	err                      error
+	// With tolerant: the keys of the transactions meant to commit whose
+	// outcome the producer could not learn (the broker died under them;
+	// they may or may not have committed), and how many transactions
+	// failed so.
+	uncertain map[string]bool
+	failed    int
+	// lastTxn is when the last transaction ended (UnixNano), readable
+	// while the producer runs.
+	lastTxn atomic.Int64
 }
 
 // startLiveProducer starts writing to topic: a transaction of 50–250
-// records round-robin over the partitions every 150–350 ms.
-func startLiveProducer(t *testing.T, brokers, topic string, seed uint64) *liveProducer {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.DefaultProduceTopic(topic),
-		kgo.TransactionalID(topic+"-producer"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
-		kgo.ProducerBatchCompression(kgo.Lz4Compression()))
+// records round-robin over the partitions every 150–350 ms. A failed
+// transaction stops it with the error, unless tolerant (the broker is
+// killed under it): then the transaction's records meant to commit are
+// recorded as uncertain, the client is replaced and the producer goes on.
+func startLiveProducer(t *testing.T, brokers, topic string, seed uint64, tolerant bool) *liveProducer {
+	newClient := func() (*kgo.Client, error) {
+		return kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.DefaultProduceTopic(topic),
+			kgo.TransactionalID(topic+"-producer"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
+			kgo.ProducerBatchCompression(kgo.Lz4Compression()))
+	}
+	cl, err := newClient()
 	require.NoError(t, err)
-	p := &liveProducer{stop: make(chan struct{}), done: make(chan struct{})}
+	p := &liveProducer{stop: make(chan struct{}), done: make(chan struct{}), uncertain: map[string]bool{}}
 	rng := rand.New(rand.NewPCG(seed, 99))
 	go func() {
 		defer close(p.done)
-		defer cl.Close()
-		ctx := context.Background()
+		defer func() { cl.Close() }()
 		for {
 			select {
 			case <-p.stop:
@@ -264,11 +284,12 @@ func startLiveProducer(t *testing.T, brokers, topic string, seed uint64) *livePr
 			}
 			abort := rng.IntN(4) == 0
 			n := 50 + rng.IntN(200)
-			if err := cl.BeginTransaction(); err != nil {
-				p.err = err
-				return
-			}
-			for range n {
+			// A bound on one transaction, for the tolerant producer under
+			// a dead broker (the client retries until its context ends).
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			err := cl.BeginTransaction()
+			var keys []string
+			for i := 0; err == nil && i < n; i++ {
 				var k string
 				if abort {
 					k = fmt.Sprintf("a%d", p.aborted)
@@ -276,22 +297,41 @@ func startLiveProducer(t *testing.T, brokers, topic string, seed uint64) *livePr
 				} else {
 					k = fmt.Sprintf("k%d", p.committed)
 					p.committed++
+					keys = append(keys, k)
 				}
 				cl.Produce(ctx, &kgo.Record{Key: []byte(k), Value: []byte(killValue(k))}, nil)
 			}
 			// Flush first, so an aborted transaction's records reach the
 			// log before its abort marker.
-			err := cl.Flush(ctx)
-			end := kgo.TryCommit
-			if abort || err != nil {
-				end = kgo.TryAbort
+			if err == nil {
+				err = cl.Flush(ctx)
+				end := kgo.TryCommit
+				if abort || err != nil {
+					end = kgo.TryAbort
+				}
+				if eerr := cl.EndTransaction(ctx, end); err == nil {
+					err = eerr
+				}
 			}
-			if eerr := cl.EndTransaction(ctx, end); err == nil {
-				err = eerr
-			}
-			if err != nil {
+			cancel()
+			p.lastTxn.Store(time.Now().UnixNano())
+			if err != nil && !tolerant {
 				p.err = fmt.Errorf("transaction %d: %w", p.txns, err)
 				return
+			}
+			if err != nil {
+				// The outcome is unknown: the commit may have been written
+				// before the broker died. A new client (a new epoch of the
+				// same transactional id) aborts whatever is still open.
+				p.failed++
+				for _, k := range keys {
+					p.uncertain[k] = true
+				}
+				cl.Close()
+				for cl, err = newClient(); err != nil; cl, err = newClient() {
+					time.Sleep(500 * time.Millisecond)
+				}
+				continue
 			}
 			p.txns++
 		}
@@ -351,6 +391,9 @@ type killRun struct {
 	prod    *liveProducer
 	static  bool              // the source has an instance_id
 	netns   map[string]string // role → the network namespace it runs in; none: this one
+	// res is what finish's check found, set before it fails the test on
+	// duplicates or losses (nil: finish did not get that far).
+	res *killResult
 }
 
 // killPlace puts a kill run's processes somewhere other than loopback: the
@@ -367,13 +410,26 @@ type killPlace struct {
 // session is the source's session timeout (empty: its default); with
 // static, the source is a static group member (instance_id, KIP-345).
 func newKillRun(t *testing.T, ctx context.Context, s killSink, seed uint64, session string, static bool) *killRun {
-	return newKillRunAt(t, ctx, s, seed, session, static, nil)
+	return newKillRunAt(t, ctx, s, seed, session, static, killAt{})
 }
 
-// newKillRunAt is newKillRun with the processes placed by place (nil: on
-// loopback, in the test's own network namespace).
-func newKillRunAt(t *testing.T, ctx context.Context, s killSink, seed uint64, session string, static bool, place *killPlace) *killRun {
-	brokers := Need(t, "FLIGHTLINE_KAFKA_BROKERS", "Kafka broker")
+// killAt says where a kill run runs: place puts its processes somewhere
+// other than loopback in the test's own network namespace (nil: there);
+// brokers is the Kafka broker (empty: FLIGHTLINE_KAFKA_BROKERS); with
+// tolerant, the live producer survives the broker's faults (see
+// startLiveProducer).
+type killAt struct {
+	place    *killPlace
+	brokers  string
+	tolerant bool
+}
+
+// newKillRunAt is newKillRun placed by at.
+func newKillRunAt(t *testing.T, ctx context.Context, s killSink, seed uint64, session string, static bool, at killAt) *killRun {
+	place, brokers, tolerant := at.place, at.brokers, at.tolerant
+	if brokers == "" {
+		brokers = Need(t, "FLIGHTLINE_KAFKA_BROKERS", "Kafka broker")
+	}
 	bin := flightlineBin(t)
 	const parts = 3
 	adm, topic := kafkaTopic(t, ctx, brokers, "kill-"+s.name, parts)
@@ -413,7 +469,7 @@ func newKillRunAt(t *testing.T, ctx context.Context, s killSink, seed uint64, se
 	require.NoError(t, err)
 	t.Cleanup(func() { cl.Close() })
 	r.sink = cl
-	r.prod = startLiveProducer(t, brokers, topic, seed)
+	r.prod = startLiveProducer(t, brokers, topic, seed, tolerant)
 	if dir := os.Getenv("FLIGHTLINE_KILL_LOGS"); dir != "" {
 		// Every process's whole log, for reading a stall after the fact.
 		t.Cleanup(func() {
@@ -672,6 +728,23 @@ func (s *stallReport) String() string {
 	return b.String()
 }
 
+// rows are the report's rows for the kill test of sink, one per kill
+// kind, with the final check's result (res nil: the check was not reached).
+func (s *stallReport) rows(sink string, res *killResult) []faultRow {
+	var out []faultRow
+	for _, k := range slices.Sorted(maps.Keys(s.kills)) {
+		row := faultRow{sink: sink, fault: "kill " + k, faults: s.kills[k], stall: s.stall[k], recovery: s.recovery[k]}
+		if s.measured[k] == 0 {
+			row.recovery = notMeasured
+		}
+		if res != nil {
+			row.checked, row.dups, row.losses = res.checked, res.dups, res.losses
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
 // progress records when the sink's checkpoint moves, polling it every
 // 200 ms (a poll can take longer while the sink restarts).
 type progress struct {
@@ -818,13 +891,20 @@ func (r *killRun) finish(ctx context.Context, timeout time.Duration) killResult 
 	}
 	keys, err := r.dest.read(ctx)
 	require.NoError(t, err)
-	return checkExactlyOnce(t, r.prod, keys, r.dump)
+	r.res = new(killResult)
+	return checkExactlyOnce(t, r.prod, keys, r.inputCommitted(ctx), r.res, r.dump)
 }
 
 // checkExactlyOnce checks the keys an independent reader found against
-// what prod wrote: every committed record once, no aborted one.
-func checkExactlyOnce(t *testing.T, prod *liveProducer, keys []string, dump func() string) killResult {
+// what prod wrote: every committed record once, no aborted one. inInput
+// says which of the producer's uncertain keys committed in the input
+// (see killRun.inputCommitted). The result is also stored in *res before
+// the test fails on duplicates or losses (res may be nil).
+func checkExactlyOnce(t *testing.T, prod *liveProducer, keys []string, inInput map[string]bool, res *killResult, dump func() string) killResult {
 	t.Helper()
+	if res == nil {
+		res = new(killResult)
+	}
 	seen := make(map[string]int, prod.committed)
 	aborted := 0
 	for _, k := range keys {
@@ -834,8 +914,13 @@ func checkExactlyOnce(t *testing.T, prod *liveProducer, keys []string, dump func
 		seen[k]++
 	}
 	var dups, missing, extra []string
+	expect := 0
 	for i := range prod.committed {
 		k := fmt.Sprintf("k%d", i)
+		if prod.uncertain[k] && !inInput[k] {
+			continue // did not commit in the input: must be absent (extra below)
+		}
+		expect++
 		switch c := seen[k]; {
 		case c == 0:
 			missing = append(missing, k)
@@ -847,17 +932,44 @@ func checkExactlyOnce(t *testing.T, prod *liveProducer, keys []string, dump func
 	for k := range seen {
 		extra = append(extra, k)
 	}
+	*res = killResult{checked: prod.committed + prod.aborted, dups: len(dups) + len(extra), losses: len(missing)}
 	t.Logf("%d committed records in %d transactions, %d aborted records; read back %d rows: %d duplicated, %d missing, %d unexpected (%d aborted)",
 		prod.committed, prod.txns, prod.aborted, len(keys), len(dups), len(missing), len(extra), aborted)
 	if len(dups)+len(missing)+len(extra) > 0 {
 		t.Fatalf("not exactly once: %d records duplicated (e.g. %v), %d missing (e.g. %v), %d unexpected (e.g. %v)\n%s",
 			len(dups), head(dups), len(missing), head(missing), len(extra), head(extra), dump())
 	}
-	require.Len(t, keys, prod.committed)
-	return killResult{checked: prod.committed + prod.aborted, dups: len(dups), losses: len(missing)}
+	require.Len(t, keys, expect)
+	return *res
 }
 
 func head(s []string) []string { return s[:min(len(s), 5)] }
+
+// inputCommitted is the set of the producer's uncertain keys (see
+// liveProducer) that a read_committed reader (kcat) finds in the input
+// topic: whether each such transaction committed. Nil when there are none.
+func (r *killRun) inputCommitted(ctx context.Context) map[string]bool {
+	if len(r.prod.uncertain) == 0 {
+		return nil
+	}
+	t := r.t
+	kcat := Need(t, "FLIGHTLINE_KCAT", "kcat (librdkafka)")
+	b, err := exec.CommandContext(ctx, kcat, "-C", "-b", r.brokers, "-t", r.topic, "-X", "isolation.level=read_committed",
+		"-o", "beginning", "-e", "-q", "-f", "%k\n").Output()
+	require.NoError(t, err, "kcat reading the input topic")
+	in := map[string]bool{}
+	n := 0
+	for _, k := range strings.Fields(string(b)) {
+		if r.prod.uncertain[k] {
+			require.False(t, in[k], "input record %s twice", k)
+			in[k] = true
+			n++
+		}
+	}
+	t.Logf("%d of %d records of %d transactions of unknown outcome committed in the input topic",
+		n, len(r.prod.uncertain), r.prod.failed)
+	return in
+}
 
 // killSeed is FLIGHTLINE_KILL_SEED, or a fresh seed; the test logs it.
 func killSeed(t *testing.T) uint64 {
@@ -930,6 +1042,8 @@ func TestIntegrationSplitKill9(t *testing.T) {
 				defer cancel()
 				r := newKillRun(t, ctx, s, seed, killSession.String(), st)
 				rep := r.chaos(ctx, rand.New(rand.NewPCG(seed, 1)), kills)
+				// After finish, also when it fails the test.
+				t.Cleanup(func() { appendChaosReport(t, rep.rows(s.name, r.res)) })
 				r.finish(ctx, 4*time.Minute)
 				if bound := killRecoveryBound + s.recoverySlack; rep.worst > bound {
 					t.Errorf("the pipeline took %v to commit again after a restart (%s), over the bound of %v",
@@ -1048,4 +1162,15 @@ func TestIntegrationSourceKillRecovery(t *testing.T) {
 	bound := defaultSession + killRecoveryBound - killSession
 	t.Logf("committed again %v after the restart (bound %v)", ev.recovery.Round(100*time.Millisecond), bound)
 	require.LessOrEqual(t, ev.recovery, bound, "the pipeline stalled after its source was killed")
+}
+
+// waitTxn waits up to timeout for a transaction of p to end after t, and
+// returns when it did (the zero time if none did).
+func (p *liveProducer) waitTxn(t time.Time, timeout time.Duration) time.Time {
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if at := time.Unix(0, p.lastTxn.Load()); at.After(t) {
+			return at
+		}
+	}
+	return time.Time{}
 }

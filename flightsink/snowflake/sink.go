@@ -136,6 +136,8 @@ type Sink struct {
 	mem   memory.Allocator
 	retry time.Duration
 	match string
+	// maxConns is the pool's size (open and idle).
+	maxConns int
 
 	table   []string // default target, parsed; nil when none
 	stage   string   // quoted, for @stage
@@ -172,7 +174,7 @@ func New(cfg snowconn.Config, opts ...Option) (*Sink, error) {
 			return nil, err
 		}
 	}
-	s := &Sink{cfg: cfg, log: o.logger, mem: o.mem, retry: o.retry, match: o.match}
+	s := &Sink{cfg: cfg, log: o.logger, mem: o.mem, retry: o.retry, match: o.match, maxConns: o.maxConns}
 	if o.table != "" {
 		var err error
 		if s.table, err = ParseIdent(o.table); err != nil {
@@ -197,6 +199,31 @@ func New(cfg snowconn.Config, opts ...Option) (*Sink, error) {
 	return s, nil
 }
 
+// retrying runs op with snowconn.Retry for the sink's retry budget. After a
+// try that found its session gone (snowconn.SessionLost: dropped by the
+// server after its idle timeout, or a restart), the pool's idle
+// connections are closed, so the next try logs in afresh instead of being
+// handed the same dead session until the budget is spent (op has ended its
+// transaction by then, so its connection is idle too), and that try comes
+// at once, not after the backoff: the server answered, and the cause is
+// gone. Connections that were in use come back dead one by one, so up to
+// the pool's size such tries follow each other.
+func (s *Sink) retrying(ctx context.Context, op func(context.Context) error) error {
+	return snowconn.Retry(ctx, s.retry, func(ctx context.Context) error {
+		for i := 0; ; i++ {
+			err := op(ctx)
+			if !snowconn.SessionLost(err) {
+				return err
+			}
+			s.log.Warn("snowflake sink: session lost; closing idle sessions", "account", s.cfg.Account, "err", err)
+			snowconn.DropIdle(s.db, s.maxConns)
+			if i == s.maxConns || ctx.Err() != nil {
+				return err
+			}
+		}
+	})
+}
+
 // Guarantee implements flightsink.Guaranteer.
 func (s *Sink) Guarantee() flightsink.Guarantee { return flightsink.ExactlyOnce }
 
@@ -206,7 +233,7 @@ func (s *Sink) Close() error { return s.db.Close() }
 // Ping connects and authenticates, and checks the session's database and
 // schema.
 func (s *Sink) Ping(ctx context.Context) error {
-	return snowconn.Retry(ctx, s.retry, func(ctx context.Context) error { return snowconn.Ping(ctx, s.db, &s.cfg) })
+	return s.retrying(ctx, func(ctx context.Context) error { return snowconn.Ping(ctx, s.db, &s.cfg) })
 }
 
 // Timing returns where WriteBatch time went so far (committed batches;
@@ -253,7 +280,7 @@ func (s *Sink) Checkpoint(ctx context.Context, p flightsink.Pipeline) ([]byte, e
 		return nil, err
 	}
 	var cp []byte
-	err = snowconn.Retry(ctx, s.retry, func(ctx context.Context) error {
+	err = s.retrying(ctx, func(ctx context.Context) error {
 		var err error
 		cp, err = s.cpTable.Read(ctx, sqlConn(s.db), p.ID, key)
 		return s.wrap(err, "read checkpoint of %q", p.ID)
@@ -296,7 +323,7 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 	}
 	var epoch int64
 	var cp []byte
-	err = snowconn.Retry(ctx, s.retry, func(ctx context.Context) error {
+	err = s.retrying(ctx, func(ctx context.Context) error {
 		if err := s.setup(ctx); err != nil {
 			return err
 		}
@@ -426,7 +453,7 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 	if err := checkFields(rec.Schema(), w.s.match); err != nil {
 		return err
 	}
-	return snowconn.Retry(ctx, w.s.retry, func(ctx context.Context) error {
+	return w.s.retrying(ctx, func(ctx context.Context) error {
 		for range 3 {
 			err := w.writeOnce(ctx, rec, cp)
 			if !errors.Is(err, errCreated) {

@@ -10,9 +10,17 @@ the open transaction of a session that has had no request in flight for
 --idle seconds (a client that comes back finds its transaction gone: its
 COMMIT fails). Everything else is fakesnow as installed.
 
-usage: fakesnow_server.py -p PORT [--host 127.0.0.1] [--idle 20]
+With --db-path DIR, the databases live in DuckDB files under DIR instead of
+in memory (fakesnow's own db_path), and so do fakesnow's global catalog
+(stages, file formats: DIR/_fs_global.db) and the staged files
+(DIR/bucket), so a server killed and restarted on the same DIR keeps its
+tables and stages, as Snowflake does: the Snowflake service-fault test
+does that.
+
+usage: fakesnow_server.py -p PORT [--host 127.0.0.1] [--idle 20] [--db-path DIR]
 """
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -21,6 +29,9 @@ import time
 import importlib
 
 import fakesnow
+import fakesnow.instance
+from fakesnow import info_schema
+from fakesnow.transforms import show, stage
 
 # fakesnow.server is both a function of the package (start the server) and
 # its submodule (the app and the sessions); take the function first.
@@ -86,7 +97,21 @@ def main() -> int:
     p.add_argument("-p", "--port", type=int, required=True)
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--idle", type=float, default=20.0)
+    p.add_argument("--db-path", default=None)
     a = p.parse_args()
+    if a.db_path:
+        # Sessions log in to the module's shared instance; its global
+        # catalog is attached in memory: move it to a file (the creation
+        # statements are all IF NOT EXISTS).
+        fs = fakesnow.instance.FakeSnow(db_path=a.db_path)
+        g = fakesnow.instance.GLOBAL_DATABASE_NAME
+        fs.duck_conn.execute(f"DETACH {g}")
+        fs.duck_conn.execute(f"ATTACH '{os.path.join(a.db_path, g + '.db')}' AS {g}")
+        fs.duck_conn.execute(info_schema.fs_global_creation_sql())
+        fs.duck_conn.execute(show.fs_global_creation_sql())
+        srv.shared_fs = fs
+        stage.LOCAL_BUCKET_PATH = os.path.join(a.db_path, "bucket")
+        os.makedirs(stage.LOCAL_BUCKET_PATH, exist_ok=True)
     srv.app.add_middleware(Activity)
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())

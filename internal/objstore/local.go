@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/flightline/flightline"
 )
@@ -69,6 +70,19 @@ func (l *Local) temp(p string, data []byte) (string, error) {
 	return tmp, nil
 }
 
+// putErr is a failed write of p. A full file system or an exhausted quota
+// is flightline.ErrUnavailable: a condition of the destination that an
+// operator clears, after which a retry from the checkpoint succeeds
+// (gRPC UNAVAILABLE; RESOURCE_EXHAUSTED is kept for messages over the
+// size limit, see docs/protocol.md). Nothing partial is visible: the data
+// went to a temporary file first.
+func putErr(p string, err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return fmt.Errorf("objstore: put %s: %w: %w", p, flightline.ErrUnavailable, err)
+	}
+	return fmt.Errorf("objstore: put %s: %w", p, err)
+}
+
 func (l *Local) Put(_ context.Context, key string, data []byte) error {
 	p, err := l.path(key)
 	if err != nil {
@@ -76,11 +90,11 @@ func (l *Local) Put(_ context.Context, key string, data []byte) error {
 	}
 	tmp, err := l.temp(p, data)
 	if err != nil {
-		return fmt.Errorf("objstore: put %s: %w", p, err)
+		return putErr(p, err)
 	}
 	if err := os.Rename(tmp, p); err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("objstore: put %s: %w", p, err)
+		return putErr(p, err)
 	}
 	return nil
 }
@@ -92,7 +106,7 @@ func (l *Local) PutIfAbsent(_ context.Context, key string, data []byte) error {
 	}
 	tmp, err := l.temp(p, data)
 	if err != nil {
-		return fmt.Errorf("objstore: put %s: %w", p, err)
+		return putErr(p, err)
 	}
 	defer os.Remove(tmp)
 	err = os.Link(tmp, p)
@@ -110,11 +124,11 @@ func (l *Local) PutIfAbsent(_ context.Context, key string, data []byte) error {
 		return fmt.Errorf("%s: %w", p, ErrExists)
 	}
 	if err != nil {
-		return fmt.Errorf("objstore: put %s: %w", p, err)
+		return putErr(p, err)
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
-		return fmt.Errorf("objstore: put %s: %w", p, err)
+		return putErr(p, err)
 	}
 	return f.Close()
 }

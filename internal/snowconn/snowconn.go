@@ -254,6 +254,7 @@ const (
 	errObjectMissing        = 2003 // object does not exist or not authorized
 	errObjectMissing2       = 2043
 	errInsufficientPriv     = 3001
+	errSessionClosed        = 390111 // session no longer exists (closed)
 	errSessionGone          = 390112 // session no longer exists
 	errSessionExpired       = 390114 // authentication token has expired
 	errLockTimeout          = 625    // statement waited too long for a lock
@@ -326,7 +327,7 @@ func (c *Config) classify(err error) (kind error, detail string) {
 			return flightline.ErrNotFound, ""
 		case errInsufficientPriv:
 			return flightline.ErrPermissionDenied, ""
-		case errSessionGone, errSessionExpired, sf.ErrCodeServiceUnavailable, sf.ErrCodeFailedToConnect:
+		case errSessionClosed, errSessionGone, errSessionExpired, sf.ErrCodeServiceUnavailable, sf.ErrCodeFailedToConnect:
 			return flightline.ErrUnavailable, ""
 		case errLockTimeout, errTxnConflict:
 			return flightline.ErrConflict, ""
@@ -357,6 +358,37 @@ func (c *Config) classify(err error) (kind error, detail string) {
 		}
 	}
 	return nil, ""
+}
+
+// SessionLost reports whether err says that the session of the connection
+// that ran the statement is gone for good: closed or expired beyond the
+// driver's own renewal (390111, 390112, 390114), or refused with HTTP 401,
+// which is how the server answers a session token it does not know (a
+// session it dropped, e.g. after its idle timeout or a restart). The
+// driver neither renews such a session nor reports the connection bad, so
+// database/sql would hand the same dead connection out again: a caller
+// that sees this must close its idle connections (see DropIdle).
+func SessionLost(err error) bool {
+	var se *sf.SnowflakeError
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Number {
+	case errSessionClosed, errSessionGone, errSessionExpired:
+		return true
+	case sf.ErrFailedToPostQuery:
+		return len(se.MessageArgs) > 0 && fmt.Sprint(se.MessageArgs[0]) == "401"
+	}
+	return false
+}
+
+// DropIdle closes every idle connection of db, keeping maxIdle as its
+// limit afterwards: the next statement logs in afresh. Connections in use
+// are not touched; they come back to the pool and are dropped by the next
+// DropIdle if they are dead too.
+func DropIdle(db *sql.DB, maxIdle int) {
+	db.SetMaxIdleConns(-1) // closes the idle ones
+	db.SetMaxIdleConns(maxIdle)
 }
 
 // missingNamed turns a 390201 login error into the name of what is missing.

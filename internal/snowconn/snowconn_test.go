@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -206,4 +207,26 @@ func TestParseIdent(t *testing.T) {
 		require.ErrorIs(t, err, flightline.ErrInvalidInput, bad)
 	}
 	require.Equal(t, `"DB"."Sales"."odd ""t""."`, QuoteParts([]string{"DB", "Sales", `odd "t".`}))
+}
+
+// A session the server no longer knows: the session codes, and the HTTP
+// 401 the server answers an unknown token with (the emulator after a
+// restart; Snowflake after dropping a session). Other failures are not.
+func TestSessionLost(t *testing.T) {
+	for _, n := range []int{errSessionClosed, errSessionGone, errSessionExpired} {
+		require.True(t, SessionLost(fmt.Errorf("wrapped: %w", &sf.SnowflakeError{Number: n})), n)
+	}
+	post := func(code int) error {
+		return &sf.SnowflakeError{Number: sf.ErrFailedToPostQuery, SQLState: "08006",
+			Message: "failed to POST. HTTP: %v, URL: %v", MessageArgs: []any{code, "http://x/queries/v1/query-request"}}
+	}
+	require.True(t, SessionLost(post(401)))
+	require.False(t, SessionLost(post(503)))
+	require.False(t, SessionLost(&sf.SnowflakeError{Number: errLockTimeout}))
+	require.False(t, SessionLost(errors.New("HTTP: 401")))
+	require.False(t, SessionLost(nil))
+	// Still classified as unavailable (retried).
+	c := Config{Account: "a", User: "u"}
+	require.ErrorIs(t, c.Wrap(post(401), "q"), flightline.ErrUnavailable)
+	require.ErrorIs(t, c.Wrap(&sf.SnowflakeError{Number: errSessionClosed}, "q"), flightline.ErrUnavailable)
 }

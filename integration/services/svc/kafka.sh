@@ -21,6 +21,8 @@ SERVICES+=(kafka)
 #   FLIGHTLINE_KAFKA_SASL_BROKERS  127.0.0.1:<port>  (SASL_PLAINTEXT, PLAIN)
 #   FLIGHTLINE_KAFKA_SASL_USER / FLIGHTLINE_KAFKA_SASL_PASSWORD
 #   FLIGHTLINE_KCAT                path of kcat
+#   FLIGHTLINE_KAFKA_LIBS          the broker's classpath dir (a test that kills
+#                                  a broker starts one of its own from it)
 KAFKA_VERSION="${FLIGHTLINE_KAFKA_VERSION:-4.1.1}"
 LOG4J_VERSION=2.24.3
 SLF4J_VERSION=2.0.17
@@ -139,6 +141,7 @@ L4J
 		log "kafka: $KAFKA_VERSION ready on 127.0.0.1:$port (SASL 127.0.0.1:$sport) after $((SECONDS - t0))s"
 	fi
 	setenv FLIGHTLINE_KAFKA_BROKERS "127.0.0.1:$port"
+	setenv FLIGHTLINE_KAFKA_LIBS "$libs"
 	setenv FLIGHTLINE_KAFKA_SASL_BROKERS "127.0.0.1:$sport"
 	setenv FLIGHTLINE_KAFKA_SASL_USER "$KAFKA_SASL_USER"
 	setenv FLIGHTLINE_KAFKA_SASL_PASSWORD "$KAFKA_SASL_PASSWORD"
