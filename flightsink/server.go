@@ -38,6 +38,8 @@ type Server struct {
 	validate bool  // ValidateBatch every batch before the Writer sees it
 	maxBatch int64 // bound on what one IPC message may make the reader allocate
 	group    GroupLimits
+
+	onReceive func() // test hook: the prefetch goroutine received a message
 }
 
 // ServerOption configures a Server.
@@ -146,7 +148,7 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 	// and Release below, which run while the panic unwinds.
 	defer flighterr.Recover(s.log, func() string { return fmt.Sprintf("DoPut of pipeline %q", flighterr.Clip(pipeline)) }, &err)
 
-	pre := newPrefetch(stream, s.group.MaxBatches)
+	pre := newPrefetch(stream, 2*s.group.MaxBatches, s.onReceive)
 	defer pre.stop()
 	in := ipcguard.NewStream(pre, s.maxBatch)
 	rdr, err := flight.NewRecordReader(in, ipc.WithAllocator(s.mem))
@@ -321,7 +323,8 @@ func groupBytes(g []Batch) int64 {
 // prefetch receives a DoPut stream's messages in a goroutine of its own,
 // ahead of the commits, so the server loop can tell which batches have
 // already arrived (buffered) and commit them as a group. It holds at most
-// depth messages; they are protobuf messages, not Arrow memory, so nothing
+// depth messages (twice the group bound: one group can fill while the
+// previous one commits); they are protobuf messages, not Arrow memory, so nothing
 // is left to release when the handler returns while the goroutine still
 // waits in Recv (it ends when the stream's context does).
 type prefetch struct {
@@ -336,11 +339,14 @@ type prefetched struct {
 	err error
 }
 
-func newPrefetch(stream flight.DataStreamReader, depth int) *prefetch {
+func newPrefetch(stream flight.DataStreamReader, depth int, onReceive func()) *prefetch {
 	p := &prefetch{ch: make(chan prefetched, max(depth, 1)), done: make(chan struct{})}
 	go func() {
 		for {
 			fd, err := stream.Recv()
+			if onReceive != nil {
+				onReceive()
+			}
 			select {
 			case p.ch <- prefetched{fd, err}:
 			case <-p.done:
