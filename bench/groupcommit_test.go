@@ -3,7 +3,7 @@
 // batches. Each measurement writes the same batches to a fresh target
 // through flightsink.PipelinedGroup (the coordinator's in-process path)
 // with window in flight; rounds alternate the two modes and the table gives
-// medians. Figures and the command in bench/groupcommit.md.
+// medians. Figures and the command in docs/design.md ("Group commit").
 
 package bench
 
