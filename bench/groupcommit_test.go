@@ -69,6 +69,14 @@ func (c *countingWriter) WriteBatch(ctx context.Context, rec arrow.RecordBatch, 
 	return c.GroupWriter.WriteBatch(ctx, rec, cp)
 }
 
+// MaxGroupRows passes the sink's row bound on (flightsink.GroupRowBounder).
+func (c *countingWriter) MaxGroupRows() int64 {
+	if b, ok := c.GroupWriter.(flightsink.GroupRowBounder); ok {
+		return b.MaxGroupRows()
+	}
+	return 0
+}
+
 func (c *countingWriter) WriteBatches(ctx context.Context, b []flightsink.Batch) error {
 	c.commits.Add(1)
 	return c.GroupWriter.WriteBatches(ctx, b)

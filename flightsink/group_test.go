@@ -29,6 +29,7 @@ type gateSink struct {
 	mu      sync.Mutex
 	sizes   []int
 	first   atomic.Bool
+	rows    int64 // MaxGroupRows of its writers
 }
 
 type gateWriter struct {
@@ -67,6 +68,8 @@ func (w *gateWriter) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp [
 	w.s.record(1)
 	return w.GroupWriter.WriteBatch(ctx, rec, cp)
 }
+
+func (w *gateWriter) MaxGroupRows() int64 { return w.s.rows }
 
 func (w *gateWriter) WriteBatches(ctx context.Context, b []flightsink.Batch) error {
 	w.s.record(len(b))
@@ -142,14 +145,17 @@ func TestServerGroupsWhatHasArrived(t *testing.T) {
 
 // TestPipelinedGroupsWhatIsQueued: the in-process pipelined writer commits
 // the batches queued behind a held commit as one group, bounded by
-// MaxBatches, and acks each in order; MaxBatches 1 turns grouping off.
+// MaxBatches and by the writer's MaxGroupRows, and acks each in order;
+// MaxBatches 1 turns grouping off.
 func TestPipelinedGroupsWhatIsQueued(t *testing.T) {
 	for _, tc := range []struct {
 		max   int
+		rows  int64
 		sizes []int
-	}{{0, []int{1, 5}}, {2, []int{1, 2, 2, 1}}, {1, []int{1, 1, 1, 1, 1, 1}}} {
+	}{{0, 0, []int{1, 5}}, {2, 0, []int{1, 2, 2, 1}}, {1, 0, []int{1, 1, 1, 1, 1, 1}}, {0, 30, []int{1, 3, 2}}} {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		sink := newGateSink(t)
+		sink.rows = tc.rows
 		ctx := context.Background()
 		w, _, err := sink.Open(ctx, flightsink.Pipeline{ID: "g"})
 		require.NoError(t, err)

@@ -98,13 +98,14 @@ func (l *localPipe) run() {
 			group = append(group[:0], q)
 		}
 		// Take what is already queued, never waiting for more.
-		size := int64(util.TotalRecordSize(group[0].rec))
+		size, rows := int64(util.TotalRecordSize(group[0].rec)), group[0].rec.NumRows()
 	more:
-		for len(group) < l.lim.MaxBatches && size < l.lim.MaxBytes {
+		for !l.lim.full(l.w, len(group), size, rows) {
 			select {
 			case q := <-l.in:
 				group = append(group, q)
 				size += int64(util.TotalRecordSize(q.rec))
+				rows += q.rec.NumRows()
 			default:
 				break more
 			}

@@ -207,8 +207,8 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 	for {
 		// Take the next batch, waiting for it, then those already arrived.
 		var rerr error
-		for len(group) == 0 || (len(group) < s.group.MaxBatches && pre.buffered() > 0) {
-			if len(group) > 0 && groupBytes(group) >= s.group.MaxBytes {
+		for len(group) == 0 || pre.buffered() > 0 {
+			if len(group) > 0 && s.group.full(w, len(group), groupBytes(group), groupRows(group)) {
 				break
 			}
 			if !rdr.Next() {
@@ -309,6 +309,15 @@ func (s *Server) ListActions(_ *flight.Empty, stream flight.FlightService_ListAc
 		}
 	}
 	return nil
+}
+
+// groupRows is the number of rows of a group.
+func groupRows(g []Batch) int64 {
+	var n int64
+	for _, b := range g {
+		n += b.Rec.NumRows()
+	}
+	return n
 }
 
 // groupBytes is the size of a group's Arrow buffers.

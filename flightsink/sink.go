@@ -243,12 +243,35 @@ type GroupWriter interface {
 
 // GroupLimits bounds a group commit. A group takes the batches already
 // queued, in order, up to MaxBatches of them, and stops taking more once
-// their Arrow buffers (util.TotalRecordSize) reach MaxBytes: a group holds
-// at most MaxBytes plus one batch (itself bounded by the message size
-// limit). Values <= 0 take the defaults; MaxBatches 1 turns grouping off.
+// their Arrow buffers (util.TotalRecordSize) reach MaxBytes, or their rows
+// reach the writer's MaxGroupRows (GroupRowBounder): a group holds at most
+// that bound plus one batch (itself bounded by the message size limit).
+// Values <= 0 take the defaults; MaxBatches 1 turns grouping off.
 type GroupLimits struct {
 	MaxBatches int
 	MaxBytes   int64
+}
+
+// GroupRowBounder is implemented by GroupWriters whose commits slow down
+// past a number of rows (the Kafka sink: its producer's record buffer). A
+// group takes no more batches once its rows reach MaxGroupRows; <= 0 means
+// no bound.
+type GroupRowBounder interface {
+	MaxGroupRows() int64
+}
+
+// full reports whether a group of n batches, size bytes and rows rows
+// takes no more batches under l and w's row bound.
+func (l GroupLimits) full(w Writer, n int, size, rows int64) bool {
+	if n >= l.MaxBatches || size >= l.MaxBytes {
+		return true
+	}
+	if b, ok := w.(GroupRowBounder); ok {
+		if m := b.MaxGroupRows(); m > 0 && rows >= m {
+			return true
+		}
+	}
+	return false
 }
 
 // Defaults of GroupLimits.

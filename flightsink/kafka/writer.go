@@ -306,6 +306,12 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 	return w.write(ctx, []flightsink.Batch{{Rec: rec, CP: cp}})
 }
 
+// MaxGroupRows implements flightsink.GroupRowBounder: a group stops
+// growing once it fills the producer's record buffer (MaxBufferedRecords),
+// past which producing blocks record by record and a group commits more
+// slowly than its batches would one by one.
+func (w *writer) MaxGroupRows() int64 { return int64(w.s.cfg.maxBufRecords) }
+
 // WriteBatches implements flightsink.GroupWriter: one Kafka transaction
 // holding a record per row of every new batch of the group, in order, and
 // one checkpoint record with the group's checkpoint (flightsink.Fold). One
