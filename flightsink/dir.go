@@ -319,7 +319,7 @@ func (d *Dir) Open(_ context.Context, p Pipeline) (Writer, []byte, error) {
 		if d.testHookOpenScanned != nil {
 			d.testHookOpenScanned()
 		}
-		ok, err := w.link(nil, nil) // the epoch marker
+		ok, err := w.link(nil, nil, false) // the epoch marker
 		if err != nil {
 			return nil, nil, err
 		}
@@ -367,7 +367,7 @@ func (w *dirWriter) WriteBatch(_ context.Context, rec arrow.RecordBatch, cp []by
 		return fmt.Errorf("%w: target %q has schema %s, batch has %s", flightline.ErrSchemaMismatch, w.p.Target, w.schema, rec.Schema())
 	}
 	for {
-		ok, err := w.link(rec, cp)
+		ok, err := w.link([]arrow.RecordBatch{rec}, cp, true)
 		if err != nil {
 			return err
 		}
@@ -375,6 +375,59 @@ func (w *dirWriter) WriteBatch(_ context.Context, rec arrow.RecordBatch, cp []by
 			w.cp = Next(w.cp, cp)
 			if w.schema == nil && rec.NumRows() > 0 {
 				w.schema = stripMeta(rec.Schema())
+			}
+			return nil
+		}
+	}
+}
+
+// WriteBatches implements GroupWriter: one commit file holding the group's
+// new batches, in order, as the record batches of one Arrow IPC file, and
+// the checkpoint after the group (Fold). Zero-row batches add only their
+// checkpoint. The file is committed by the same link as a single batch's,
+// so the group is all or nothing.
+func (w *dirWriter) WriteBatches(_ context.Context, batches []Batch) error {
+	if err := CheckGroup(batches); err != nil {
+		return err
+	}
+	if w.broken != nil {
+		return w.broken
+	}
+	fresh, next, n := Fold(w.cp, batches)
+	if n == 0 {
+		return w.checkFenced() // fencing wins over replay
+	}
+	var recs []arrow.RecordBatch
+	var lastFresh arrow.RecordBatch
+	schema := w.schema
+	for i, b := range batches {
+		if !fresh[i] {
+			continue
+		}
+		lastFresh = b.Rec
+		if b.Rec.NumRows() == 0 {
+			continue
+		}
+		if schema != nil && !SameSchema(schema, b.Rec.Schema()) {
+			return fmt.Errorf("%w: target %q has schema %s, batch %d of the group has %s", flightline.ErrSchemaMismatch, w.p.Target, schema, i, b.Rec.Schema())
+		}
+		if schema == nil {
+			schema = stripMeta(b.Rec.Schema())
+		}
+		recs = append(recs, b.Rec)
+	}
+	if len(recs) == 0 {
+		recs = []arrow.RecordBatch{lastFresh} // checkpoints only, as WriteBatch commits a zero-row batch
+	}
+	for {
+		ok, err := w.link(recs, next, true)
+		if err != nil {
+			return err
+		}
+		if ok {
+			w.cp = next
+			if w.schema == nil && recs[0].NumRows() > 0 {
+				w.schema = stripMeta(recs[0].Schema())
 			}
 			return nil
 		}
@@ -434,20 +487,23 @@ func (w *dirWriter) examine(writing bool) ([]entry, error) {
 	return newer, nil
 }
 
-// link commits one file at the next sequence number. It returns false when
-// another writer took that number first (the caller retries), ErrFenced
-// when a newer epoch of the pipeline has appeared, and ErrConflict when an
-// older one committed after this writer's Open.
-func (w *dirWriter) link(rec arrow.RecordBatch, cp []byte) (bool, error) {
+// link commits one file of recs (none: an epoch marker; writing false) at
+// the next sequence number. It returns false when another writer took that
+// number first (the caller retries), ErrFenced when a newer epoch of the
+// pipeline has appeared, and ErrConflict when an older one committed after
+// this writer's Open.
+func (w *dirWriter) link(recs []arrow.RecordBatch, cp []byte, writing bool) (bool, error) {
 	w.d.mu.Lock()
 	defer w.d.mu.Unlock()
-	if _, err := w.examine(rec != nil); err != nil {
+	if _, err := w.examine(writing); err != nil {
 		return false, err
 	}
-	if rec != nil && w.schema != nil && rec.NumRows() > 0 && !SameSchema(w.schema, rec.Schema()) {
-		return false, fmt.Errorf("%w: target %q has schema %s, batch has %s", flightline.ErrSchemaMismatch, w.p.Target, w.schema, rec.Schema())
+	for _, rec := range recs {
+		if w.schema != nil && rec.NumRows() > 0 && !SameSchema(w.schema, rec.Schema()) {
+			return false, fmt.Errorf("%w: target %q has schema %s, batch has %s", flightline.ErrSchemaMismatch, w.p.Target, w.schema, rec.Schema())
+		}
 	}
-	tmp, err := w.writeTemp(rec, cp)
+	tmp, err := w.writeTemp(recs, cp)
 	if err != nil {
 		return false, err
 	}
@@ -467,7 +523,7 @@ func (w *dirWriter) link(rec arrow.RecordBatch, cp []byte) (bool, error) {
 	return true, nil
 }
 
-func (w *dirWriter) writeTemp(rec arrow.RecordBatch, cp []byte) (string, error) {
+func (w *dirWriter) writeTemp(recs []arrow.RecordBatch, cp []byte) (string, error) {
 	f, err := os.CreateTemp(w.dir, ".tmp-")
 	if err != nil {
 		return "", fmt.Errorf("%w: dir sink: %v", flightline.ErrUnavailable, err)
@@ -479,14 +535,17 @@ func (w *dirWriter) writeTemp(rec arrow.RecordBatch, cp []byte) (string, error) 
 		vals = append(vals, base64.StdEncoding.EncodeToString(cp))
 	}
 	var fields []arrow.Field
-	if rec != nil {
-		fields = rec.Schema().Fields()
+	if len(recs) > 0 {
+		fields = recs[0].Schema().Fields()
 	} else if w.schema != nil {
 		fields = w.schema.Fields()
 	}
 	schema := arrow.NewSchema(fields, ptr(arrow.NewMetadata(keys, vals)))
 	iw, err := ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(w.d.mem))
-	if err == nil && rec != nil {
+	for _, rec := range recs {
+		if err != nil {
+			break
+		}
 		r2 := array.NewRecordBatch(schema, rec.Columns(), rec.NumRows())
 		err = iw.Write(r2)
 		r2.Release()

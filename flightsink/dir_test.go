@@ -49,5 +49,6 @@ func TestDirConformance(t *testing.T) {
 		},
 		IDs:       func(t *testing.T, p flightsink.Pipeline) []int64 { return dirIDs(t, root, p.Target) },
 		Guarantee: flightsink.ExactlyOnce,
+		Group:     true,
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/util"
 
 	"github.com/flightline/flightline"
 )
@@ -31,9 +32,19 @@ type PipelinedWriter interface {
 }
 
 // Pipelined returns w as a PipelinedWriter. If w implements it, w itself is
-// returned. Otherwise a goroutine commits queued batches with WriteBatch,
-// one at a time in order, holding at most window of them.
+// returned. Otherwise a goroutine commits queued batches in order, holding
+// at most window of them: with WriteBatch one at a time, or, when w is a
+// GroupWriter and more than one batch is already queued as a commit
+// returns, in one WriteBatches call (group commit, bounded by the
+// GroupLimits defaults; see PipelinedGroup). It never waits for a group to
+// fill.
 func Pipelined(w Writer, window int) PipelinedWriter {
+	return PipelinedGroup(w, window, GroupLimits{})
+}
+
+// PipelinedGroup is Pipelined with the group commit bounded by lim
+// (lim.MaxBatches 1: no group commit).
+func PipelinedGroup(w Writer, window int, lim GroupLimits) PipelinedWriter {
 	if pw, ok := w.(PipelinedWriter); ok {
 		return pw
 	}
@@ -42,6 +53,7 @@ func Pipelined(w Writer, window int) PipelinedWriter {
 	}
 	l := &localPipe{
 		w:    w,
+		lim:  lim.Norm(),
 		in:   make(chan queued, window),
 		out:  make(chan result, window),
 		stop: make(chan struct{}),
@@ -64,6 +76,7 @@ type result struct {
 
 type localPipe struct {
 	w        Writer
+	lim      GroupLimits
 	in       chan queued
 	out      chan result
 	stop     chan struct{}
@@ -76,20 +89,44 @@ var errClosed = errors.New("flightsink: pipelined writer closed")
 func (l *localPipe) run() {
 	defer l.wg.Done()
 	broken := error(nil)
+	var group []queued
 	for {
 		select {
 		case <-l.stop:
 			return
 		case q := <-l.in:
-			r := result{cp: q.cp, err: broken}
-			if broken == nil {
-				r.err = l.commit(q)
-				broken = r.err
+			group = append(group[:0], q)
+		}
+		// Take what is already queued, never waiting for more.
+		size, rows := int64(util.TotalRecordSize(group[0].rec)), group[0].rec.NumRows()
+	more:
+		for !l.lim.full(l.w, len(group), size, rows) {
+			select {
+			case q := <-l.in:
+				group = append(group, q)
+				size += int64(util.TotalRecordSize(q.rec))
+				rows += q.rec.NumRows()
+			default:
+				break more
+			}
+		}
+		done, err := 0, broken
+		if broken == nil {
+			done, err = l.commit(group)
+			broken = err
+		}
+		for i, q := range group {
+			r := result{cp: q.cp}
+			if i >= done {
+				r.err = err
 			}
 			q.rec.Release()
 			select {
 			case l.out <- r:
 			case <-l.stop:
+				for _, q := range group[i+1:] {
+					q.rec.Release()
+				}
 				return
 			}
 		}
@@ -99,13 +136,24 @@ func (l *localPipe) run() {
 // commit turns a panic in the sink into flightline.ErrInternal rather than
 // a crash of the process that hosts other pipelines. It is not retryable:
 // the same batch would hit the same bug.
-func (l *localPipe) commit(q queued) (err error) {
+func (l *localPipe) commit(group []queued) (done int, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: sink panicked in WriteBatch: %v", flightline.ErrInternal, r)
+			done, err = 0, fmt.Errorf("%w: sink panicked in WriteBatch: %v", flightline.ErrInternal, r)
 		}
 	}()
-	return l.w.WriteBatch(q.ctx, q.rec, q.cp)
+	ctx := group[0].ctx
+	if len(group) == 1 {
+		if err := l.w.WriteBatch(ctx, group[0].rec, group[0].cp); err != nil {
+			return 0, err
+		}
+		return 1, nil
+	}
+	batches := make([]Batch, len(group))
+	for i, q := range group {
+		batches[i] = Batch{Rec: q.rec, CP: q.cp}
+	}
+	return WriteGroup(ctx, l.w, batches)
 }
 
 func (l *localPipe) Submit(ctx context.Context, rec arrow.RecordBatch, cp []byte) error {

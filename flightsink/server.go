@@ -37,6 +37,9 @@ type Server struct {
 
 	validate bool  // ValidateBatch every batch before the Writer sees it
 	maxBatch int64 // bound on what one IPC message may make the reader allocate
+	group    GroupLimits
+
+	onReceive func() // test hook: the prefetch goroutine received a message
 }
 
 // ServerOption configures a Server.
@@ -89,9 +92,20 @@ func WithMaxBatchBytes(n int64) ServerOption {
 	}
 }
 
+// WithGroupCommit bounds the groups the server hands to a GroupWriter in
+// one WriteBatches call: batches that have already arrived on the DoPut
+// stream when the previous commit returns, up to l.MaxBatches of them and
+// l.MaxBytes of Arrow buffers (defaults DefaultGroupBatches and
+// DefaultGroupBytes). l.MaxBatches == 1 turns group commit off: every
+// batch is committed alone. The server never waits for a group to fill.
+func WithGroupCommit(l GroupLimits) ServerOption {
+	return func(s *Server) { s.group = l.Norm() }
+}
+
 // NewServer returns a Flight server for sink.
 func NewServer(sink Sink, opts ...ServerOption) *Server {
-	s := &Server{sink: sink, mem: memory.DefaultAllocator, log: slog.Default(), validate: true, maxBatch: endpoint.MaxMessageSize}
+	s := &Server{sink: sink, mem: memory.DefaultAllocator, log: slog.Default(), validate: true, maxBatch: endpoint.MaxMessageSize,
+		group: GroupLimits{}.Norm()}
 	for _, o := range opts {
 		o(s)
 	}
@@ -101,6 +115,14 @@ func NewServer(sink Sink, opts ...ServerOption) *Server {
 // DoPut claims the pipeline named by the descriptor, commits every batch
 // with the checkpoint in its app_metadata, and acknowledges each commit, in
 // order, with a PutResult whose app_metadata is that checkpoint.
+//
+// Group commit: a goroutine receives the stream's messages ahead of the
+// commits (at most the group bound of them). When the Writer is a
+// GroupWriter and, once a commit returns, more than one batch has already
+// arrived, they are committed in one WriteBatches call (bounded by
+// WithGroupCommit) and then acked one by one, in order. The server never
+// waits for more batches than have arrived: at a low rate every group is a
+// batch alone. A group that fails commits nothing and acks nothing of it.
 //
 // Every message is checked before arrow-go decodes it (ipcguard.Check:
 // metadata version, body length, buffers inside the body, declared
@@ -126,7 +148,9 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 	// and Release below, which run while the panic unwinds.
 	defer flighterr.Recover(s.log, func() string { return fmt.Sprintf("DoPut of pipeline %q", flighterr.Clip(pipeline)) }, &err)
 
-	rdr, err := flightwire.NewReader(stream, s.maxBatch, ipc.WithAllocator(s.mem))
+	pre := flightwire.NewPrefetch(stream, 2*s.group.MaxBatches, s.onReceive)
+	defer pre.Stop()
+	rdr, err := flightwire.NewReader(pre, s.maxBatch, ipc.WithAllocator(s.mem))
 	if err != nil {
 		if errors.Is(err, flightwire.ErrMalformed) || errors.Is(err, ipcguard.ErrMalformed) {
 			return fmt.Errorf("%w: DoPut schema message: %v", flightline.ErrInvalidInput, err)
@@ -172,21 +196,58 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 	}
 	s.log.Debug("DoPut opened", "pipeline", flighterr.Clip(p.ID), "target", flighterr.Clip(p.Target), "schema", rdr.Schema())
 
-	for n := 0; rdr.Next(); n++ {
-		rec := rdr.RecordBatch()
-		if s.validate {
-			if err := ValidateBatch(rec); err != nil {
-				return fmt.Errorf("batch %d of pipeline %q: %w", n, flighterr.Clip(p.ID), err)
+	var group []Batch
+	defer func() {
+		for _, b := range group {
+			b.Rec.Release()
+		}
+	}()
+	n := 0 // batches received
+	for {
+		// Take the next batch, waiting for it, then those already arrived.
+		var rerr error
+		for len(group) == 0 || pre.Buffered() > 0 {
+			if len(group) > 0 && s.group.full(w, len(group), groupBytes(group), groupRows(group)) {
+				break
 			}
+			if !rdr.Next() {
+				rerr = io.EOF
+				break
+			}
+			rec := rdr.RecordBatch()
+			if s.validate {
+				if err := ValidateBatch(rec); err != nil {
+					rerr = fmt.Errorf("batch %d of pipeline %q: %w", n, flighterr.Clip(p.ID), err)
+					break
+				}
+			}
+			rec.Retain() // the reader releases it on its next Next
+			group = append(group, Batch{Rec: rec, CP: bytes.Clone(rdr.LatestAppMetadata())})
+			n++
 		}
-		cp := bytes.Clone(rdr.LatestAppMetadata())
-		start := time.Now()
-		if err := w.WriteBatch(ctx, rec, cp); err != nil {
-			return fmt.Errorf("committing batch of pipeline %q: %w", flighterr.Clip(p.ID), err)
+		if len(group) > 0 {
+			start := time.Now()
+			done, err := WriteGroup(ctx, w, group)
+			per := time.Since(start) / time.Duration(len(group))
+			for _, b := range group[:done] {
+				s.metrics.Committed("sink", p.ID, b.Rec.NumRows(), int64(util.TotalRecordSize(b.Rec)), per)
+				if err := stream.Send(&flight.PutResult{AppMetadata: b.CP}); err != nil {
+					return err // the batch is committed; the client re-reads the checkpoint
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("committing batch of pipeline %q: %w", flighterr.Clip(p.ID), err)
+			}
+			for _, b := range group {
+				b.Rec.Release()
+			}
+			group = group[:0]
 		}
-		s.metrics.Committed("sink", p.ID, rec.NumRows(), int64(util.TotalRecordSize(rec)), time.Since(start))
-		if err := stream.Send(&flight.PutResult{AppMetadata: cp}); err != nil {
-			return err // the batch is committed; the client re-reads the checkpoint
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return rerr
 		}
 	}
 	if rdr.Malformed() != nil {
@@ -247,4 +308,22 @@ func (s *Server) ListActions(_ *flight.Empty, stream flight.FlightService_ListAc
 		}
 	}
 	return nil
+}
+
+// groupRows is the number of rows of a group.
+func groupRows(g []Batch) int64 {
+	var n int64
+	for _, b := range g {
+		n += b.Rec.NumRows()
+	}
+	return n
+}
+
+// groupBytes is the size of a group's Arrow buffers.
+func groupBytes(g []Batch) int64 {
+	var n int64
+	for _, b := range g {
+		n += int64(util.TotalRecordSize(b.Rec))
+	}
+	return n
 }

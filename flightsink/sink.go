@@ -200,3 +200,146 @@ func SameSchema(want, got *arrow.Schema) bool {
 	}
 	return true
 }
+
+// Batch is one batch of a group handed to GroupWriter.WriteBatches: a
+// record batch and the checkpoint the source reached with it.
+type Batch struct {
+	Rec arrow.RecordBatch
+	CP  []byte
+}
+
+// GroupWriter is implemented by Writers that can commit several queued
+// batches in one atomic commit (group commit): one transaction, one Delta
+// commit, one Kafka transaction, one file. The DoPut server loop and
+// Pipelined use it when more than one batch is already queued; they never
+// wait for a group to fill, and they bound its size (GroupLimits).
+//
+// The contract is WriteBatch's, batch by batch, made atomic for the group:
+//
+//   - Checks run before any I/O, in WriteBatch's order, for every batch:
+//     CheckBatch, fencing (once, and it wins over replay: a fenced writer's
+//     group fails whole, replays included), replay, schema.
+//   - Replays are recognised batch by batch, as if the batches had been
+//     written one after another: batch i is a replay when Replayed(run, cp)
+//     where run starts at the stored checkpoint and becomes Next(run, cp)
+//     after every batch that is not one. A replayed batch writes nothing;
+//     a group of replays only commits nothing.
+//   - The checkpoint committed with the group is run after its last batch:
+//     with mergeable Positions, the per-key maximum of the stored one and
+//     every new batch's, so each batch's checkpoint is covered; with opaque
+//     checkpoints, the last new batch's. A later replay of any batch of the
+//     group, or of any part of it, is then recognised.
+//   - All or nothing: when WriteBatches returns nil, every batch and the
+//     group's checkpoint are durable; when it returns an error, nothing of
+//     the group is visible (the lost-commit caveat of WriteBatch applies to
+//     the group as a whole). The caller acks the batches, in order, only
+//     after it returns nil.
+//   - Ownership: WriteBatches keeps neither the batches nor their
+//     checkpoints after it returns, and does not modify the slice.
+type GroupWriter interface {
+	Writer
+	WriteBatches(ctx context.Context, batches []Batch) error
+}
+
+// GroupLimits bounds a group commit. A group takes the batches already
+// queued, in order, up to MaxBatches of them, and stops taking more once
+// their Arrow buffers (util.TotalRecordSize) reach MaxBytes, or their rows
+// reach the writer's MaxGroupRows (GroupRowBounder): a group holds at most
+// that bound plus one batch (itself bounded by the message size limit).
+// Values <= 0 take the defaults; MaxBatches 1 turns grouping off.
+type GroupLimits struct {
+	MaxBatches int
+	MaxBytes   int64
+}
+
+// GroupRowBounder is implemented by GroupWriters whose commits slow down
+// past a number of rows (the Kafka sink: its producer's record buffer). A
+// group takes no more batches once its rows reach MaxGroupRows; <= 0 means
+// no bound.
+type GroupRowBounder interface {
+	MaxGroupRows() int64
+}
+
+// full reports whether a group of n batches, size bytes and rows rows
+// takes no more batches under l and w's row bound.
+func (l GroupLimits) full(w Writer, n int, size, rows int64) bool {
+	if n >= l.MaxBatches || size >= l.MaxBytes {
+		return true
+	}
+	if b, ok := w.(GroupRowBounder); ok {
+		if m := b.MaxGroupRows(); m > 0 && rows >= m {
+			return true
+		}
+	}
+	return false
+}
+
+// Defaults of GroupLimits.
+const (
+	DefaultGroupBatches = 16
+	DefaultGroupBytes   = 64 << 20
+)
+
+// Norm returns l with the defaults filled in.
+func (l GroupLimits) Norm() GroupLimits {
+	if l.MaxBatches <= 0 {
+		l.MaxBatches = DefaultGroupBatches
+	}
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = DefaultGroupBytes
+	}
+	return l
+}
+
+// WriteGroup commits batches with w in order: in one WriteBatches call when
+// w is a GroupWriter and there is more than one batch, otherwise with one
+// WriteBatch per batch. It returns how many batches are committed (and so
+// may be acked): all of them when err is nil; with a GroupWriter, none
+// when err is not nil; with WriteBatch, those before the failing one.
+func WriteGroup(ctx context.Context, w Writer, batches []Batch) (int, error) {
+	if gw, ok := w.(GroupWriter); ok && len(batches) > 1 {
+		if err := gw.WriteBatches(ctx, batches); err != nil {
+			return 0, err
+		}
+		return len(batches), nil
+	}
+	for i, b := range batches {
+		if err := w.WriteBatch(ctx, b.Rec, b.CP); err != nil {
+			return i, err
+		}
+	}
+	return len(batches), nil
+}
+
+// CheckGroup runs CheckBatch on every batch of a group and refuses an
+// empty group. GroupWriters call it first thing in WriteBatches.
+func CheckGroup(batches []Batch) error {
+	if len(batches) == 0 {
+		return fmt.Errorf("%w: empty group", flightline.ErrInvalidInput)
+	}
+	for i, b := range batches {
+		if err := CheckBatch(b.Rec, b.CP); err != nil {
+			return fmt.Errorf("batch %d of the group: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// Fold returns which batches of a group are new on top of the stored
+// checkpoint last, and the checkpoint the group commits: the GroupWriter
+// replay rule. fresh[i] is false for a replayed batch and n counts the
+// fresh ones; next is the running checkpoint after the last batch (a new
+// slice; a clone of last when n is 0). The arguments are not kept.
+func Fold(last []byte, batches []Batch) (fresh []bool, next []byte, n int) {
+	fresh = make([]bool, len(batches))
+	run := bytes.Clone(last)
+	for i, b := range batches {
+		if Replayed(run, b.CP) {
+			continue
+		}
+		fresh[i] = true
+		n++
+		run = Next(run, b.CP)
+	}
+	return fresh, run, n
+}

@@ -55,6 +55,7 @@ func readIDs(t *testing.T, uri string, opts objstore.Options) []int64 {
 func harness(uri string, opts objstore.Options, sinkOpts ...delta.Option) sinktest.Harness {
 	return sinktest.Harness{
 		Guarantee: flightsink.ExactlyOnce,
+		Group:     true,
 		NewSink: func(t *testing.T) flightsink.Sink {
 			o := append([]delta.Option{delta.StorageOptions(opts), delta.CheckpointInterval(3)}, sinkOpts...)
 			s, err := delta.New(context.Background(), uri, o...)

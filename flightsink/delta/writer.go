@@ -41,12 +41,12 @@ func (w *writer) domainAction() *deltalog.DomainMetadata {
 	return &deltalog.DomainMetadata{Domain: w.domain, Configuration: string(b)}
 }
 
-// commitInfo is the commitInfo of a WRITE (add: the batch's file, nil for
-// an empty batch) or, with write false, of a claim. Like Spark's, its
-// operationParameters and operationMetrics are string maps (Spark reads
-// them as such in DESCRIBE HISTORY): a WRITE has numFiles, numOutputRows
-// and numOutputBytes; a claim changes no data and has none.
-func (w *writer) commitInfo(write bool, st state, cp []byte, add *deltalog.Add, rows int64) map[string]any {
+// commitInfo is the commitInfo of a WRITE (adds: the data files of the
+// commit, none for empty batches) or, with write false, of a claim. Like
+// Spark's, its operationParameters and operationMetrics are string maps
+// (Spark reads them as such in DESCRIBE HISTORY): a WRITE has numFiles,
+// numOutputRows and numOutputBytes; a claim changes no data and has none.
+func (w *writer) commitInfo(write bool, st state, cp []byte, adds []*deltalog.Add, rows int64) map[string]any {
 	fl := map[string]any{"pipeline_id": w.p.ID, "instance": st.Instance, "epoch": st.Epoch, "seq": st.Seq}
 	if cp != nil {
 		fl["checkpoint"] = map[string]string{w.p.ID: string(cp)}
@@ -54,11 +54,11 @@ func (w *writer) commitInfo(write bool, st state, cp []byte, add *deltalog.Add, 
 	op, params, metrics := "FLIGHTLINE CLAIM", map[string]string{}, map[string]string{}
 	if write {
 		op, params = "WRITE", map[string]string{"mode": "Append", "partitionBy": "[]"}
-		files, size := 0, int64(0)
-		if add != nil {
-			files, size = 1, add.Size
+		size := int64(0)
+		for _, a := range adds {
+			size += a.Size
 		}
-		metrics = map[string]string{"numFiles": strconv.Itoa(files), "numOutputRows": strconv.FormatInt(rows, 10),
+		metrics = map[string]string{"numFiles": strconv.Itoa(len(adds)), "numOutputRows": strconv.FormatInt(rows, 10),
 			"numOutputBytes": strconv.FormatInt(size, 10)}
 	}
 	return map[string]any{
@@ -80,32 +80,75 @@ func (w *writer) commitInfo(write bool, st state, cp []byte, add *deltalog.Add, 
 // checkpoint, txn actions and commitInfo. See the package documentation
 // for the conflict handling.
 func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byte) error {
+	if err := flightsink.CheckBatch(rec, cp); err != nil {
+		return err
+	}
+	return w.write(ctx, []flightsink.Batch{{Rec: rec, CP: cp}})
+}
+
+// WriteBatches implements flightsink.GroupWriter: one Delta commit holding
+// a data file per new batch of the group that has rows, and the group's
+// checkpoint (flightsink.Fold) in the instance's domain and txn actions.
+func (w *writer) WriteBatches(ctx context.Context, batches []flightsink.Batch) error {
+	if err := flightsink.CheckGroup(batches); err != nil {
+		return err
+	}
+	return w.write(ctx, batches)
+}
+
+// staged is a new batch of a commit: its storable form and Delta schema.
+type staged struct {
+	rec    arrow.RecordBatch
+	schema *deltalog.Schema
+}
+
+func (w *writer) write(ctx context.Context, batches []flightsink.Batch) error {
 	if w.closed {
 		return fmt.Errorf("%w: writer of %q is closed", flightline.ErrInvalidInput, w.p.ID)
 	}
-	if len(cp) == 0 {
-		return fmt.Errorf("%w: batch without checkpoint", flightline.ErrInvalidInput)
-	}
-	if flightsink.Replayed(w.last, cp) {
+	fresh, _, n := flightsink.Fold(w.last, batches)
+	if n == 0 {
 		// Fencing wins over replay: look for a newer claim first.
 		if err := w.checkClaims(ctx); err != nil {
 			return err
 		}
-		_, err := w.reconcile(ctx, cp)
+		_, err := w.reconcile(ctx, batches[len(batches)-1].CP)
 		return err
 	}
-	rec = parquetw.Storable(w.s.o.mem, rec, parquetw.StoredSchema(rec.Schema()))
-	defer rec.Release()
-	batch, err := deltalog.FromArrowSchema(rec.Schema())
-	if err != nil {
-		return err
+	// cp is what this commit adds: the fold of its new batches'
+	// checkpoints (their per-key maximum, or the last opaque one).
+	var cp []byte
+	var stage []staged
+	defer func() {
+		for _, st := range stage {
+			st.rec.Release()
+		}
+	}()
+	for i, b := range batches {
+		if !fresh[i] {
+			continue
+		}
+		cp = flightsink.Next(cp, b.CP)
+		rec := parquetw.Storable(w.s.o.mem, b.Rec, parquetw.StoredSchema(b.Rec.Schema()))
+		stage = append(stage, staged{rec: rec})
+		schema, err := deltalog.FromArrowSchema(rec.Schema())
+		if err != nil {
+			return err
+		}
+		if _, err := w.schemaFor(w.snap, schema, rec); err != nil {
+			return err
+		}
+		stage[len(stage)-1].schema = schema
 	}
-	if _, err := w.schemaFor(w.snap, batch, rec); err != nil {
-		return err
-	}
-	var add *deltalog.Add
-	if rec.NumRows() > 0 {
-		data, st, err := parquetw.Bytes(rec, append([]parquetw.Option{parquetw.Allocator(w.s.o.mem)}, w.s.o.pqOptions...)...)
+	var adds []*deltalog.Add
+	var rows int64
+	for _, st := range stage {
+		rec := st.rec
+		rows += rec.NumRows()
+		if rec.NumRows() == 0 {
+			continue
+		}
+		data, pst, err := parquetw.Bytes(rec, append([]parquetw.Option{parquetw.Allocator(w.s.o.mem)}, w.s.o.pqOptions...)...)
 		if err != nil {
 			return fmt.Errorf("%w: %v", flightline.ErrInvalidInput, err)
 		}
@@ -113,15 +156,15 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 		if err := w.t.Store().Put(ctx, path, data); err != nil {
 			return fmt.Errorf("delta sink %s: write data file: %w", w.t.URL(), err)
 		}
-		add = &deltalog.Add{Path: path, PartitionValues: deltalog.NullStrMap{}, Size: int64(len(data)),
-			ModificationTime: time.Now().UnixMilli(), DataChange: true, Stats: deltalog.StatsJSON(st)}
+		adds = append(adds, &deltalog.Add{Path: path, PartitionValues: deltalog.NullStrMap{}, Size: int64(len(data)),
+			ModificationTime: time.Now().UnixMilli(), DataChange: true, Stats: deltalog.StatsJSON(pst)})
 	}
 	for attempt := 0; ; attempt++ {
 		if err := w.checkClaims(ctx); err != nil {
 			return err
 		}
 		next := w.nextState(cp)
-		acts, err := w.actions(w.snap, next, batch, rec, add, cp)
+		acts, err := w.actions(w.snap, next, stage, adds, rows, cp)
 		if err != nil {
 			return err
 		}
@@ -236,14 +279,29 @@ func (w *writer) committed(st state) {
 	}
 }
 
-// actions builds the commit against snap (rebuilt on every attempt: a
-// concurrent writer may have created the table or changed its schema).
-func (w *writer) actions(snap *deltalog.Snapshot, next state, batch *deltalog.Schema, rec arrow.RecordBatch, add *deltalog.Add, cp []byte) ([]deltalog.Action, error) {
-	schema, err := w.schemaFor(snap, batch, rec)
-	if err != nil {
-		return nil, err
+// actions builds the commit of the staged batches against snap (rebuilt
+// on every attempt: a concurrent writer may have created the table or
+// changed its schema).
+func (w *writer) actions(snap *deltalog.Snapshot, next state, stage []staged, adds []*deltalog.Add, rows int64, cp []byte) ([]deltalog.Action, error) {
+	// Every batch is checked in order against the schema the batches
+	// before it leave (a new table takes the first batch's; with
+	// SchemaEvolution a later batch may add columns on top); the commit
+	// leaves the last one. The view is a shallow copy read by schemaFor.
+	var schema *deltalog.Schema
+	cur := snap
+	for i, st := range stage {
+		sc, err := w.schemaFor(cur, st.schema, st.rec)
+		if err != nil {
+			return nil, err
+		}
+		schema = sc
+		if i+1 < len(stage) && (cur.Version < 0 || sc != cur.Schema) {
+			view := *cur
+			view.Schema, view.Version = sc, max(view.Version, 0)
+			cur = &view
+		}
 	}
-	acts := []deltalog.Action{{CommitInfo: w.commitInfo(true, next, cp, add, rec.NumRows())}}
+	acts := []deltalog.Action{{CommitInfo: w.commitInfo(true, next, cp, adds, rows)}}
 	now := time.Now().UnixMilli()
 	// The metadata this commit leaves the table with: new, evolved or the
 	// table's own. The protocol must support every feature it uses, and
@@ -270,7 +328,7 @@ func (w *writer) actions(snap *deltalog.Snapshot, next state, batch *deltalog.Sc
 	if md != nil {
 		acts = append(acts, deltalog.Action{MetaData: md})
 	}
-	if add != nil {
+	for _, add := range adds {
 		acts = append(acts, deltalog.Action{Add: add})
 	}
 	acts = append(acts, deltalog.Action{Txn: &deltalog.Txn{AppID: TxnAppID(w.p.ID, w.st.Instance), Version: next.Seq, LastUpdated: &now}})

@@ -114,9 +114,11 @@ func TransactionTimeout(d time.Duration) Option {
 	return func(c *config) error { c.txnTimeout = d; return nil }
 }
 
-// BatchTimeout bounds one WriteBatch (produce, flush and commit); past it
-// the transaction is aborted and WriteBatch fails with
-// flightline.ErrUnavailable. Default 30s.
+// BatchTimeout bounds one commit, a WriteBatch or a group's WriteBatches
+// (produce, flush and commit); past it the transaction is aborted and the
+// call fails with flightline.ErrUnavailable. Default 30s. A group is
+// bounded by the server's GroupLimits (64 MiB of Arrow buffers by
+// default), so it stays within the same order of time as a large batch.
 func BatchTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {

@@ -167,6 +167,7 @@ func TestIntegrationConformance(t *testing.T) {
 		},
 		Guarantee: flightsink.ExactlyOnce,
 		Batch:     batch,
+		Group:     true,
 	})
 }
 

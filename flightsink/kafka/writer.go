@@ -173,22 +173,11 @@ func fieldNames(sc *arrow.Schema) []string {
 	return out
 }
 
-// build fills w.recs with one record per row, checking every row against
-// the topic's limits before anything is produced.
-func (w *writer) build(rec arrow.RecordBatch, c columns) ([]kgo.Record, error) {
+// fill fills recs (one per row of rec) and the headers they use from hdrs
+// (as many as rec's headers column holds), checking every row against the
+// topic's limits before anything is produced.
+func (w *writer) fill(rec arrow.RecordBatch, c columns, recs []kgo.Record, hdrs []kgo.RecordHeader) error {
 	n := int(rec.NumRows())
-	if cap(w.recs) < n+1 {
-		w.recs = make([]kgo.Record, n+1)
-	}
-	recs := w.recs[:n+1]
-	nh := 0
-	if c.hdrs != nil {
-		nh = c.hdrKey.(arrow.Array).Len()
-	}
-	if cap(w.hdrs) < nh {
-		w.hdrs = make([]kgo.RecordHeader, nh)
-	}
-	hdrs := w.hdrs[:nh]
 	limit := int(w.maxBytes)
 	for i := range n {
 		r := &recs[i]
@@ -223,37 +212,49 @@ func (w *writer) build(rec arrow.RecordBatch, c columns) ([]kgo.Record, error) {
 		}
 		if c.partition != nil {
 			if c.partition.IsNull(i) {
-				return nil, fmt.Errorf("%w: kafka sink: row %d: null in partition column %q", flightline.ErrInvalidInput, i, w.s.cfg.partitionCol)
+				return fmt.Errorf("%w: kafka sink: row %d: null in partition column %q", flightline.ErrInvalidInput, i, w.s.cfg.partitionCol)
 			}
 			p := c.partition.Value(i)
 			if p < 0 || p >= w.parts {
-				return nil, fmt.Errorf("%w: kafka sink: row %d: partition %d does not exist (topic %q has %d partitions)",
+				return fmt.Errorf("%w: kafka sink: row %d: partition %d does not exist (topic %q has %d partitions)",
 					flightline.ErrInvalidInput, i, p, w.topic, w.parts)
 			}
 			r.Partition = p
 		}
 		if size > limit {
-			return nil, fmt.Errorf("%w: kafka sink: row %d: record of %d bytes exceeds max.message.bytes=%d of topic %q; nothing of the batch was produced",
+			return fmt.Errorf("%w: kafka sink: row %d: record of %d bytes exceeds max.message.bytes=%d of topic %q; nothing of the batch was produced",
 				flightline.ErrInvalidInput, i, size, limit, w.topic)
 		}
 	}
-	return recs, nil
+	return nil
 }
 
-// inflight tracks the promises of one transaction. The batch is retained
-// until the last promise fired, so no record outlives the buffers it
-// aliases even when an abort gives up waiting.
+// headerCount is how many headers the headers column of rec holds.
+func headerCount(c columns) int {
+	if c.hdrs == nil {
+		return 0
+	}
+	return c.hdrKey.(arrow.Array).Len()
+}
+
+// inflight tracks the promises of one transaction. Its batches are
+// retained until the last promise fired, so no record outlives the buffers
+// it aliases even when an abort gives up waiting.
 type inflight struct {
 	pending atomic.Int64
-	rec     arrow.RecordBatch
+	batches []arrow.RecordBatch
 	recs    []kgo.Record
+	starts  []int // index in recs of each batch's first record
+	group   []int // index in the group of each batch
 	mu      sync.Mutex
 	err     error
 }
 
 func (b *inflight) done() {
 	if b.pending.Add(-1) == 0 {
-		b.rec.Release()
+		for _, r := range b.batches {
+			r.Release()
+		}
 	}
 }
 
@@ -268,7 +269,8 @@ func (b *inflight) promise(r *kgo.Record, err error) {
 	b.done()
 }
 
-// describe names the row of a failed record.
+// describe names the row (and, in a group of several, the batch) of a
+// failed record.
 func (b *inflight) describe(r *kgo.Record, err error) error {
 	for i := range b.recs {
 		if &b.recs[i] != r {
@@ -277,10 +279,18 @@ func (b *inflight) describe(r *kgo.Record, err error) error {
 		if i == len(b.recs)-1 {
 			return fmt.Errorf("checkpoint record to %s/%d: %w", r.Topic, r.Partition, err)
 		}
-		if errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) {
-			return fmt.Errorf("%w: row %d: record rejected as too large for topic %q: %w", flightline.ErrInvalidInput, i, r.Topic, err)
+		k := 0
+		for k+1 < len(b.starts) && b.starts[k+1] <= i {
+			k++
 		}
-		return fmt.Errorf("row %d to %s/%d: %w", i, r.Topic, r.Partition, err)
+		row, where := i-b.starts[k], ""
+		if len(b.starts) > 1 {
+			where = fmt.Sprintf(" of batch %d of the group", b.group[k])
+		}
+		if errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) {
+			return fmt.Errorf("%w: row %d%s: record rejected as too large for topic %q: %w", flightline.ErrInvalidInput, row, where, r.Topic, err)
+		}
+		return fmt.Errorf("row %d%s to %s/%d: %w", row, where, r.Topic, r.Partition, err)
 	}
 	return err
 }
@@ -293,31 +303,80 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 	if err := flightsink.CheckBatch(rec, cp); err != nil {
 		return err
 	}
+	return w.write(ctx, []flightsink.Batch{{Rec: rec, CP: cp}})
+}
+
+// MaxGroupRows implements flightsink.GroupRowBounder: a group stops
+// growing once it fills the producer's record buffer (MaxBufferedRecords),
+// past which producing blocks record by record and a group commits more
+// slowly than its batches would one by one.
+func (w *writer) MaxGroupRows() int64 { return int64(w.s.cfg.maxBufRecords) }
+
+// WriteBatches implements flightsink.GroupWriter: one Kafka transaction
+// holding a record per row of every new batch of the group, in order, and
+// one checkpoint record with the group's checkpoint (flightsink.Fold). One
+// EndTransaction commits the group.
+func (w *writer) WriteBatches(ctx context.Context, batches []flightsink.Batch) error {
+	if err := flightsink.CheckGroup(batches); err != nil {
+		return err
+	}
+	return w.write(ctx, batches)
+}
+
+func (w *writer) write(ctx context.Context, batches []flightsink.Batch) error {
 	switch {
 	case w.closed:
 		return fmt.Errorf("%w: writer of %q is closed", flightline.ErrInvalidInput, w.p.ID)
 	case w.broken != nil:
 		return w.broken
 	}
-	var recs []kgo.Record
-	if flightsink.Replayed(w.last, cp) {
-		// Fencing wins over replay: a transaction holding only the
-		// unchanged checkpoint record writes nothing new, and fails if a
-		// newer writer has fenced this one.
-		if cap(w.recs) < 1 {
-			w.recs = make([]kgo.Record, 1)
+	fresh, next, _ := flightsink.Fold(w.last, batches)
+	// Check every new batch and size the transaction before any I/O.
+	cols := make([]columns, len(batches))
+	rows, nh := 0, 0
+	for i, b := range batches {
+		if !fresh[i] {
+			continue
 		}
-		recs = w.recs[:1]
-	} else {
-		c, err := w.columns(rec)
+		c, err := w.columns(b.Rec)
 		if err != nil {
+			if len(batches) > 1 {
+				return fmt.Errorf("batch %d of the group: %w", i, err)
+			}
 			return err
 		}
-		if recs, err = w.build(rec, c); err != nil {
-			return err
-		}
+		cols[i] = c
+		rows += int(b.Rec.NumRows())
+		nh += headerCount(c)
 	}
-	next := flightsink.Next(w.last, cp) // merged Positions; a copy either way
+	// A group of replays only is a transaction holding only the unchanged
+	// checkpoint record: it writes nothing new, and fails if a newer writer
+	// has fenced this one (fencing wins over replay).
+	if cap(w.recs) < rows+1 {
+		w.recs = make([]kgo.Record, rows+1)
+	}
+	if cap(w.hdrs) < nh {
+		w.hdrs = make([]kgo.RecordHeader, nh)
+	}
+	recs, hdrs := w.recs[:rows+1], w.hdrs[:nh]
+	b := &inflight{recs: recs}
+	at, ah := 0, 0
+	for i, bt := range batches {
+		if !fresh[i] {
+			continue
+		}
+		n, h := int(bt.Rec.NumRows()), headerCount(cols[i])
+		if err := w.fill(bt.Rec, cols[i], recs[at:at+n], hdrs[ah:ah+h]); err != nil {
+			if len(batches) > 1 {
+				return fmt.Errorf("batch %d of the group: %w", i, err)
+			}
+			return err
+		}
+		b.batches = append(b.batches, bt.Rec)
+		b.starts = append(b.starts, at)
+		b.group = append(b.group, i)
+		at, ah = at+n, ah+h
+	}
 	cpr := &recs[len(recs)-1]
 	*cpr = kgo.Record{Topic: w.s.cfg.cpTopic, Partition: -1, Key: CheckpointKey(w.p), Value: next,
 		Headers: []kgo.RecordHeader{{Key: HeaderTarget, Value: []byte(w.topic)}}}
@@ -329,8 +388,9 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 	if err := w.cl.BeginTransaction(); err != nil {
 		return w.fail(parent, fmt.Errorf("begin transaction: %w", err))
 	}
-	rec.Retain()
-	b := &inflight{rec: rec, recs: recs}
+	for _, r := range b.batches {
+		r.Retain()
+	}
 	b.pending.Store(int64(len(recs)) + 1) // +1: this call's own reference
 	for i := range recs {
 		w.cl.Produce(ctx, &recs[i], b.promise)

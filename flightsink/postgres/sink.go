@@ -332,8 +332,25 @@ type writer struct {
 // create or check the table, COPY the rows in binary, update the
 // checkpoint, commit.
 func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byte) error {
+	if err := flightsink.CheckBatch(rec, cp); err != nil {
+		return err
+	}
+	return w.write(ctx, []flightsink.Batch{{Rec: rec, CP: cp}})
+}
+
+// WriteBatches implements flightsink.GroupWriter: the transaction of
+// WriteBatch holding every new batch of the group (one COPY each) and the
+// group's checkpoint (flightsink.Fold), committed once.
+func (w *writer) WriteBatches(ctx context.Context, batches []flightsink.Batch) error {
+	if err := flightsink.CheckGroup(batches); err != nil {
+		return err
+	}
+	return w.write(ctx, batches)
+}
+
+func (w *writer) write(ctx context.Context, batches []flightsink.Batch) error {
 	for attempt := 0; ; attempt++ {
-		err := w.writeOnce(ctx, rec, cp)
+		err := w.writeOnce(ctx, batches)
 		// Pipelines creating one table at once: the loser's transaction
 		// rolled back; the table exists now, so the batch goes in again.
 		if !errors.Is(err, errCreateRace) || attempt >= 3 {
@@ -345,16 +362,15 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 // errCreateRace marks a CREATE TABLE that lost to a concurrent one.
 var errCreateRace = errors.New("postgres sink: table created concurrently")
 
-func (w *writer) writeOnce(ctx context.Context, rec arrow.RecordBatch, cp []byte) error {
+func (w *writer) writeOnce(ctx context.Context, batches []flightsink.Batch) error {
 	s := w.s
 	if w.closed {
 		return fmt.Errorf("%w: writer of %q is closed", flightline.ErrInvalidInput, w.p.ID)
 	}
-	if err := flightsink.CheckBatch(rec, cp); err != nil {
-		return err
-	}
-	if err := checkFields(rec.Schema()); err != nil {
-		return err
+	for _, b := range batches {
+		if err := checkFields(b.Rec.Schema()); err != nil {
+			return err
+		}
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -362,7 +378,7 @@ func (w *writer) writeOnce(ctx context.Context, rec arrow.RecordBatch, cp []byte
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
 
-	last, replay, err := s.ck.Lock(ctx, pgxConn{tx}, w.p.ID, w.key, w.epoch, cp)
+	last, _, err := s.ck.Lock(ctx, pgxConn{tx}, w.p.ID, w.key, w.epoch, batches[0].CP)
 	if errors.Is(err, flightline.ErrFenced) {
 		s.log.Warn("postgres sink: fenced writer refused", "pipeline", w.p.ID, "target", w.key, "err", err)
 		return err
@@ -370,8 +386,9 @@ func (w *writer) writeOnce(ctx context.Context, rec arrow.RecordBatch, cp []byte
 	if err != nil {
 		return s.wrap(err, "postgres sink %s: lock checkpoint of %q", s.server, w.p.ID)
 	}
-	if replay {
-		return nil
+	fresh, next, n := flightsink.Fold(last, batches)
+	if n == 0 {
+		return nil // every batch is a replay
 	}
 	committed := false
 	defer func() {
@@ -379,10 +396,17 @@ func (w *writer) writeOnce(ctx context.Context, rec arrow.RecordBatch, cp []byte
 			w.verified, w.created = nil, false
 		}
 	}()
-	if err := w.prepare(ctx, tx, rec); err != nil {
-		return err
-	}
-	if rec.NumRows() > 0 {
+	for i, b := range batches {
+		if !fresh[i] {
+			continue
+		}
+		rec := b.Rec
+		if err := w.prepare(ctx, tx, rec); err != nil {
+			return err
+		}
+		if rec.NumRows() == 0 {
+			continue
+		}
 		enc, err := pgarrow.NewRowEncoder(rec, w.colOIDs)
 		if err != nil {
 			return err
@@ -400,7 +424,7 @@ func (w *writer) writeOnce(ctx context.Context, rec arrow.RecordBatch, cp []byte
 			return s.wrap(err, "postgres sink %s: COPY into %s", s.server, w.target.Sanitize())
 		}
 	}
-	if err := s.ck.Advance(ctx, pgxConn{tx}, w.p.ID, w.key, w.epoch, last, cp); err != nil {
+	if err := s.ck.Advance(ctx, pgxConn{tx}, w.p.ID, w.key, w.epoch, last, next); err != nil {
 		if errors.Is(err, flightline.ErrFenced) {
 			return err
 		}

@@ -58,6 +58,7 @@ func TestIntegrationConformance(t *testing.T) {
 		NewSink:   func(t *testing.T) flightsink.Sink { return newSink(t, dsn) },
 		IDs:       func(t *testing.T, p flightsink.Pipeline) []int64 { return ids(t, c, p.Target) },
 		Guarantee: flightsink.ExactlyOnce,
+		Group:     true,
 	})
 }
 

@@ -65,6 +65,13 @@ type Harness struct {
 	// keeps its own, foreign, batch.
 	Batch func(mem memory.Allocator, from, to int64) arrow.RecordBatch
 
+	// Group says the sink's writers implement flightsink.GroupWriter: the
+	// suite then requires it of the writers Open returns in-process and
+	// runs the group-commit checks, in-process with WriteBatches and over
+	// Flight with several batches in flight in one DoPut stream (which the
+	// server commits as groups of what has arrived).
+	Group bool
+
 	// remote is set by Run for the pass through Flight, where a Writer
 	// claims the pipeline with its first batch (the DoPut stream starts
 	// with the schema), not in Open; resume_after keeps that safe.
@@ -116,6 +123,17 @@ func run(t *testing.T, h Harness) {
 		t.Run("NewestClaimWinsOnFreshTarget", func(t *testing.T) { testFreshClaimedTwice(t, h) })
 		t.Run("CheckpointDoesNotFence", func(t *testing.T) { testCheckpointNoFence(t, h) })
 		t.Run("MergeablePositions", func(t *testing.T) { testMergeable(t, h) })
+		if h.Group {
+			t.Run("GroupCommit", func(t *testing.T) { testGroupCommit(t, h) })
+			t.Run("CrashBetweenGroupCommitAndAcks", func(t *testing.T) { testGroupCrashBeforeAcks(t, h) })
+			t.Run("GroupPartReplayed", func(t *testing.T) { testGroupPartReplayed(t, h) })
+			t.Run("GroupFenced", func(t *testing.T) { testGroupFenced(t, h) })
+			if !h.remote {
+				// Over Flight a batch of another schema cannot join the
+				// stream; in-process the group must fail whole.
+				t.Run("GroupAllOrNothing", func(t *testing.T) { testGroupAtomic(t, h) })
+			}
+		}
 	}
 	if h.Guarantee == flightsink.AtLeastOnce {
 		// The exactly-once checks above rest on a stored checkpoint. An
@@ -566,4 +584,204 @@ func testNoCheckpoint(t *testing.T, h Harness) {
 	require.Nil(t, cp)
 	require.NoError(t, w.Close(e.ctx))
 	require.Equal(t, seq(0, 5), sorted(h.IDs(t, e.p)))
+}
+
+// span is a batch of ids [from, to) with checkpoint cp (CP(to) when nil).
+type span struct {
+	from, to int64
+	cp       []byte
+}
+
+// group commits the spans as one group: in-process with
+// flightsink.WriteGroup (WriteBatches, the harness having checked the
+// writer is a GroupWriter), over Flight by submitting them all to the
+// DoPut stream before reading any ack, so the server finds them queued.
+// It returns the first error.
+func (e *env) group(w flightsink.Writer, spans ...span) error {
+	batches := make([]flightsink.Batch, len(spans))
+	for i, sp := range spans {
+		cp := sp.cp
+		if cp == nil {
+			cp = CP(sp.to)
+		}
+		batches[i] = flightsink.Batch{Rec: e.batch(sp.from, sp.to), CP: cp}
+	}
+	defer func() {
+		for _, b := range batches {
+			b.Rec.Release()
+		}
+	}()
+	pw, ok := w.(flightsink.PipelinedWriter)
+	if !e.h.remote || !ok {
+		if e.h.Group && !e.h.remote {
+			_, ok := w.(flightsink.GroupWriter)
+			require.True(e.t, ok, "the harness says the sink commits groups: its writer must implement flightsink.GroupWriter")
+		}
+		_, err := flightsink.WriteGroup(e.ctx, w, batches)
+		return err
+	}
+	sent := 0
+	for _, b := range batches {
+		err := pw.Submit(e.ctx, b.Rec, b.CP)
+		if errors.Is(err, flightsink.ErrWriterBroken) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		sent++
+	}
+	if sent == 0 {
+		_, err := pw.Ack(e.ctx)
+		return err
+	}
+	for i := range sent {
+		got, err := pw.Ack(e.ctx)
+		if err != nil {
+			return err
+		}
+		if string(got) != string(batches[i].CP) {
+			return fmt.Errorf("ack %d carries checkpoint %q, want %q (acks out of order)", i, got, batches[i].CP)
+		}
+	}
+	return nil
+}
+
+func (e *env) checkpoint() []byte {
+	cp, err := e.h.NewSink(e.t).Checkpoint(e.ctx, e.p)
+	require.NoError(e.t, err)
+	return cp
+}
+
+// testGroupCommit: a group commits every batch, and the checkpoint covers
+// the last (and so every) batch of it.
+func testGroupCommit(t *testing.T, h Harness) {
+	e := setup(t, h)
+	w, _ := e.open(h.NewSink(t))
+	require.NoError(t, e.write(w, 0, 5))
+	require.NoError(t, e.group(w, span{from: 5, to: 10}, span{from: 10, to: 20}, span{from: 20, to: 21}, span{from: 21, to: 30}))
+	require.NoError(t, e.group(w, span{from: 30, to: 31})) // a group of one
+	require.NoError(t, w.Close(e.ctx))
+	require.Equal(t, string(CP(31)), string(e.checkpoint()))
+	require.Equal(t, seq(0, 31), sorted(h.IDs(t, e.p)))
+}
+
+// testGroupCrashBeforeAcks: the group's commit returned, the process dies
+// before any ack leaves (Close is never called). The client resends every
+// batch of the group, alone and as a group: each is recognised as a
+// replay, nothing is doubled, and the pipeline goes on.
+func testGroupCrashBeforeAcks(t *testing.T, h Harness) {
+	e := setup(t, h)
+	w, _ := e.open(h.NewSink(t))
+	spans := []span{{from: 0, to: 10}, {from: 10, to: 20}, {from: 20, to: 30}}
+	require.NoError(t, e.group(w, spans...))
+	// Crash: no ack reached the client, which resends from its last ack.
+	w2, cp := e.open(h.NewSink(t))
+	require.Equal(t, string(CP(30)), string(cp), "the group's checkpoint covers its last batch")
+	for _, sp := range spans {
+		require.NoErrorf(t, e.write(w2, sp.from, sp.to), "batch [%d, %d) of the committed group again", sp.from, sp.to)
+	}
+	require.NoError(t, e.group(w2, spans...), "the committed group again, as a group")
+	require.NoError(t, e.group(w2, span{from: 30, to: 35}, span{from: 35, to: 40}))
+	require.NoError(t, w2.Close(e.ctx))
+	_ = w.Close(e.ctx)
+	require.Equal(t, string(CP(40)), string(e.checkpoint()))
+	require.Equal(t, seq(0, 40), sorted(h.IDs(t, e.p)), "nothing doubled")
+}
+
+// testGroupPartReplayed: a group whose first batches were committed before
+// (by an earlier group whose acks were lost) writes only the rest; with
+// mergeable Positions a replay may sit between new batches, and the
+// group's checkpoint is the per-key maximum of all of them.
+func testGroupPartReplayed(t *testing.T, h Harness) {
+	e := setup(t, h)
+	pos := func(kv ...any) []byte {
+		p := checkpoint.Positions{}
+		for i := 0; i < len(kv); i += 2 {
+			p[kv[i].(string)] = int64(kv[i+1].(int))
+		}
+		return p.Encode()
+	}
+	w, _ := e.open(h.NewSink(t))
+	require.NoError(t, e.group(w, span{from: 0, to: 10}, span{from: 10, to: 20}))
+	require.NoError(t, w.Close(e.ctx))
+	w, cp := e.open(h.NewSink(t)) // a restarted client resends from before the group
+	require.Equal(t, string(CP(20)), string(cp))
+	require.NoError(t, e.group(w, span{from: 0, to: 10}, span{from: 10, to: 20}, span{from: 20, to: 30}, span{from: 30, to: 40}))
+	require.NoError(t, w.Close(e.ctx))
+	require.Equal(t, string(CP(40)), string(e.checkpoint()))
+	require.Equal(t, seq(0, 40), sorted(h.IDs(t, e.p)))
+
+	// Two keys: the replay of key a's batch between two new batches of
+	// key b writes nothing, and the group commits both keys' maximum.
+	e.p.Target += "_m"
+	e.p.ID += "_m"
+	w, _ = e.open(h.NewSink(t))
+	require.NoError(t, e.writeCP(w, 0, 100, pos("a", 100)))
+	require.NoError(t, w.Close(e.ctx))
+	w, _ = e.open(h.NewSink(t))
+	require.NoError(t, e.group(w,
+		span{from: 1000, to: 1010, cp: pos("b", 10)},
+		span{from: 0, to: 100, cp: pos("a", 100)}, // covered: a replay
+		span{from: 1010, to: 1020, cp: pos("b", 20)},
+		span{from: 1000, to: 1010, cp: pos("b", 10)}, // covered by the group's own first batch
+	))
+	require.NoError(t, w.Close(e.ctx))
+	require.Equal(t, string(pos("a", 100, "b", 20)), string(e.checkpoint()))
+	require.Equal(t, append(seq(0, 100), seq(1000, 1020)...), sorted(h.IDs(t, e.p)))
+}
+
+// testGroupFenced: fencing wins over replay in a group too. A fenced
+// writer's group fails, whether it holds new batches, replays or both, and
+// writes nothing.
+func testGroupFenced(t *testing.T, h Harness) {
+	e := setup(t, h)
+	old, _ := e.open(h.NewSink(t))
+	require.NoError(t, e.group(old, span{from: 0, to: 5}, span{from: 5, to: 8}))
+	newer, cp := e.open(h.NewSink(t))
+	require.Equal(t, string(CP(8)), string(cp))
+	require.NoError(t, e.write(newer, 8, 10)) // over Flight, the claim rides on the first batch
+	requireFenced(t, e.group(old, span{from: 0, to: 5}, span{from: 5, to: 8}), "a fenced writer's group of replays")
+	_ = old.Close(e.ctx)
+	old, _ = e.open(h.NewSink(t)) // this one is fenced in turn by the next claim
+	require.NoError(t, e.write(old, 10, 11))
+	newer2, _ := e.open(h.NewSink(t))
+	require.NoError(t, e.write(newer2, 11, 12))
+	requireFenced(t, e.group(old, span{from: 10, to: 11}, span{from: 100, to: 110}, span{from: 110, to: 120}), "a fenced writer's group of a replay and new batches")
+	_ = old.Close(e.ctx)
+	_ = newer.Close(e.ctx)
+	require.NoError(t, e.group(newer2, span{from: 12, to: 15}, span{from: 15, to: 20}))
+	require.NoError(t, newer2.Close(e.ctx))
+	require.Equal(t, string(CP(20)), string(e.checkpoint()))
+	require.Equal(t, seq(0, 20), sorted(h.IDs(t, e.p)))
+}
+
+// testGroupAtomic: a group with a batch the sink refuses commits nothing,
+// not even the good batches before it, and the checkpoint stays.
+func testGroupAtomic(t *testing.T, h Harness) {
+	e := setup(t, h)
+	w, _ := e.open(h.NewSink(t))
+	require.NoError(t, e.write(w, 0, 5))
+	gw, ok := w.(flightsink.GroupWriter)
+	require.True(t, ok, "the harness says the sink commits groups: its writer must implement flightsink.GroupWriter")
+
+	other := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.BinaryTypes.String},
+		{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(e.mem, other)
+	b.Field(0).(*array.StringBuilder).AppendValues([]string{"x", "y"}, nil)
+	b.Field(1).(*array.StringBuilder).AppendValues([]string{"a", "b"}, nil)
+	bad := b.NewRecordBatch()
+	b.Release()
+	good := e.batch(5, 10)
+	err := gw.WriteBatches(e.ctx, []flightsink.Batch{{Rec: good, CP: CP(10)}, {Rec: bad, CP: CP(100)}})
+	good.Release()
+	bad.Release()
+	require.Truef(t, errors.Is(err, flightline.ErrSchemaMismatch), "want ErrSchemaMismatch, got %v", err)
+	err = gw.WriteBatches(e.ctx, nil)
+	require.Truef(t, errors.Is(err, flightline.ErrInvalidInput), "an empty group: want ErrInvalidInput, got %v", err)
+	_ = w.Close(e.ctx)
+	require.Equal(t, string(CP(5)), string(e.checkpoint()), "a failed group must not move the checkpoint")
+	require.Equal(t, seq(0, 5), sorted(h.IDs(t, e.p)), "a failed group must write nothing")
 }

@@ -90,6 +90,9 @@ type service struct {
 	recs []arrow.RecordBatch
 	opts []ipc.Option
 	zero bool // both ends must be zero-copy
+	// prefetch: DoPut reads through a Prefetch; with readOne it returns
+	// after the first batch, leaving what was prefetched unread.
+	prefetch, readOne bool
 }
 
 func (s *service) DoGet(_ *flight.Ticket, st flight.FlightService_DoGetServer) error {
@@ -107,7 +110,13 @@ func (s *service) DoGet(_ *flight.Ticket, st flight.FlightService_DoGetServer) e
 }
 
 func (s *service) DoPut(st flight.FlightService_DoPutServer) error {
-	r, err := flightwire.NewReader(st, 1<<30, ipc.WithAllocator(s.mem))
+	var in flightwire.RecvStream = st
+	if s.prefetch {
+		pre := flightwire.NewPrefetch(st, 8, nil)
+		defer pre.Stop()
+		in = pre
+	}
+	r, err := flightwire.NewReader(in, 1<<30, ipc.WithAllocator(s.mem))
 	if err != nil {
 		return err
 	}
@@ -125,6 +134,9 @@ func (s *service) DoPut(st flight.FlightService_DoPutServer) error {
 		}
 		if err := st.Send(&flight.PutResult{AppMetadata: bytes.Clone(r.LatestAppMetadata())}); err != nil {
 			return err
+		}
+		if s.readOne {
+			return nil
 		}
 	}
 	if err := r.Err(); err != nil {
@@ -185,13 +197,16 @@ func TestRoundTrip(t *testing.T) {
 	for _, zero := range []bool{true, false} {
 		for _, comp := range []string{"none", "lz4", "zstd"} {
 			t.Run(fmt.Sprintf("zero=%v/%s", zero, comp), func(t *testing.T) {
-				roundTrip(t, zero, comp, zero && comp == "none" && !testing.Short())
+				roundTrip(t, zero, comp, zero && comp == "none" && !testing.Short(), false)
 			})
+			if comp == "none" {
+				t.Run(fmt.Sprintf("zero=%v/prefetch", zero), func(t *testing.T) { roundTrip(t, zero, comp, false, true) })
+			}
 		}
 	}
 }
 
-func roundTrip(t *testing.T, zero bool, comp string, large bool) {
+func roundTrip(t *testing.T, zero bool, comp string, large, prefetch bool) {
 	smem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	cmem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer smem.AssertSize(t, 0)
@@ -208,7 +223,7 @@ func roundTrip(t *testing.T, zero bool, comp string, large bool) {
 	// The sender's batches, in its checked allocator, are released as
 	// soon as each Write returns: the transport keeps what it aliases.
 	srecs := batches(smem, large)
-	svc := &service{mem: smem, recs: srecs, opts: opts, zero: zero}
+	svc := &service{mem: smem, recs: srecs, opts: opts, zero: zero, prefetch: prefetch}
 	conn := serve(t, svc, zero)
 	fc := flight.NewFlightServiceClient(conn)
 	ctx := context.Background()
@@ -302,6 +317,41 @@ func roundTrip(t *testing.T, zero bool, comp string, large bool) {
 	}
 	release(srecs)
 	eventually(t, "every sent batch released by the transport", func() bool { return smem.CurrentAlloc() == 0 && cmem.CurrentAlloc() == 0 })
+	eventually(t, "no received body aliased", func() bool { return flightwire.LiveBodies() == 0 })
+}
+
+// TestPrefetchReleasesUnread: a DoPut handler that returns with messages
+// prefetched but not read leaves no received body aliased (Stop releases
+// them) and every allocator at zero.
+func TestPrefetchReleasesUnread(t *testing.T) {
+	smem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	cmem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer smem.AssertSize(t, 0)
+	defer cmem.AssertSize(t, 0)
+	srecs := batches(smem, false)
+	defer release(srecs)
+	conn := serve(t, &service{mem: smem, recs: srecs, zero: true, prefetch: true, readOne: true}, true)
+	fc := flight.NewFlightServiceClient(conn)
+	ctx, o := flightwire.Call(context.Background())
+	pst, err := fc.DoPut(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := flightwire.NewWriter(pst, ipc.WithSchema(srecs[0].Schema()), ipc.WithAllocator(cmem))
+	w.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"put"}})
+	crecs := batches(cmem, false)
+	for i, rec := range crecs {
+		_ = w.WriteWithAppMetadata(rec, []byte(fmt.Sprint(i))) // the server may have returned
+		rec.Release()
+	}
+	w.Close()
+	_ = pst.CloseSend()
+	for {
+		if _, err := pst.Recv(); err != nil {
+			break
+		}
+	}
+	eventually(t, "every sent batch released by the transport", func() bool { return cmem.CurrentAlloc() == 0 })
 	eventually(t, "no received body aliased", func() bool { return flightwire.LiveBodies() == 0 })
 }
 

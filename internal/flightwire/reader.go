@@ -214,6 +214,14 @@ type inData struct {
 	err               error          // not valid protobuf
 }
 
+// release drops the body's reference to the received buffer.
+func (m *inData) release() {
+	if m.body != nil {
+		m.body.Release()
+		m.body = nil
+	}
+}
+
 // unmarshal parses data. The body aliases it: a reference is taken, which
 // the body's release drops.
 func (m *inData) unmarshal(data mem.BufferSlice) {
