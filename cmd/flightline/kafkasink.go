@@ -19,7 +19,7 @@ type kafkaSinkConfig struct {
 	PartitionColumn       *string        `spec:"partition_column" doc:"int32 column naming each record's partition; default: the key's hash"`
 	CreateTopics          *int32         `spec:"create_topics" doc:"create missing topics with this many partitions"`
 	TransactionalIDPrefix string         `spec:"transactional_id_prefix" default:"flightline-" doc:"prefix of the per-pipeline transactional ids"`
-	BatchTimeout          *time.Duration `spec:"batch_timeout" doc:"longest wait for a batch's records to be produced (default 30s)"`
+	BatchTimeout          *time.Duration `spec:"batch_timeout" doc:"longest wait for one commit's records to be produced: a batch's, or a group's under group commit (default 30s)"`
 	TransactionTimeout    *time.Duration `spec:"transaction_timeout" doc:"the transaction timeout the brokers enforce (default 60s)"`
 }
 
