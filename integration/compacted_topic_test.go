@@ -66,7 +66,7 @@ func TestIntegrationCompactedTopic(t *testing.T) {
 	require.NoError(t, resp.Err)
 
 	t0 := time.Now()
-	const keys, rounds = 3000, 8
+	const keys, rounds = 6000, 8
 	tx, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.DefaultProduceTopic(topic),
 		kgo.TransactionalID(topic+"-tx"), kgo.ProducerBatchCompression(kgo.Lz4Compression()))
 	require.NoError(t, err)
@@ -119,7 +119,7 @@ func TestIntegrationCompactedTopic(t *testing.T) {
 	dir := t.TempDir()
 	pipeline := topic + "-pipe"
 	args := []string{"run", "--source",
-		fmt.Sprintf("kafka:?brokers=%s&topics=%s&group=%s-g&batch_rows=10&batch_wait=20ms&session_timeout=6s&instance_id=compact-1", brokers, topic, topic),
+		fmt.Sprintf("kafka:?brokers=%s&topics=%s&group=%s-g&batch_rows=5&batch_wait=20ms&session_timeout=6s&instance_id=compact-1", brokers, topic, topic),
 		"--sink", "dir:" + dir, "--stream", topic, "--pipeline", pipeline, "--target", "out", "--log-level", "warn"}
 	sink, err := flightsink.NewDir(dir, nil)
 	require.NoError(t, err)
@@ -134,21 +134,28 @@ func TestIntegrationCompactedTopic(t *testing.T) {
 		return p
 	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 21))
-	// Each run is killed at a random point after its first commit.
-	last := string(committed().Encode())
-	for i := range 4 {
-		p := start(t, bin, args...)
-		require.Eventually(t, func() bool { return string(committed().Encode()) != last }, time.Minute, 20*time.Millisecond,
-			"run %d committed nothing:\n%s", i, p.log)
-		time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
-		p.kill()
-		last = string(committed().Encode())
-		t.Logf("kill %d: committed %s (%v)", i, last, time.Since(t0).Round(time.Second))
-	}
 	ends, err := adm.ListEndOffsets(ctx, topic)
 	require.NoError(t, err)
 	want := checkpoint.Positions{}
 	ends.Each(func(o kadm.ListedOffset) { want[fmt.Sprintf("%s/%d", topic, o.Partition)] = o.Offset })
+	done := func() bool { c := committed(); return c != nil && checkpoint.Covers(c, want) }
+
+	// Each run is killed at a random point after its first commit, until
+	// one reaches the end; at least one kill must land mid-stream.
+	last, midStream := string(committed().Encode()), 0
+	for i := 0; i < 4 && !done(); i++ {
+		p := start(t, bin, args...)
+		require.Eventually(t, func() bool { return string(committed().Encode()) != last }, time.Minute, 10*time.Millisecond,
+			"run %d committed nothing:\n%s", i, p.log)
+		time.Sleep(time.Duration(rng.IntN(150)) * time.Millisecond)
+		p.kill()
+		last = string(committed().Encode())
+		if !done() {
+			midStream++
+		}
+		t.Logf("kill %d: committed %s (%v)", i, last, time.Since(t0).Round(time.Second))
+	}
+	require.Positive(t, midStream, "no run was killed before the end of the topic")
 	final := start(t, bin, args...)
 	require.Eventually(t, func() bool {
 		c := committed()

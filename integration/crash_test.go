@@ -24,6 +24,17 @@ var (
 	buildErr  error
 )
 
+// TestMain removes the binary flightlineBin built (155 MB with -race),
+// which every run of this package would otherwise leave in the temporary
+// directory.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
 // flightlineBin builds cmd/flightline once per test binary.
 func flightlineBin(t *testing.T) string {
 	t.Helper()
