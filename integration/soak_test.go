@@ -28,12 +28,14 @@ import (
 // machine (with the other two draining too); then a producer writes to each
 // topic at half that rate for the soak's duration, and every few seconds
 // the test samples each process: resident memory and open descriptors from
-// /proc, Go heap, goroutines, rows committed and the commit latency
-// histogram from its metrics endpoint, and the lag (records produced minus
+// /proc, Go heap, goroutines, Arrow allocator bytes outstanding
+// (flightline_arrow_allocated_bytes), rows committed and the commit
+// latency histogram from its metrics endpoint, and the lag (records produced minus
 // rows committed). It writes the samples as CSV and, when
 // FLIGHTLINE_PLOT_PYTHON is set (services.sh up plot), a PNG chart beside
 // it, and fails if memory, goroutines or descriptors grow over the second
 // half of the run (slope of a least-squares line) or the lag grows.
+// Arrow allocator bytes are held to the same bound as the Go heap.
 //
 // FLIGHTLINE_SOAKTIME sets the steady phase (default 2m: the short soak of
 // make test; make soak runs 30m). FLIGHTLINE_SOAK_DIR is where the CSV and
@@ -59,6 +61,7 @@ type soakPipeline struct {
 type soakSample struct {
 	t          float64 // seconds since the steady phase began
 	rss, heap  float64 // bytes
+	arrow      float64 // bytes outstanding in the Arrow allocator
 	goroutines float64
 	fds        float64
 	rowsPerSec float64
@@ -400,7 +403,7 @@ func TestIntegrationSoak(t *testing.T) {
 	csvPath := filepath.Join(dir, "soak.csv")
 	csv, err := os.Create(csvPath)
 	require.NoError(t, err)
-	fmt.Fprintln(csv, "t_s,pipeline,rss_bytes,go_heap_bytes,goroutines,open_fds,rows_per_s,commit_p50_s,commit_p99_s,lag_records")
+	fmt.Fprintln(csv, "t_s,pipeline,rss_bytes,go_heap_bytes,arrow_bytes,goroutines,open_fds,rows_per_s,commit_p50_s,commit_p99_s,lag_records")
 	for tick := time.NewTicker(interval); time.Since(start) < steady; <-tick.C {
 		for _, p := range pls {
 			if done, err := p.proc.exited(); done {
@@ -413,9 +416,13 @@ func TestIntegrationSoak(t *testing.T) {
 			}
 			rss, fds, err := procStats(p.proc.cmd.Process.Pid)
 			require.NoError(t, err)
+			if !slices.ContainsFunc(ss, func(s promSample) bool { return s.name == "flightline_arrow_allocated_bytes" }) {
+				t.Fatalf("%s: the metrics endpoint has no flightline_arrow_allocated_bytes", p.name)
+			}
 			h := buckets(ss)
 			s := soakSample{t: time.Since(start).Seconds(), rss: rss, fds: fds,
 				heap:       sum(ss, "go_memstats_heap_alloc_bytes", nil),
+				arrow:      sum(ss, "flightline_arrow_allocated_bytes", nil),
 				goroutines: sum(ss, "go_goroutines", nil),
 				lag:        float64(p.produced.Load()) - rows,
 				p50:        quantile(prevHist[p.name], h, 0.5), p99: quantile(prevHist[p.name], h, 0.99)}
@@ -424,7 +431,7 @@ func TestIntegrationSoak(t *testing.T) {
 			}
 			prevRows[p.name], prevHist[p.name] = rows, h
 			samples[p.name] = append(samples[p.name], s)
-			fmt.Fprintf(csv, "%.1f,%s,%.0f,%.0f,%.0f,%.0f,%.1f,%g,%g,%.0f\n", s.t, p.name, s.rss, s.heap, s.goroutines,
+			fmt.Fprintf(csv, "%.1f,%s,%.0f,%.0f,%.0f,%.0f,%.0f,%.1f,%g,%g,%.0f\n", s.t, p.name, s.rss, s.heap, s.arrow, s.goroutines,
 				s.fds, s.rowsPerSec, s.p50, s.p99, s.lag)
 		}
 	}
@@ -457,6 +464,7 @@ func TestIntegrationSoak(t *testing.T) {
 			xs = append(xs, s.t)
 			series["rss"] = append(series["rss"], s.rss)
 			series["heap"] = append(series["heap"], s.heap)
+			series["arrow"] = append(series["arrow"], s.arrow)
 			series["goroutines"] = append(series["goroutines"], s.goroutines)
 			series["fds"] = append(series["fds"], s.fds)
 			series["lag"] = append(series["lag"], s.lag)
@@ -475,6 +483,7 @@ func TestIntegrationSoak(t *testing.T) {
 		tol := map[string]float64{
 			"rss":        max(0.15*median(series["rss"]), 48<<20),
 			"heap":       max(0.25*median(series["heap"]), 48<<20),
+			"arrow":      max(0.25*median(series["arrow"]), 48<<20),
 			"goroutines": max(0.1*median(series["goroutines"]), 20),
 			"fds":        max(0.1*median(series["fds"]), 10),
 			"lag":        2 * p.rate,
@@ -489,7 +498,7 @@ func TestIntegrationSoak(t *testing.T) {
 			p99 = median(p99s)
 		}
 		t.Logf("%s: second half: %.0f rows/s (producing %.0f), median commit p99 %.3fs", p.name, rs, p.rate, p99)
-		for _, k := range []string{"rss", "heap", "goroutines", "fds", "lag"} {
+		for _, k := range []string{"rss", "heap", "arrow", "goroutines", "fds", "lag"} {
 			growth := slope(xs, series[k]) * half
 			t.Logf("%s: %-10s median %.0f, growth over the second half %.0f (bound %.0f)", p.name, k,
 				median(series[k]), growth, tol[k])

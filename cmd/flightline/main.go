@@ -35,6 +35,7 @@ import (
 	"github.com/flightline/flightline/coordinator"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsrc"
+	"github.com/flightline/flightline/internal/arrowmem"
 	"github.com/flightline/flightline/internal/endpoint"
 	"github.com/flightline/flightline/internal/metrics"
 )
@@ -67,6 +68,9 @@ func main() {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
 	}
+	// Count the Arrow allocator's outstanding bytes for the metrics
+	// endpoint (flightline_arrow_allocated_bytes) before anything takes it.
+	arrowmem.Install()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	var err error
