@@ -30,7 +30,9 @@ import (
 // the Go allocator's Free is a no-op, so dropping a buffer is not a leak.
 // Counting only frees would make such a process's gauge rise for ever with
 // a flat heap. Each allocation carries a runtime cleanup that uncounts it
-// when it is collected unfreed. Safe for concurrent use.
+// when it is collected unfreed. The cost is about half a microsecond per
+// allocation and free (BenchmarkAllocateFree; a 10k-row batch takes some
+// tens of allocations). Safe for concurrent use.
 type Counting struct {
 	mem  memory.Allocator
 	n    atomic.Int64

@@ -1,6 +1,7 @@
 package arrowmem
 
 import (
+	"fmt"
 	"runtime"
 	"testing"
 	"time"
@@ -70,4 +71,21 @@ func TestCountingForgetsCollectedBuffers(t *testing.T) {
 	runtime.KeepAlive(kept)
 	c.Free(kept) // a second free is not counted twice
 	require.Zero(t, c.Outstanding())
+}
+
+// The cost of counting, per allocation and free (a 10k-row batch of the
+// Kafka source allocates some tens of buffers).
+func BenchmarkAllocateFree(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		mem  memory.Allocator
+	}{{"go", memory.NewGoAllocator()}, {"counting", NewCounting(memory.NewGoAllocator())}} {
+		for _, size := range []int{64, 64 << 10} {
+			b.Run(fmt.Sprintf("%s/%d", tc.name, size), func(b *testing.B) {
+				for b.Loop() {
+					tc.mem.Free(tc.mem.Allocate(size))
+				}
+			})
+		}
+	}
 }
