@@ -414,6 +414,16 @@ const configDocProse = `
   error, restarts and dead letters.
 - §flightline serve [--only REF,…]§ serves the entries of the §listen§ section.
 
+Every command takes §--memory-limit auto|off|SIZE§ (default §auto§), the Go
+runtime's soft memory limit: §auto§ sets it, in a process that runs a Kafka
+source, to 64 MiB plus twice the fetched bytes its Kafka sources may hold
+(§fetch_max_bytes§ + §max_buffered_bytes§ each: 96 MiB for one source at
+defaults), and leaves it alone otherwise or when §GOMEMLIMIT§ is set; a size
+(§512MiB§, §2GiB§) sets it whatever §GOMEMLIMIT§ says; §off§ removes it. The
+collector then works harder as the heap nears the limit, so the process's
+peak no longer depends on how long it runs; it never fails an allocation
+for it (see docs/sources/kafka.md, Memory).
+
 ## Dead letters
 
 A record the Kafka source cannot decode (bad JSON, a bad Avro payload, an

@@ -246,7 +246,9 @@ func openKafka(e env, _ *url.URL, c kafkaSourceConfig) (flightsrc.Source, func()
 		closeDL()
 		return nil, nil, err
 	}
-	return s, func() { s.Close(); closeDL() }, nil
+	budget := s.BufferBudget()
+	memLimit.addBudget(budget)
+	return s, func() { s.Close(); closeDL(); memLimit.addBudget(-budget) }, nil
 }
 
 // deadLetterFile appends dead letters as JSON lines to path and syncs the

@@ -35,6 +35,7 @@ import (
 	"github.com/flightline/flightline/coordinator"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsrc"
+	"github.com/flightline/flightline/internal/arrowmem"
 	"github.com/flightline/flightline/internal/endpoint"
 	"github.com/flightline/flightline/internal/metrics"
 )
@@ -67,6 +68,9 @@ func main() {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
 	}
+	// Count the Arrow allocator's outstanding bytes for the metrics
+	// endpoint (flightline_arrow_allocated_bytes) before anything takes it.
+	arrowmem.Install()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	var err error
@@ -112,12 +116,14 @@ type common struct {
 	logLevel    string
 	logFormat   string
 	metricsAddr string
+	memoryLimit string
 }
 
 func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9464); empty disables")
+	fs.StringVar(&c.memoryLimit, "memory-limit", "auto", "the Go runtime's soft memory limit: auto (from the Kafka sources' fetch buffers, unless GOMEMLIMIT is set), off, or a size such as 512MiB")
 }
 
 func (c *common) logger(w io.Writer) (*slog.Logger, error) {
@@ -126,13 +132,21 @@ func (c *common) logger(w io.Writer) (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
 	opts := &slog.HandlerOptions{Level: lvl}
+	var log *slog.Logger
 	switch c.logFormat {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		log = slog.New(slog.NewTextHandler(w, opts))
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		log = slog.New(slog.NewJSONHandler(w, opts))
+	default:
+		return nil, fmt.Errorf("--log-format must be text or json, got %q", c.logFormat)
 	}
-	return nil, fmt.Errorf("--log-format must be text or json, got %q", c.logFormat)
+	// Every command makes its logger first: the process's memory limit
+	// is applied here too (memLimit).
+	if err := memLimit.configure(c.memoryLimit, log); err != nil {
+		return nil, err
+	}
+	return log, nil
 }
 
 // serveMetrics starts the metrics endpoint if configured; the returned

@@ -19,3 +19,16 @@ func TestSourceSharesConnectionConfig(t *testing.T) {
 	require.Equal(t, kafkaconn.RetryTimeout, s.cl.OptValue(kgo.RetryTimeout))
 	require.Equal(t, "src", s.cl.OptValue(kgo.ClientID))
 }
+
+// BufferBudget is FetchMaxBytes + MaxBufferedBytes: 16 MiB at defaults,
+// following the options.
+func TestBufferBudget(t *testing.T) {
+	s, err := New(Brokers("127.0.0.1:1"), Topics("t"))
+	require.NoError(t, err)
+	defer s.Close()
+	require.EqualValues(t, 16<<20, s.BufferBudget())
+	s2, err := New(Brokers("127.0.0.1:1"), Topics("t"), FetchMaxBytes(32<<20, 4<<20), MaxBufferedBytes(64<<20))
+	require.NoError(t, err)
+	defer s2.Close()
+	require.EqualValues(t, 96<<20, s2.BufferBudget())
+}

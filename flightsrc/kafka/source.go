@@ -49,6 +49,16 @@ type Source struct {
 	closed  bool
 }
 
+// BufferBudget is the fetched bytes the source may hold at once by its
+// configuration: one fetch response being read (FetchMaxBytes) and the
+// fetched bytes queued for decoding (MaxBufferedBytes); 16 MiB at
+// defaults. What is decoded from them is bounded by the other options (see
+// the package doc and docs/sources/kafka.md); the CLI sizes the Go
+// runtime's memory limit from this.
+func (s *Source) BufferBudget() int64 {
+	return int64(s.cfg.fetchMaxBytes) + s.cfg.maxBuffered
+}
+
 var _ flightsrc.Source = (*Source)(nil)
 
 // New returns a Source. It does not contact the brokers: a broker that is

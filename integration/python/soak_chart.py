@@ -1,6 +1,6 @@
 """Draws the soak's samples (integration/soak_test.go): soak_chart.py CSV PNG.
 
-One panel per series (resident memory, Go heap, goroutines, open
+One panel per series (resident memory, Go heap, Arrow allocator bytes, goroutines, open
 descriptors, rows/s, commit latency p50/p99, lag), one line per pipeline.
 """
 import csv
@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 PANELS = [
     ("rss_bytes", "resident memory (MiB)", 1 / (1 << 20)),
     ("go_heap_bytes", "Go heap (MiB)", 1 / (1 << 20)),
+    ("arrow_bytes", "Arrow allocator outstanding (MiB)", 1 / (1 << 20)),
     ("goroutines", "goroutines", 1),
     ("open_fds", "open descriptors", 1),
     ("rows_per_s", "rows/s committed", 1),
@@ -32,13 +33,15 @@ def main(src, dst):
             d["t"].append(float(row["t_s"]) / 60)
             for col, _, _ in PANELS:
                 d[col].append(float(row[col]))
-    fig, axes = plt.subplots(4, 2, figsize=(14, 14), sharex=True)
+    fig, axes = plt.subplots(5, 2, figsize=(14, 17), sharex=True)
     for ax, (col, title, scale) in zip(axes.flat, PANELS):
         for name, d in sorted(data.items()):
             ax.plot(d["t"], [v * scale for v in d[col]], label=name, linewidth=1)
         ax.set_title(title)
         ax.grid(True, alpha=0.3)
-    for ax in axes[-1]:
+    for ax in axes.flat[len(PANELS):]:
+        ax.set_visible(False)
+    for ax in axes.flat[len(PANELS) - 2:len(PANELS)]:
         ax.set_xlabel("minutes")
     axes[0][0].legend()
     fig.suptitle("Flightline soak: Kafka → Delta, PostgreSQL, Kafka")

@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/flightline/flightline/internal/arrowmem"
 )
 
 // Metrics are the counters of one process (of one registry). Role is "source", "sink" or
@@ -31,10 +33,19 @@ type Metrics struct {
 }
 
 // New returns Metrics registered on a fresh registry, with Go and process
-// collectors. Registry returns that registry; For(m.Registry()) returns m.
+// collectors and, when the process counts its Arrow allocator
+// (arrowmem.Install, as the CLI does), the gauge
+// flightline_arrow_allocated_bytes: bytes allocated by the default Arrow
+// allocator and not yet freed. Registry returns that registry;
+// For(m.Registry()) returns m.
 func New() *Metrics {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if c := arrowmem.Installed(); c != nil {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "flightline_arrow_allocated_bytes",
+			Help: "Bytes allocated by the process's default Arrow allocator and not yet freed."},
+			func() float64 { return float64(c.Outstanding()) }))
+	}
 	m := For(reg)
 	m.reg = reg
 	return m

@@ -6,9 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+
+	"github.com/flightline/flightline/internal/arrowmem"
 )
 
 func TestExposition(t *testing.T) {
@@ -63,4 +66,30 @@ func TestForSharesOneSetPerRegisterer(t *testing.T) {
 	foreign := prometheus.NewRegistry()
 	foreign.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "flightline_checkpoint_age_seconds", Help: "x"}))
 	require.Panics(t, func() { For(foreign) })
+}
+
+// With the process's Arrow allocator counted (arrowmem.Install, as the CLI
+// does), New exports its outstanding bytes, and the gauge follows a buffer
+// allocated and released.
+func TestArrowAllocatedGauge(t *testing.T) {
+	c := arrowmem.Install()
+	m := New()
+	gauge := func() float64 {
+		mfs, err := m.Registry().Gather()
+		require.NoError(t, err)
+		for _, mf := range mfs {
+			if mf.GetName() == "flightline_arrow_allocated_bytes" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatal("no flightline_arrow_allocated_bytes")
+		return 0
+	}
+	before := gauge()
+	require.Equal(t, float64(c.Outstanding()), before)
+	buf := memory.NewResizableBuffer(memory.DefaultAllocator)
+	buf.Resize(3 << 20)
+	require.Equal(t, before+3<<20, gauge())
+	buf.Release()
+	require.Equal(t, before, gauge())
 }
