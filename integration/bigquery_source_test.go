@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -67,12 +66,9 @@ func TestIntegrationBigQuerySourceToDelta(t *testing.T) {
 		project, dataset, endpoint, grpcAddr)
 	args := []string{"run", "--source", src, "--sink", "delta:" + uri, "--stream", "events", "--pipeline", dataset + "-pipe", "--log-level", "warn"}
 	ids := func() []string {
-		cmd := exec.CommandContext(ctx, py, "python/read_keys.py", "delta", uri, "id")
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		require.NoError(t, err, stderr.String())
-		return strings.Fields(string(out))
+		keys, err := readKeys(ctx, t, py, "delta", uri, "id", nil)
+		require.NoError(t, err)
+		return keys
 	}
 	waitFor := func(p *proc, n int) []string {
 		for {

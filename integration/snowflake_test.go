@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -48,9 +47,9 @@ func TestIntegrationSnowflakeToDelta(t *testing.T) {
 		cfg.User, cfg.Account, cfg.Database, cfg.Schema, cfg.Host, cfg.Port, cfg.Warehouse, table)
 	args := []string{"run", "--source", src, "--sink", "delta:" + uri, "--stream", table, "--pipeline", table + "-pipe", "--log-level", "warn"}
 	ids := func() []string {
-		out, err := exec.CommandContext(ctx, py, "python/read_keys.py", "delta", uri, "ID").Output()
+		keys, err := readKeys(ctx, t, py, "delta", uri, "ID", nil)
 		require.NoError(t, err)
-		return strings.Fields(string(out))
+		return keys
 	}
 	waitFor := func(p *proc, n int) []string {
 		for {

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -207,17 +208,34 @@ func kafkaDestAt(t *testing.T, ctx context.Context, brokers, name string) killDe
 func pythonKeys(t *testing.T, kind, uri string, storage objstore.Options) func(context.Context) ([]string, error) {
 	py := Need(t, "FLIGHTLINE_PYTHON", "python with pyarrow and deltalake")
 	return func(ctx context.Context) ([]string, error) {
-		cmd := exec.CommandContext(ctx, py, "python/read_keys.py", kind, uri, "key")
-		if storage != nil {
-			js, err := json.Marshal(storage)
-			if err != nil {
-				return nil, err
-			}
-			cmd.Env = append(os.Environ(), "FLIGHTLINE_DELTA_STORAGE="+string(js))
+		return readKeys(ctx, t, py, kind, uri, "key", storage)
+	}
+}
+
+// readKeys runs integration/python/read_keys.py on a Delta table or a Dir
+// target and returns column's values. A reader that dies of a signal (the
+// deltalake wheel has aborted, rarely, on a heavily loaded machine: the
+// reader's own crash, not a finding about the table) is run again, up to
+// three times in all; any other failure is returned with its stderr.
+func readKeys(ctx context.Context, t *testing.T, py, kind, uri, column string, storage objstore.Options) ([]string, error) {
+	var env []string
+	if storage != nil {
+		js, err := json.Marshal(storage)
+		if err != nil {
+			return nil, err
 		}
+		env = append(os.Environ(), "FLIGHTLINE_DELTA_STORAGE="+string(js))
+	}
+	for attempt := 1; ; attempt++ {
+		cmd := exec.CommandContext(ctx, py, "python/read_keys.py", kind, uri, column)
+		cmd.Env = env
 		out, err := cmd.Output()
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ctx.Err() == nil && attempt < 3 {
+				t.Logf("read_keys.py %s %s died (%v), reading again:\n%s", kind, uri, err, ee.Stderr)
+				continue
+			}
 			return nil, fmt.Errorf("read_keys.py %s %s: %w\n%s", kind, uri, err, ee.Stderr)
 		}
 		if err != nil {
