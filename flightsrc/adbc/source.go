@@ -189,7 +189,7 @@ func (r *reader) Next(ctx context.Context) (arrow.RecordBatch, []byte, error) {
 		return nil, nil, err
 	}
 	if r.pending == nil || len(r.pending.Batches) == 0 {
-		ctx, stop := mergeCancel(ctx, r.ctx)
+		ctx, stop := incsrc.MergeCancel(ctx, r.ctx)
 		defer stop()
 		if r.idle {
 			t := time.NewTimer(r.s.o.Interval)
@@ -239,13 +239,6 @@ func (r *reader) Close() error {
 		r.pending.Release()
 	}
 	return r.conn.Close()
-}
-
-// mergeCancel returns a context done when either a or b is.
-func mergeCancel(a, b context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(a)
-	stop := context.AfterFunc(b, cancel)
-	return ctx, func() { stop(); cancel() }
 }
 
 var _ flightsrc.Source = (*Source)(nil)

@@ -31,6 +31,7 @@ import (
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsrc"
+	"github.com/flightline/flightline/internal/incsrc"
 )
 
 // Option configures a Source.
@@ -447,7 +448,7 @@ func (r *reader) Next(ctx context.Context) (arrow.RecordBatch, []byte, error) {
 	if r.closed {
 		return nil, nil, fmt.Errorf("%w: bigquery source: reader is closed", flightline.ErrInvalidInput)
 	}
-	ctx, stop := mergeCancel(ctx, r.ctx)
+	ctx, stop := incsrc.MergeCancel(ctx, r.ctx)
 	defer stop()
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
@@ -797,11 +798,4 @@ func (r *reader) Close() error {
 	defer r.mu.Unlock()
 	r.closed = true
 	return nil
-}
-
-// mergeCancel returns a context done when either a or b is.
-func mergeCancel(a, b context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(a)
-	stop := context.AfterFunc(b, cancel)
-	return ctx, func() { stop(); cancel() }
 }

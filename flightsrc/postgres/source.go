@@ -301,7 +301,7 @@ func (r *reader) Next(ctx context.Context) (arrow.RecordBatch, []byte, error) {
 	if r.closed {
 		return nil, nil, fmt.Errorf("%w: reader is closed", flightline.ErrInvalidInput)
 	}
-	ctx, stop := mergeCancel(ctx, r.ctx)
+	ctx, stop := incsrc.MergeCancel(ctx, r.ctx)
 	defer stop()
 	if r.idle {
 		t := time.NewTimer(r.s.o.Interval)
@@ -390,13 +390,6 @@ func (r *reader) Close() error {
 		r.conn = nil
 	}
 	return nil
-}
-
-// mergeCancel returns a context done when either a or b is.
-func mergeCancel(a, b context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(a)
-	stop := context.AfterFunc(b, cancel)
-	return ctx, func() { stop(); cancel() }
 }
 
 var _ flightsrc.Source = (*Source)(nil)

@@ -10,6 +10,7 @@
 package incsrc
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -135,4 +136,13 @@ func (o *Options[ID]) Table(name string) (Table[ID], error) {
 		}
 	}
 	return Table[ID]{}, fmt.Errorf("%w: stream %q", flightline.ErrNotFound, name)
+}
+
+// MergeCancel returns a context done when either a or b is (a reader's
+// Next bounded by both its caller's context and the reader's own, which
+// Close cancels). The returned func releases it.
+func MergeCancel(a, b context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(a)
+	stop := context.AfterFunc(b, cancel)
+	return ctx, func() { stop(); cancel() }
 }
