@@ -5,6 +5,7 @@
 #   services.sh up [svc...]   install (cached) and start services; all by default
 #   services.sh wait [svc...] finish what `up` left running in the background
 #                             (the BigQuery emulator's build) and start it
+#   services.sh restart svc.. stop and start the named services afresh
 #   services.sh down          stop what `up` started, nothing else
 #   services.sh env           print the environment the tests read
 #
@@ -87,9 +88,17 @@ wait)
 	done
 	log "ready; test environment in $RUN/env"
 	;;
+restart)
+	# Stops and starts the named services (state and ports are new).
+	for s in "${want[@]}"; do
+		log "restart: $s"; "${s}_down" || true
+		if declare -F "${s}_wait" >/dev/null; then "${s}_wait"; else "${s}_up"; fi
+	done
+	log "ready; test environment in $RUN/env"
+	;;
 down)
 	for ((i=${#SERVICES[@]}-1; i>=0; i--)); do "${SERVICES[i]}_down" || true; done
 	;;
 env) cat "$RUN/env" 2>/dev/null || true ;;
-*) sed -n '2,17p' "$0"; exit 2 ;;
+*) sed -n '2,15p' "$0"; exit 2 ;;
 esac
