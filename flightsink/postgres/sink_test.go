@@ -288,7 +288,7 @@ func TestIntegrationBadCredentials(t *testing.T) {
 		cps := pgtest.Name("cps")
 		tgt := pgtest.Name("ro")
 		pgtest.Exec(t, c, `CREATE TABLE `+tgt+` (id bigint NOT NULL, name text)`)
-		pgtest.Exec(t, c, `CREATE TABLE `+cps+` (pipeline_id text NOT NULL, target text NOT NULL DEFAULT '', checkpoint bytea, epoch bigint NOT NULL DEFAULT 0, updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (pipeline_id, target))`)
+		pgtest.Exec(t, c, `CREATE TABLE `+cps+` (pipeline_id text NOT NULL, target text NOT NULL DEFAULT '', instance text NOT NULL DEFAULT '', checkpoint bytea, epoch bigint NOT NULL DEFAULT 0, updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (pipeline_id, target, instance))`)
 		pgtest.Exec(t, c, `GRANT SELECT, INSERT, UPDATE ON `+cps+` TO `+role)
 		pgtest.Exec(t, c, `GRANT SELECT ON `+tgt+` TO `+role)
 		s = newSink(t, withUser(role, password), postgres.Logger(log), postgres.CheckpointTable(cps))
