@@ -157,7 +157,7 @@ func TestIntegrationInstancesZombieHandOver(t *testing.T) {
 			require.NoError(t, err)
 			wb, _, err := sb.Open(ctx, p)
 			require.NoError(t, err)
-			require.NoError(t, write(t, mem, wa, 0, 100, pos(100, -1)))   // a owns t/0
+			require.NoError(t, write(t, mem, wa, 0, 100, pos(100, -1)))     // a owns t/0
 			require.NoError(t, write(t, mem, wb, 1000, 1100, pos(-1, 100))) // b owns t/1
 
 			// a is cut off; the group gives t/0 to b, which re-opens and
