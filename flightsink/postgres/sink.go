@@ -23,6 +23,10 @@ import (
 // DefaultCheckpointTable is where checkpoints and fencing epochs live.
 const DefaultCheckpointTable = sqlcheckpoint.DefaultTable
 
+// DefaultIdleInTransactionTimeout is the sink sessions'
+// idle_in_transaction_session_timeout unless the DSN sets one.
+const DefaultIdleInTransactionTimeout = "30s"
+
 // Option configures a Sink.
 type Option func(*options) error
 
@@ -134,6 +138,14 @@ func New(dsn string, opts ...Option) (*Sink, error) {
 	}
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "flightline-sink"
+	}
+	if cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] == "" {
+		// A writer cut off from the server mid-transaction (a network
+		// partition) holds its checkpoint row locks until the server ends
+		// its session; this bounds that wait for the writers it blocks (the
+		// next Open of its pipeline, the other instances' commits). The
+		// sink never idles inside a transaction on purpose.
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = DefaultIdleInTransactionTimeout
 	}
 	s := &Sink{log: o.logger, password: cfg.ConnConfig.Password, server: pgerr.Describe(&cfg.ConnConfig.Config), instance: o.instance}
 	if o.table != "" {
