@@ -219,10 +219,10 @@ func (t *Instances) Claim(ctx context.Context, c RowsConn, pipeline, target, ins
 }
 
 // check finds the lease's row in rs and refuses a writer whose instance
-// was claimed since (ErrFenced, before anything else), then a cp naming a
-// key another instance moved since the claim (ErrConflict). It returns the
-// lease's row and the merged checkpoint.
-func (t *Instances) check(l *Lease, rs []row, cp []byte) (own row, merged []byte, err error) {
+// was claimed since (ErrFenced; callers run it before anything else, so
+// fencing wins over replay). It returns the lease's row and the checkpoint
+// merged over rs.
+func (t *Instances) check(l *Lease, rs []row) (own row, merged []byte, err error) {
 	found := false
 	for _, r := range rs {
 		if r.instance == l.Instance {
@@ -296,7 +296,7 @@ func (t *Instances) Lock(ctx context.Context, c RowsConn, l *Lease, cp []byte) (
 	if err != nil {
 		return nil, false, fmt.Errorf("%s: read checkpoint of pipeline %q target %q: %w", t.d.Name, l.Pipeline, l.Target, err)
 	}
-	_, last, err = t.check(l, rs, cp)
+	_, last, err = t.check(l, rs)
 	if err != nil {
 		return nil, false, err
 	}
@@ -323,7 +323,7 @@ func (t *Instances) Advance(ctx context.Context, c RowsConn, l *Lease, cp []byte
 	if err != nil {
 		return fmt.Errorf("%s: lock checkpoints of pipeline %q target %q: %w", t.d.Name, l.Pipeline, l.Target, err)
 	}
-	own, _, err := t.check(l, rs, cp)
+	own, _, err := t.check(l, rs)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,12 @@
 // flightline.ErrFenced. Fencing wins over replay: Lock checks the epoch
 // before it tells a replay. The newest Claim wins.
 //
+// Instances is the same with one row per (pipeline_id, target, instance),
+// for a pipeline scaled out over several processes: fencing per instance,
+// the checkpoint merged over the instances, and a write naming a partition
+// another instance moved since the writer's claim refused (ErrConflict).
+// The PostgreSQL sink uses it; the Snowflake and ADBC sinks use Table.
+//
 // The package knows statements, not drivers: a sink adapts its transaction
 // to Conn (SQL adapts database/sql), and a Dialect says how its database
 // spells placeholders, identifiers, column types and an insert-if-absent.
