@@ -55,7 +55,10 @@ func TestIntegrationConformance(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	c := pgtest.Conn(t)
 	sinktest.Run(t, sinktest.Harness{
-		NewSink:   func(t *testing.T) flightsink.Sink { return newSink(t, dsn) },
+		NewSink: func(t *testing.T) flightsink.Sink { return newSink(t, dsn) },
+		NewInstance: func(t *testing.T, name string) flightsink.Sink {
+			return newSink(t, dsn, postgres.Instance(name))
+		},
 		IDs:       func(t *testing.T, p flightsink.Pipeline) []int64 { return ids(t, c, p.Target) },
 		Guarantee: flightsink.ExactlyOnce,
 		Group:     true,
