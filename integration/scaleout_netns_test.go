@@ -304,10 +304,12 @@ func (r *scaleRun) dump() string {
 // running one removed (SIGTERM), the killed one restarted. After each
 // change it waits until every partition has committed records produced
 // after the change and reports that time. make test runs those four
-// changes; FLIGHTLINE_CHAOS=1 runs 12 random changes among them. At the end
-// delta-rs checks every record.
+// changes; FLIGHTLINE_CHAOS=1 runs 12 random changes among them and
+// partitions (an instance cut off from the broker until its partitions
+// moved, then healed; the table is on local disk). At the end delta-rs
+// checks every record.
 func TestIntegrationScaleOut(t *testing.T) {
-	runScaleOut(t, "delta", []string{"kill -9", "add", "remove", "restart"}, []string{"kill -9", "add", "remove", "restart"})
+	runScaleOut(t, "delta", []string{"kill -9", "add", "remove", "restart"}, []string{"kill -9", "add", "remove", "restart", "partition"})
 }
 
 // TestIntegrationScaleOutPostgres is TestIntegrationScaleOut into one
