@@ -35,6 +35,7 @@ type pgSinkConfig struct {
 	Table           *string           `spec:"table" doc:"[SCHEMA.]TABLE written when the pipeline names no target (--target overrides it)"`
 	CheckpointTable string            `spec:"checkpoint_table" default:"__flightline_checkpoints" doc:"table holding the checkpoints"`
 	MaxConns        *int              `spec:"max_conns" doc:"connection pool size (default: the driver's)"`
+	Instance        *string           `spec:"instance" doc:"this writer's name among the pipeline's instances (scale-out: one per process of a consumer group); fencing is per instance, the checkpoint merged over them (default: the unnamed instance)"`
 	Conn            map[string]string `spec:",extra"`
 }
 
@@ -73,6 +74,9 @@ func openPgSink(e env, u *url.URL, c pgSinkConfig) (flightsink.Sink, func(), err
 	}
 	if c.MaxConns != nil {
 		opts = append(opts, pgsink.MaxConns(*c.MaxConns))
+	}
+	if c.Instance != nil {
+		opts = append(opts, pgsink.Instance(*c.Instance))
 	}
 	s, err := pgsink.New(pgDSN(u, c.Conn), opts...)
 	if err != nil {

@@ -18,6 +18,18 @@ func TestPostgresSpecs(t *testing.T) {
 	require.NoError(t, err)
 	closeSink()
 
+	_, closeSink, err = openSink(testEnv, "postgres://u@h/db?table=t&instance=host-1", endpoint.ClientConfig{})
+	require.NoError(t, err)
+	closeSink()
+	_, _, err = openSink(testEnv, "postgres://u@h/db?table=t&instance=", endpoint.ClientConfig{})
+	require.ErrorContains(t, err, "empty instance name")
+	// The Snowflake and ADBC sinks keep one checkpoint row per (pipeline,
+	// target): they have no instances, and say so.
+	_, _, err = openSink(testEnv, "snowflake://loader@acct/DB?table=t&instance=host-1", endpoint.ClientConfig{})
+	require.ErrorContains(t, err, "unknown option(s) instance")
+	_, _, err = openSink(testEnv, "adbc:postgresql?uri=postgres://u@h/db&table=t&instance=host-1", endpoint.ClientConfig{})
+	require.ErrorContains(t, err, "unknown option(s) instance")
+
 	_, _, err = openSink(testEnv, "postgres://u@h/db?table=t&colour=blue", endpoint.ClientConfig{})
 	require.ErrorContains(t, err, "unknown option(s) colour")
 	_, _, err = openSink(testEnv, "postgres://u@h/db?max_conns=many", endpoint.ClientConfig{})

@@ -72,9 +72,9 @@ func TestSpecsYieldTheirConfig(t *testing.T) {
 		CheckpointTopic: kafkasink.DefaultCheckpointTopic, TransactionalIDPrefix: kafkasink.DefaultTransactionalIDPrefix},
 		parseAs(t, kafkaSinkSpec, "kafka:?brokers=h:1"), "defaults are the library's")
 
-	require.Equal(t, pgSinkConfig{Table: ptr("sales.orders"), CheckpointTable: "cps", MaxConns: ptr(2),
+	require.Equal(t, pgSinkConfig{Table: ptr("sales.orders"), CheckpointTable: "cps", MaxConns: ptr(2), Instance: ptr("h1"),
 		Conn: map[string]string{"sslmode": "disable", "application_name": "fl"}},
-		parseAs(t, pgSinkSpec, "postgres://u@h:5432/db?sslmode=disable&table=sales.orders&checkpoint_table=cps&max_conns=2&application_name=fl"))
+		parseAs(t, pgSinkSpec, "postgres://u@h:5432/db?sslmode=disable&table=sales.orders&checkpoint_table=cps&max_conns=2&application_name=fl&instance=h1"))
 	require.Equal(t, pgSinkConfig{CheckpointTable: pgsink.DefaultCheckpointTable, Conn: map[string]string{}},
 		parseAs(t, pgSinkSpec, "postgresql://u@h/db"), "defaults are the library's")
 	require.Equal(t, pgSourceConfig{Table: "t", Watermark: "updated_at", Key: "id", Poll: ptr(250 * time.Millisecond), BatchRows: ptr(500),

@@ -62,6 +62,12 @@ func harness(uri string, opts objstore.Options, sinkOpts ...delta.Option) sinkte
 			require.NoError(t, err)
 			return s
 		},
+		NewInstance: func(t *testing.T, name string) flightsink.Sink {
+			o := append([]delta.Option{delta.StorageOptions(opts), delta.CheckpointInterval(3), delta.Instance(name)}, sinkOpts...)
+			s, err := delta.New(context.Background(), uri, o...)
+			require.NoError(t, err)
+			return s
+		},
 		IDs: func(t *testing.T, p flightsink.Pipeline) []int64 {
 			return readIDs(t, uri+"/"+p.Target, opts)
 		},

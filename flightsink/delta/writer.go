@@ -34,6 +34,10 @@ type writer struct {
 	last   []byte // the pipeline's merged checkpoint as of snap
 	log    *slog.Logger
 	closed bool
+	// fenced is the ErrFenced this writer got: fencing is permanent, and
+	// once the snapshot has moved past the newer claim nothing else would
+	// tell a later replay that it comes from a fenced writer.
+	fenced error
 }
 
 func (w *writer) domainAction() *deltalog.DomainMetadata {
@@ -102,10 +106,18 @@ type staged struct {
 	schema *deltalog.Schema
 }
 
-func (w *writer) write(ctx context.Context, batches []flightsink.Batch) error {
+func (w *writer) write(ctx context.Context, batches []flightsink.Batch) (err error) {
 	if w.closed {
 		return fmt.Errorf("%w: writer of %q is closed", flightline.ErrInvalidInput, w.p.ID)
 	}
+	if w.fenced != nil {
+		return w.fenced
+	}
+	defer func() {
+		if errors.Is(err, flightline.ErrFenced) {
+			w.fenced = err
+		}
+	}()
 	fresh, _, n := flightsink.Fold(w.last, batches)
 	if n == 0 {
 		// Fencing wins over replay: look for a newer claim first.

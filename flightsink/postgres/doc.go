@@ -2,27 +2,32 @@
 //
 // Each WriteBatch is one transaction:
 //
-//  1. SELECT epoch, checkpoint FROM __flightline_checkpoints WHERE
-//     pipeline_id = $1 AND target = $2 FOR UPDATE — locks the row of the
-//     (pipeline, target); a different epoch than the writer's means a newer
-//     Open happened: ErrFenced.
-//  2. A checkpoint already committed (flightsink.Replayed) ends the
-//     transaction with nothing written.
+//  1. SELECT instance, epoch, checkpoint FROM __flightline_checkpoints
+//     WHERE pipeline_id = $1 AND target = $2 — every instance's row of the
+//     (pipeline, target); a different epoch in the writer's instance row
+//     than the writer's means a newer Open of that instance: ErrFenced.
+//  2. A checkpoint already committed (flightsink.Replayed against the
+//     checkpoint merged over the instances) ends the transaction with
+//     nothing written; a partition another instance moved since the
+//     writer's Open is ErrConflict.
 //  3. The target table is created from the Arrow schema if missing, or its
 //     columns are checked against the schema (ErrSchemaMismatch naming the
 //     column and both types) — before any row is sent.
 //  4. COPY target (cols) FROM STDIN (FORMAT binary), the stream encoded
 //     directly from the Arrow columns (internal/pgarrow).
-//  5. UPDATE the checkpoint row with flightsink.Next (positions merged per
-//     key) WHERE the epoch is still the writer's (zero rows: ErrFenced);
-//     COMMIT.
+//  5. The rows of step 1 again FOR UPDATE (instance order), its checks
+//     again, then UPDATE the instance's row with flightsink.Next (positions
+//     merged per key) WHERE the epoch is still the writer's (zero rows:
+//     ErrFenced); COMMIT.
 //
-// Open creates the row if absent (INSERT … ON CONFLICT DO NOTHING), then
-// bumps its epoch in a transaction of its own. Because WriteBatch holds the
-// row lock until it commits, a writer's batch either commits before the new
-// Open reads the checkpoint (and is covered by it) or fails with ErrFenced.
-// Steps 1, 2 and 5 and the claim are internal/sqlcheckpoint, shared with
-// the other SQL sinks.
+// Open creates its instance's row if absent (INSERT … ON CONFLICT DO
+// NOTHING), then bumps its epoch in a transaction of its own. Because
+// WriteBatch holds the row lock from step 5 until it commits, a writer's
+// batch either commits before the new Open reads the checkpoint (and is
+// covered by it) or fails with ErrFenced. The checkpoint statements are
+// internal/sqlcheckpoint's Instances. Without the Instance option the sink
+// is the unnamed instance (the empty name), whose rows a checkpoint table
+// from before instances holds: Open migrates such a table in place.
 //
 // Errors are classified into flightline's sentinels (internal/pgerr):
 // unreachable server → ErrUnavailable, SQLSTATE 28P01/28000 →

@@ -23,12 +23,17 @@ import (
 // DefaultCheckpointTable is where checkpoints and fencing epochs live.
 const DefaultCheckpointTable = sqlcheckpoint.DefaultTable
 
+// DefaultIdleInTransactionTimeout is the sink sessions'
+// idle_in_transaction_session_timeout unless the DSN sets one.
+const DefaultIdleInTransactionTimeout = "30s"
+
 // Option configures a Sink.
 type Option func(*options) error
 
 type options struct {
 	table    string
 	cpTable  string
+	instance string
 	logger   *slog.Logger
 	maxConns int32
 }
@@ -43,6 +48,26 @@ func Table(name string) Option {
 // DefaultCheckpointTable, in the first schema of the search_path).
 func CheckpointTable(name string) Option {
 	return func(o *options) error { o.cpTable = name; return nil }
+}
+
+// Instance names this sink instance within its pipelines, for a pipeline
+// scaled out over several processes (one consumer group): each instance
+// keeps its own checkpoint row per (pipeline, target). Writers of one
+// instance fence each other (the newest Open wins); instances do not fence
+// each other. Open and Checkpoint return the checkpoint merged over all
+// instances (the per-partition maximum), and a writer whose batch names a
+// partition another instance moved since its Open is refused with
+// ErrConflict (re-open), so a partition handed over between instances is
+// never written twice. Without Instance the sink is the default instance,
+// whose rows are those of a checkpoint table from before instances.
+func Instance(name string) Option {
+	return func(o *options) error {
+		if name == "" {
+			return fmt.Errorf("%w: empty instance name", flightline.ErrInvalidInput)
+		}
+		o.instance = name
+		return nil
+	}
 }
 
 // Logger sets the logger; nil means slog.Default(), the default.
@@ -78,17 +103,19 @@ type Sink struct {
 	server   string // user@host:port/db, for errors and logs
 	table    pgx.Identifier
 	cp       pgx.Identifier
-	ck       *sqlcheckpoint.Table
+	ck       *sqlcheckpoint.Instances
+	instance string
 	q        queries
 
 	initMu   sync.Mutex
 	initDone bool
 }
 
-// queries migrates a checkpoint table of one row per pipeline to one per
-// (pipeline, target).
+// queries read and migrate checkpoint tables of earlier layouts: one row
+// per pipeline, then one per (pipeline, target), now one per (pipeline,
+// target, instance).
 type queries struct {
-	readOld, hasTarget, pkey, addTarget, newPkey string
+	readOld, readTarget, hasColumn, pkey, addTarget, addInstance, newPkey string
 }
 
 // New returns a Sink writing to the database at dsn (a postgres:// URL or a
@@ -112,7 +139,15 @@ func New(dsn string, opts ...Option) (*Sink, error) {
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "flightline-sink"
 	}
-	s := &Sink{log: o.logger, password: cfg.ConnConfig.Password, server: pgerr.Describe(&cfg.ConnConfig.Config)}
+	if cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] == "" {
+		// A writer cut off from the server mid-transaction (a network
+		// partition) holds its checkpoint row locks until the server ends
+		// its session; this bounds that wait for the writers it blocks (the
+		// next Open of its pipeline, the other instances' commits). The
+		// sink never idles inside a transaction on purpose.
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = DefaultIdleInTransactionTimeout
+	}
+	s := &Sink{log: o.logger, password: cfg.ConnConfig.Password, server: pgerr.Describe(&cfg.ConnConfig.Config), instance: o.instance}
 	if o.table != "" {
 		if s.table, err = pgerr.ParseIdent(o.table); err != nil {
 			return nil, err
@@ -122,13 +157,17 @@ func New(dsn string, opts ...Option) (*Sink, error) {
 		return nil, err
 	}
 	cp := s.cp.Sanitize()
-	s.ck = sqlcheckpoint.New(sqlcheckpoint.Postgres, cp)
+	if s.ck, err = sqlcheckpoint.NewInstances(sqlcheckpoint.Postgres, cp); err != nil {
+		return nil, err
+	}
 	s.q = queries{
-		hasTarget: `SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'target' AND NOT attisdropped)`,
-		readOld:   `SELECT checkpoint FROM ` + cp + ` WHERE pipeline_id = $1`,
-		pkey:      `SELECT conname FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'p'`,
-		addTarget: `ALTER TABLE ` + cp + ` ADD COLUMN IF NOT EXISTS target text NOT NULL DEFAULT ''`,
-		newPkey:   `ALTER TABLE ` + cp + ` ADD PRIMARY KEY (pipeline_id, target)`,
+		hasColumn:   `SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = $1::regclass AND attname = $2 AND NOT attisdropped)`,
+		readOld:     `SELECT checkpoint FROM ` + cp + ` WHERE pipeline_id = $1`,
+		readTarget:  `SELECT checkpoint FROM ` + cp + ` WHERE pipeline_id = $1 AND target = $2`,
+		pkey:        `SELECT conname FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'p'`,
+		addTarget:   `ALTER TABLE ` + cp + ` ADD COLUMN IF NOT EXISTS target text NOT NULL DEFAULT ''`,
+		addInstance: `ALTER TABLE ` + cp + ` ADD COLUMN IF NOT EXISTS instance text NOT NULL DEFAULT ''`,
+		newPkey:     `ALTER TABLE ` + cp + ` ADD PRIMARY KEY (pipeline_id, target, instance)`,
 	}
 	if s.pool, err = pgxpool.NewWithConfig(context.Background(), cfg); err != nil {
 		return nil, s.wrap(err, "postgres sink: pool for %s", s.server)
@@ -189,20 +228,52 @@ func (s *Sink) ensureCheckpointTable(ctx context.Context) error {
 	return nil
 }
 
-// migrate brings a checkpoint table from before checkpoints were kept per
-// (pipeline, target) to the current layout: existing rows become the
-// pipelines' default-target rows (an empty target), which is what they were.
+// migrate brings a checkpoint table of an earlier layout to the current
+// one, in one transaction holding the table's lock: a table from before
+// targets gets the column target (its rows become the pipelines'
+// default-target rows, an empty target, which is what they were), one from
+// before instances the column instance (its rows become the default
+// instance's, an empty instance), and the key becomes (pipeline_id, target,
+// instance). Checkpoints and epochs are kept. Sinks of an earlier version
+// still writing to the table afterwards can no longer create rows (their
+// INSERT … ON CONFLICT names the old key): upgrade the sinks of a database
+// together.
 func (s *Sink) migrate(ctx context.Context) error {
-	var has bool
-	if err := s.pool.QueryRow(ctx, s.q.hasTarget, s.cp.Sanitize()).Scan(&has); err != nil {
+	has := func(q interface {
+		QueryRow(context.Context, string, ...any) pgx.Row
+	}, col string) (bool, error) {
+		var ok bool
+		err := q.QueryRow(ctx, s.q.hasColumn, s.cp.Sanitize(), col).Scan(&ok)
+		return ok, err
+	}
+	ok, err := has(s.pool, "instance")
+	if err != nil {
 		return s.wrap(err, "postgres sink %s: inspect checkpoint table %s", s.server, s.cp.Sanitize())
 	}
-	if has {
+	if ok {
 		return nil
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, s.q.addTarget); err != nil {
+	var added []string
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// Concurrent migrations: the second waits here and finds the work done.
+		if _, err := tx.Exec(ctx, `LOCK TABLE `+s.cp.Sanitize()+` IN ACCESS EXCLUSIVE MODE`); err != nil {
 			return err
+		}
+		for _, c := range []struct{ col, add string }{{"target", s.q.addTarget}, {"instance", s.q.addInstance}} {
+			ok, err := has(tx, c.col)
+			if err != nil {
+				return err
+			}
+			if ok {
+				continue
+			}
+			if _, err := tx.Exec(ctx, c.add); err != nil {
+				return err
+			}
+			added = append(added, c.col)
+		}
+		if len(added) == 0 {
+			return nil
 		}
 		var name string
 		switch err := tx.QueryRow(ctx, s.q.pkey, s.cp.Sanitize()).Scan(&name); {
@@ -217,17 +288,21 @@ func (s *Sink) migrate(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
-		return s.wrap(err, "postgres sink %s: add the target column to checkpoint table %s (run as its owner once)", s.server, s.cp.Sanitize())
+		return s.wrap(err, "postgres sink %s: add the target and instance columns to checkpoint table %s (run as its owner once)", s.server, s.cp.Sanitize())
 	}
-	s.log.Info("postgres sink: checkpoint table now keyed by (pipeline_id, target)", "table", s.cp.Sanitize())
+	if len(added) > 0 {
+		s.log.Info("postgres sink: checkpoint table now keyed by (pipeline_id, target, instance)", "table", s.cp.Sanitize(), "added", strings.Join(added, ","))
+	}
 	return nil
 }
 
 // isDuplicate tells a CREATE that lost a race with a concurrent one.
 func isDuplicate(err error) bool { return sqlcheckpoint.Postgres.IsDuplicate(err) }
 
-// Checkpoint implements flightsink.Sink. It reads without locking or
-// fencing; a missing checkpoint table means no checkpoint.
+// Checkpoint implements flightsink.Sink: the checkpoint merged over the
+// pipeline's instances. It reads without locking or fencing; a missing
+// checkpoint table means no checkpoint, and one of an earlier layout (which
+// Open migrates) is read as it is.
 func (s *Sink) Checkpoint(ctx context.Context, p flightsink.Pipeline) ([]byte, error) {
 	if p.ID == "" {
 		return nil, fmt.Errorf("%w: empty pipeline id", flightline.ErrInvalidInput)
@@ -237,11 +312,14 @@ func (s *Sink) Checkpoint(ctx context.Context, p flightsink.Pipeline) ([]byte, e
 		return nil, err
 	}
 	cp, err := s.ck.Read(ctx, pgxConn{s.pool}, p.ID, key)
-	if sqlState(err) == "42703" { // a checkpoint table from before targets: Open migrates it
-		if key != "" {
-			return nil, nil
+	if sqlState(err) == "42703" { // a table from before instances: its rows are the default instance's
+		err = s.pool.QueryRow(ctx, s.q.readTarget, p.ID, key).Scan(&cp)
+		if sqlState(err) == "42703" { // from before targets, too
+			if key != "" {
+				return nil, nil
+			}
+			err = s.pool.QueryRow(ctx, s.q.readOld, p.ID).Scan(&cp)
 		}
-		err = s.pool.QueryRow(ctx, s.q.readOld, p.ID).Scan(&cp)
 		if errors.Is(err, pgx.ErrNoRows) || sqlState(err) == "42P01" {
 			return nil, nil
 		}
@@ -252,10 +330,11 @@ func (s *Sink) Checkpoint(ctx context.Context, p flightsink.Pipeline) ([]byte, e
 	return cp, nil
 }
 
-// Open implements flightsink.Sink. It creates the checkpoint row if absent,
-// then in its own transaction bumps the row's epoch, which fences every
-// earlier Writer of the (pipeline, target), and returns the checkpoint read
-// in that transaction.
+// Open implements flightsink.Sink. It creates the instance's checkpoint row
+// if absent, then in its own transaction bumps the row's epoch, which
+// fences every earlier Writer of the (pipeline, target) in this instance,
+// and returns the checkpoint merged over the instances, read in that
+// transaction.
 func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writer, []byte, error) {
 	if p.ID == "" {
 		return nil, nil, fmt.Errorf("%w: empty pipeline id", flightline.ErrInvalidInput)
@@ -274,20 +353,20 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 	if err := s.ensureCheckpointTable(ctx); err != nil {
 		return nil, nil, err
 	}
-	if err := s.ck.Ensure(ctx, pgxConn{s.pool}, p.ID, key); err != nil {
+	if err := s.ck.Ensure(ctx, pgxConn{s.pool}, p.ID, key, s.instance); err != nil {
 		return nil, nil, s.wrap(err, "postgres sink %s: open pipeline %q", s.server, p.ID)
 	}
-	var epoch int64
+	var lease *sqlcheckpoint.Lease
 	var cp []byte
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
-		epoch, cp, err = s.ck.Claim(ctx, pgxConn{tx}, p.ID, key)
+		lease, cp, err = s.ck.Claim(ctx, pgxConn{tx}, p.ID, key, s.instance)
 		return err
 	})
 	if err != nil {
 		return nil, nil, s.wrap(err, "postgres sink %s: open pipeline %q", s.server, p.ID)
 	}
-	s.log.Debug("postgres sink: pipeline opened", "pipeline", p.ID, "target", target.Sanitize(), "epoch", epoch, "server", s.server)
-	return &writer{s: s, p: p, key: key, target: target, epoch: epoch}, cp, nil
+	s.log.Debug("postgres sink: pipeline opened", "pipeline", p.ID, "target", target.Sanitize(), "instance", s.instance, "epoch", lease.Epoch, "server", s.server)
+	return &writer{s: s, p: p, key: key, target: target, lease: lease}, cp, nil
 }
 
 // targetKey is the checkpoint row's target column for a Pipeline.Target:
@@ -308,13 +387,13 @@ func (s *Sink) targetKey(target string) (string, error) {
 	return id.Sanitize(), nil
 }
 
-// writer is the Writer of one pipeline at one epoch.
+// writer is the Writer of one pipeline instance at one epoch.
 type writer struct {
 	s      *Sink
 	p      flightsink.Pipeline
 	key    string // the checkpoint row's target column
 	target pgx.Identifier
-	epoch  int64
+	lease  *sqlcheckpoint.Lease
 	closed bool
 
 	// The table layout last verified against a batch schema; reused while
@@ -327,10 +406,12 @@ type writer struct {
 	created  bool // this transaction created the table
 }
 
-// WriteBatch implements flightsink.Writer. One transaction: lock the
-// checkpoint row (SELECT … FOR UPDATE) and compare epochs, skip replays,
-// create or check the table, COPY the rows in binary, update the
-// checkpoint, commit.
+// WriteBatch implements flightsink.Writer. One transaction: read the
+// checkpoint rows and compare epochs (ErrFenced), skip replays, refuse a
+// partition another instance moved since Open (ErrConflict), create or
+// check the table, COPY the rows in binary, lock the checkpoint rows
+// (SELECT … FOR UPDATE), check again and update the instance's checkpoint,
+// commit.
 func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byte) error {
 	if err := flightsink.CheckBatch(rec, cp); err != nil {
 		return err
@@ -378,17 +459,23 @@ func (w *writer) writeOnce(ctx context.Context, batches []flightsink.Batch) erro
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
 
-	last, _, err := s.ck.Lock(ctx, pgxConn{tx}, w.p.ID, w.key, w.epoch, batches[0].CP)
-	if errors.Is(err, flightline.ErrFenced) {
-		s.log.Warn("postgres sink: fenced writer refused", "pipeline", w.p.ID, "target", w.key, "err", err)
+	last, _, err := s.ck.Lock(ctx, pgxConn{tx}, w.lease, batches[0].CP)
+	if errors.Is(err, flightline.ErrFenced) || errors.Is(err, flightline.ErrConflict) {
+		s.log.Warn("postgres sink: writer refused", "pipeline", w.p.ID, "target", w.key, "instance", w.s.instance, "err", err)
 		return err
 	}
 	if err != nil {
 		return s.wrap(err, "postgres sink %s: lock checkpoint of %q", s.server, w.p.ID)
 	}
-	fresh, next, n := flightsink.Fold(last, batches)
+	fresh, _, n := flightsink.Fold(last, batches)
 	if n == 0 {
 		return nil // every batch is a replay
+	}
+	var add []byte // what this commit adds: the fold of its new batches only
+	for i, b := range batches {
+		if fresh[i] {
+			add = flightsink.Next(add, b.CP)
+		}
 	}
 	committed := false
 	defer func() {
@@ -424,8 +511,9 @@ func (w *writer) writeOnce(ctx context.Context, batches []flightsink.Batch) erro
 			return s.wrap(err, "postgres sink %s: COPY into %s", s.server, w.target.Sanitize())
 		}
 	}
-	if err := s.ck.Advance(ctx, pgxConn{tx}, w.p.ID, w.key, w.epoch, last, next); err != nil {
-		if errors.Is(err, flightline.ErrFenced) {
+	if err := s.ck.Advance(ctx, pgxConn{tx}, w.lease, add); err != nil {
+		if errors.Is(err, flightline.ErrFenced) || errors.Is(err, flightline.ErrConflict) {
+			s.log.Warn("postgres sink: writer refused", "pipeline", w.p.ID, "target", w.key, "instance", w.s.instance, "err", err)
 			return err
 		}
 		return s.wrap(err, "postgres sink %s: update checkpoint of %q", s.server, w.p.ID)
@@ -622,6 +710,26 @@ type pgxConn struct {
 func (c pgxConn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
 	tag, err := c.q.Exec(ctx, q, args...)
 	return tag.RowsAffected(), err
+}
+
+func (c pgxConn) Query(ctx context.Context, q string, scan func(row func(dest ...any) error) error, args ...any) error {
+	x, ok := c.q.(interface {
+		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	})
+	if !ok {
+		return fmt.Errorf("%w: postgres sink: %T cannot query rows", flightline.ErrInvalidInput, c.q)
+	}
+	rows, err := x.Query(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows.Scan); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 func (c pgxConn) QueryRow(ctx context.Context, q string, dest []any, args ...any) (bool, error) {

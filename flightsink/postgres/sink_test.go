@@ -55,7 +55,10 @@ func TestIntegrationConformance(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	c := pgtest.Conn(t)
 	sinktest.Run(t, sinktest.Harness{
-		NewSink:   func(t *testing.T) flightsink.Sink { return newSink(t, dsn) },
+		NewSink: func(t *testing.T) flightsink.Sink { return newSink(t, dsn) },
+		NewInstance: func(t *testing.T, name string) flightsink.Sink {
+			return newSink(t, dsn, postgres.Instance(name))
+		},
 		IDs:       func(t *testing.T, p flightsink.Pipeline) []int64 { return ids(t, c, p.Target) },
 		Guarantee: flightsink.ExactlyOnce,
 		Group:     true,
@@ -288,7 +291,7 @@ func TestIntegrationBadCredentials(t *testing.T) {
 		cps := pgtest.Name("cps")
 		tgt := pgtest.Name("ro")
 		pgtest.Exec(t, c, `CREATE TABLE `+tgt+` (id bigint NOT NULL, name text)`)
-		pgtest.Exec(t, c, `CREATE TABLE `+cps+` (pipeline_id text NOT NULL, target text NOT NULL DEFAULT '', checkpoint bytea, epoch bigint NOT NULL DEFAULT 0, updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (pipeline_id, target))`)
+		pgtest.Exec(t, c, `CREATE TABLE `+cps+` (pipeline_id text NOT NULL, target text NOT NULL DEFAULT '', instance text NOT NULL DEFAULT '', checkpoint bytea, epoch bigint NOT NULL DEFAULT 0, updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (pipeline_id, target, instance))`)
 		pgtest.Exec(t, c, `GRANT SELECT, INSERT, UPDATE ON `+cps+` TO `+role)
 		pgtest.Exec(t, c, `GRANT SELECT ON `+tgt+` TO `+role)
 		s = newSink(t, withUser(role, password), postgres.Logger(log), postgres.CheckpointTable(cps))
@@ -301,6 +304,24 @@ func TestIntegrationBadCredentials(t *testing.T) {
 		err = w.WriteBatch(ctx, rec, sinktest.CP(3))
 		require.ErrorIs(t, err, flightline.ErrPermissionDenied)
 		require.Empty(t, ids(t, c, tgt))
+	})
+	t.Run("MigrationNeedsOwner", func(t *testing.T) {
+		// A checkpoint table from before instances, which the role may use
+		// but not alter: Open says who must migrate it, and changes nothing.
+		cps := pgtest.Name("precps")
+		pgtest.Exec(t, c, `CREATE TABLE `+cps+` (pipeline_id text NOT NULL, target text NOT NULL DEFAULT '', checkpoint bytea, epoch bigint NOT NULL DEFAULT 0, updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (pipeline_id, target))`)
+		pgtest.Exec(t, c, `GRANT SELECT, INSERT, UPDATE ON `+cps+` TO `+role)
+		pgtest.Exec(t, c, `INSERT INTO `+cps+` (pipeline_id, checkpoint, epoch) VALUES ('pre', 'x', 2)`)
+		s := newSink(t, withUser(role, password), postgres.Logger(log), postgres.CheckpointTable(cps), postgres.Table(pgtest.Name("pre")))
+		_, _, err := s.Open(ctx, flightsink.Pipeline{ID: "pre"})
+		require.ErrorIs(t, err, flightline.ErrPermissionDenied)
+		require.Contains(t, err.Error(), "run as its owner once")
+		cp, err := s.Checkpoint(ctx, flightsink.Pipeline{ID: "pre"})
+		require.NoError(t, err, "an unmigrated table is read as it is")
+		require.Equal(t, "x", string(cp))
+		var epoch int64
+		require.NoError(t, c.QueryRow(ctx, `SELECT epoch FROM `+cps+` WHERE pipeline_id = 'pre'`).Scan(&epoch))
+		require.Equal(t, int64(2), epoch)
 	})
 	require.NotContains(t, logs.String(), password)
 }

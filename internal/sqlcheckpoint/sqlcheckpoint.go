@@ -15,6 +15,12 @@
 // flightline.ErrFenced. Fencing wins over replay: Lock checks the epoch
 // before it tells a replay. The newest Claim wins.
 //
+// Instances is the same with one row per (pipeline_id, target, instance),
+// for a pipeline scaled out over several processes: fencing per instance,
+// the checkpoint merged over the instances, and a write naming a partition
+// another instance moved since the writer's claim refused (ErrConflict).
+// The PostgreSQL sink uses it; the Snowflake and ADBC sinks use Table.
+//
 // The package knows statements, not drivers: a sink adapts its transaction
 // to Conn (SQL adapts database/sql), and a Dialect says how its database
 // spells placeholders, identifiers, column types and an insert-if-absent.
@@ -276,15 +282,20 @@ func (t *Table) Advance(ctx context.Context, c Conn, pipeline, target string, ep
 // FencedError is the flightline.ErrFenced of a writer whose epoch moved on.
 type FencedError struct {
 	Pipeline, Target string
-	Epoch            int64 // the writer's
-	Current          int64 // the row's, or -1 when the compare-and-set found it changed
+	Instance         string // Instances only; empty for Table and DefaultInstance
+	Epoch            int64  // the writer's
+	Current          int64  // the row's, or -1 when the compare-and-set found it changed
 }
 
 func (e *FencedError) Error() string {
-	if e.Current < 0 {
-		return fmt.Sprintf("%v: pipeline %q target %q was reopened after epoch %d", flightline.ErrFenced, e.Pipeline, e.Target, e.Epoch)
+	who := fmt.Sprintf("pipeline %q target %q", e.Pipeline, e.Target)
+	if e.Instance != "" {
+		who += fmt.Sprintf(" instance %q", e.Instance)
 	}
-	return fmt.Sprintf("%v: pipeline %q target %q was reopened (epoch %d > %d)", flightline.ErrFenced, e.Pipeline, e.Target, e.Current, e.Epoch)
+	if e.Current < 0 {
+		return fmt.Sprintf("%v: %s was reopened after epoch %d", flightline.ErrFenced, who, e.Epoch)
+	}
+	return fmt.Sprintf("%v: %s was reopened (epoch %d > %d)", flightline.ErrFenced, who, e.Current, e.Epoch)
 }
 
 // Unwrap makes errors.Is(err, flightline.ErrFenced) hold.
@@ -300,11 +311,12 @@ func SQLState(err error) string {
 	return ""
 }
 
-// SQL adapts a database/sql handle (*sql.DB, *sql.Conn or *sql.Tx) to Conn.
+// SQL adapts a database/sql handle (*sql.DB, *sql.Conn or *sql.Tx) to Conn;
+// the result is a RowsConn too.
 func SQL(x interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
 	QueryRowContext(context.Context, string, ...any) *sql.Row
-}) Conn {
+}) RowsConn {
 	return sqlConn{x}
 }
 
@@ -321,6 +333,26 @@ func (s sqlConn) Exec(ctx context.Context, q string, args ...any) (int64, error)
 		return 0, err
 	}
 	return r.RowsAffected()
+}
+
+func (s sqlConn) Query(ctx context.Context, q string, scan func(row func(dest ...any) error) error, args ...any) error {
+	x, ok := s.x.(interface {
+		QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+	})
+	if !ok {
+		return fmt.Errorf("%w: sqlcheckpoint: %T cannot query rows", flightline.ErrInvalidInput, s.x)
+	}
+	rows, err := x.QueryContext(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows.Scan); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 func (s sqlConn) QueryRow(ctx context.Context, q string, dest []any, args ...any) (bool, error) {

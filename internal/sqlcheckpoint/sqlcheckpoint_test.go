@@ -260,3 +260,130 @@ func (r *recorder) QueryRow(_ context.Context, q string, _ []any, args ...any) (
 	r.calls = append(r.calls, call{q, args})
 	return false, nil
 }
+
+// pgInstances opens the test PostgreSQL and creates a fresh per-instance
+// checkpoint table.
+func pgInstances(t *testing.T) (*sql.DB, *sqlcheckpoint.Instances) {
+	t.Helper()
+	db, err := sql.Open("pgx", pgtest.DSN(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	tbl, err := sqlcheckpoint.NewInstances(sqlcheckpoint.Postgres, sqlcheckpoint.Postgres.Quote(pgtest.Name("ick")))
+	require.NoError(t, err)
+	_, err = db.Exec(tbl.CreateSQL())
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Exec(`DROP TABLE ` + tbl.Name()) }) //nolint:errcheck
+	return db, tbl
+}
+
+func claimInstance(t *testing.T, db *sql.DB, tbl *sqlcheckpoint.Instances, instance string) (*sqlcheckpoint.Lease, []byte) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, tbl.Ensure(ctx, sqlcheckpoint.SQL(db), "p", "", instance))
+	tx, err := db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	l, cp, err := tbl.Claim(ctx, sqlcheckpoint.SQL(tx), "p", "", instance)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit())
+	return l, cp
+}
+
+// Two instances' transactions that both passed Lock for one partition (a
+// hand-over racing a zombie): Advance locks every row of the pipeline, so
+// the second to get there sees the first's commit and is refused with
+// ErrConflict, instead of both committing the partition's records.
+func TestPostgresInstancesAdvanceSerialises(t *testing.T) {
+	db, tbl := pgInstances(t)
+	ctx := context.Background()
+	pos := func(n int64) []byte { return checkpoint.Positions{"t/0": n}.Encode() }
+	a, cp := claimInstance(t, db, tbl, "a")
+	require.Nil(t, cp)
+	b, _ := claimInstance(t, db, tbl, "b")
+	require.Equal(t, "b", b.Instance)
+
+	txA, err := db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer txA.Rollback() //nolint:errcheck
+	txB, err := db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer txB.Rollback() //nolint:errcheck
+	for _, w := range []struct {
+		tx *sql.Tx
+		l  *sqlcheckpoint.Lease
+	}{{txA, a}, {txB, b}} {
+		_, replay, err := tbl.Lock(ctx, sqlcheckpoint.SQL(w.tx), w.l, pos(10))
+		require.NoError(t, err)
+		require.False(t, replay)
+	}
+	require.NoError(t, tbl.Advance(ctx, sqlcheckpoint.SQL(txA), a, pos(10)))
+	done := make(chan error, 1)
+	go func() { done <- tbl.Advance(ctx, sqlcheckpoint.SQL(txB), b, pos(12)) }()
+	select {
+	case err := <-done:
+		t.Fatalf("b's Advance did not wait for a's lock: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	require.NoError(t, txA.Commit())
+	err = <-done
+	require.ErrorIs(t, err, flightline.ErrConflict)
+	var moved *sqlcheckpoint.MovedError
+	require.ErrorAs(t, err, &moved)
+	require.Equal(t, "t/0", moved.Key)
+	require.NoError(t, txB.Rollback())
+
+	got, err := tbl.Read(ctx, sqlcheckpoint.SQL(db), "p", "")
+	require.NoError(t, err)
+	require.Equal(t, string(pos(10)), string(got))
+
+	// b re-claims and resumes from a's commit; a's older writer is not
+	// fenced by that, a newer claim of a is.
+	b2, cp := claimInstance(t, db, tbl, "b")
+	require.Equal(t, string(pos(10)), string(cp))
+	_, err = writeInstance(ctx, db, tbl, b2, pos(12))
+	require.NoError(t, err)
+	_, err = writeInstance(ctx, db, tbl, a, checkpoint.Positions{"t/1": 3}.Encode())
+	require.NoError(t, err, "b's claim does not fence a")
+	claimInstance(t, db, tbl, "a")
+	_, err = writeInstance(ctx, db, tbl, a, checkpoint.Positions{"t/1": 4}.Encode())
+	require.ErrorIs(t, err, flightline.ErrFenced)
+	var fenced *sqlcheckpoint.FencedError
+	require.ErrorAs(t, err, &fenced)
+	require.Equal(t, "a", fenced.Instance)
+	got, err = tbl.Read(ctx, sqlcheckpoint.SQL(db), "p", "")
+	require.NoError(t, err)
+	require.Equal(t, `{"positions":{"t/0":12,"t/1":3}}`, string(got))
+}
+
+func writeInstance(ctx context.Context, db *sql.DB, tbl *sqlcheckpoint.Instances, l *sqlcheckpoint.Lease, cp []byte) (bool, error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback() //nolint:errcheck
+	_, replay, err := tbl.Lock(ctx, sqlcheckpoint.SQL(tx), l, cp)
+	if err != nil || replay {
+		return replay, err
+	}
+	if err := tbl.Advance(ctx, sqlcheckpoint.SQL(tx), l, cp); err != nil {
+		return false, err
+	}
+	return false, tx.Commit()
+}
+
+// Opaque checkpoints merge only while one instance holds one.
+func TestPostgresInstancesOpaque(t *testing.T) {
+	db, tbl := pgInstances(t)
+	ctx := context.Background()
+	a, _ := claimInstance(t, db, tbl, "a")
+	_, err := writeInstance(ctx, db, tbl, a, []byte("lsn-1"))
+	require.NoError(t, err)
+	replay, err := writeInstance(ctx, db, tbl, a, []byte("lsn-1"))
+	require.NoError(t, err)
+	require.True(t, replay)
+	b, cp := claimInstance(t, db, tbl, "b")
+	require.Equal(t, "lsn-1", string(cp))
+	_, err = writeInstance(ctx, db, tbl, b, []byte("lsn-2"))
+	require.NoError(t, err)
+	_, err = tbl.Read(ctx, sqlcheckpoint.SQL(db), "p", "")
+	require.ErrorIs(t, err, flightline.ErrInvalidInput)
+}
