@@ -141,10 +141,11 @@ func logTail(s string, n int) string {
 // measures the stall (the kill to the next commit of a record produced
 // after it) and the recovery (the broker answering again to that commit);
 // then checks record by record: kcat read_committed for the Kafka sink,
-// delta-rs for Delta. In make test the Kafka sink gets one quick and one
-// slow restart and Delta one quick restart (the source's side is the same
-// in both; each broker start costs 12–20 s on a loaded machine); under
-// FLIGHTLINE_CHAOS=1 both get three of each.
+// delta-rs for Delta, pgx for PostgreSQL. In make test the Kafka sink gets
+// one quick and one slow restart and Delta one quick restart (the source's
+// side is the same in both; each broker start costs 12–20 s on a loaded
+// machine); under FLIGHTLINE_CHAOS=1 each of the three sinks gets three of
+// each.
 func TestIntegrationKafkaBrokerKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault test: skipped in -short mode")
@@ -162,8 +163,15 @@ func TestIntegrationKafkaBrokerKill(t *testing.T) {
 			uri := filepath.Join(t.TempDir(), "orders")
 			return killDest{spec: "delta:" + uri + "?checkpoint_interval=10", read: pythonKeys(t, "delta", uri, nil)}
 		}},
+		// Kafka → PostgreSQL: the same source-side fault under a database
+		// transaction (make chaos only: the source's side is the Delta
+		// run's, and each broker start costs make test 12–20 s).
+		{name: "postgres", format: "json", chaos: true, dest: postgresKillDest},
 	}
 	for _, s := range sinks {
+		if s.chaos && !chaosMode() {
+			continue
+		}
 		t.Run(s.name, func(t *testing.T) {
 			t.Logf("seed %d (FLIGHTLINE_KILL_SEED=%d replays the producer)", seed, seed)
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
