@@ -77,7 +77,8 @@ test-interop:
 # S3 and Databricks (fake catalog, moto) included (FLIGHTLINE_KILL_SEED=N
 # replays a run's kill schedule).
 # The heavy matrices: 100 kills per exactly-once sink (Delta on S3 too),
-# with and without the source's instance_id, PostgreSQL restarted 5 times
+# 50 with and 50 without the source's instance_id (FLIGHTLINE_CHAOS_KILLS
+# sets the number per variant), PostgreSQL restarted 5 times
 # each way under the PostgreSQL sink, S3 faults under Delta on S3 and
 # Databricks, the Kafka broker and the Snowflake emulator killed and
 # restarted, disk full under Dir and Delta (3 times each), network

@@ -1030,8 +1030,9 @@ func chaosMode() bool { return os.Getenv("FLIGHTLINE_CHAOS") == "1" }
 // TestIntegrationSplitKill9 is issue 12's kill test, for every
 // exactly-once sink: serve-source (Kafka, no instance_id), serve-sink and
 // run as three processes on a live topic with committed and aborted
-// transactions; a random process is kill -9ed at random times (at least 30
-// times; 100 under FLIGHTLINE_CHAOS=1) and restarted quickly or slowly;
+// transactions; a random process is kill -9ed at random times (30 times;
+// under FLIGHTLINE_CHAOS=1 50 times in each variant, so 100 per sink) and
+// restarted quickly or slowly;
 // then every committed record must be at the destination exactly once and
 // no aborted record at all. The variants named <sink>-instance_id give the
 // source a static instance_id (run under FLIGHTLINE_CHAOS=1, or with
@@ -1045,12 +1046,19 @@ func TestIntegrationSplitKill9(t *testing.T) {
 		t.Skip("crash test: skipped in -short mode")
 	}
 	kills := 30
-	if chaosMode() {
-		kills = 100
-	}
 	static := []bool{false}
 	if chaosMode() || os.Getenv("FLIGHTLINE_KILL_STATIC") == "1" {
 		static = append(static, true)
+	}
+	if chaosMode() {
+		// 100 per sink: 50 with the source's instance_id and 50 without
+		// (FLIGHTLINE_CHAOS_KILLS sets the number per variant).
+		kills = 50
+		if v := os.Getenv("FLIGHTLINE_CHAOS_KILLS"); v != "" {
+			n, err := strconv.Atoi(v)
+			require.NoError(t, err, "FLIGHTLINE_CHAOS_KILLS")
+			kills = n
+		}
 	}
 	seed := killSeed(t)
 	for _, s := range killSinks(chaosMode()) {
