@@ -171,14 +171,19 @@ func TestCheckpointRoundTripChunks(t *testing.T) {
 	require.Equal(t, int64(len(s.Files)), lc.NumOfAddFiles)
 }
 
-// BenchmarkWriteCheckpoint50k writes the checkpoint of a table of 50,000
-// files with stats of the soak's shape (ns/op and B/op are per checkpoint).
-func BenchmarkWriteCheckpoint50k(b *testing.B) {
+// BenchmarkWriteCheckpoint50k and 1k write the checkpoint of a table of
+// 50,000 and 1,000 files with stats of the soak's shape (ns/op and B/op
+// are per checkpoint).
+func BenchmarkWriteCheckpoint50k(b *testing.B) { benchCheckpoint(b, 50_000) }
+
+func BenchmarkWriteCheckpoint1k(b *testing.B) { benchCheckpoint(b, 1_000) }
+
+func benchCheckpoint(b *testing.B, files int) {
 	ctx := context.Background()
 	st, err := objstore.Open(ctx, b.TempDir(), nil)
 	require.NoError(b, err)
 	tbl := NewTable(st, nil)
-	s := richSnapshot(50_000)
+	s := richSnapshot(files)
 	stats := `{"numRecords":500,"minValues":{"topic":"soak","partition":0,"offset":123456,"timestamp":"2026-12-03T15:00:00.000Z","value":"{\"n\":123456}"},` +
 		`"maxValues":{"topic":"soak","partition":3,"offset":123955,"timestamp":"2026-12-03T15:00:00.500Z","value":"{\"n\":123955}"},` +
 		`"nullCount":{"topic":0,"partition":0,"offset":0,"timestamp":0,"key":0,"value":0}}`
