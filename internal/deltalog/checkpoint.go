@@ -9,6 +9,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -154,6 +155,24 @@ func (s *Snapshot) CheckpointActions(now time.Time, yield func(*Action) error) e
 // memory is bounded by it, not by the table's file count.
 const checkpointChunk = 8192
 
+var checkpointRowGroupRows atomic.Int64
+
+func rowGroupRows() int {
+	if n := checkpointRowGroupRows.Load(); n > 0 {
+		return int(n)
+	}
+	return checkpointChunk
+}
+
+// SetCheckpointRowGroupRows makes checkpoints written from now on use row
+// groups of n rows instead of 8192 (n <= 0: the default) and returns a
+// function restoring the previous value. For tests: readers must find a
+// checkpoint's actions across its row groups.
+func SetCheckpointRowGroupRows(n int) (restore func()) {
+	old := checkpointRowGroupRows.Swap(int64(n))
+	return func() { checkpointRowGroupRows.Store(old) }
+}
+
 // WriteCheckpoint writes a classic single-file checkpoint of s
 // (NNN.checkpoint.parquet) and then points _last_checkpoint at it. Both are
 // plain puts: any writer's checkpoint of version v has the same content.
@@ -166,8 +185,9 @@ func (t *Table) WriteCheckpoint(ctx context.Context, s *Snapshot) error {
 		return fmt.Errorf("delta: checkpoint of a table without protocol or metadata")
 	}
 	var buf bytes.Buffer
+	chunk := rowGroupRows()
 	props := parquet.NewWriterProperties(parquet.WithAllocator(t.mem), parquet.WithCompression(compress.Codecs.Snappy),
-		parquet.WithDictionaryDefault(false), parquet.WithCreatedBy("flightline"), parquet.WithMaxRowGroupLength(checkpointChunk))
+		parquet.WithDictionaryDefault(false), parquet.WithCreatedBy("flightline"), parquet.WithMaxRowGroupLength(int64(chunk)))
 	fw, err := pqarrow.NewFileWriter(checkpointSchema, &buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(t.mem)))
 	if err != nil {
 		return err
@@ -186,7 +206,7 @@ func (t *Table) WriteCheckpoint(ctx context.Context, s *Snapshot) error {
 	err = s.CheckpointActions(time.Now(), func(a *Action) error {
 		cb.append(a)
 		size++
-		if cb.rows() >= checkpointChunk {
+		if cb.rows() >= chunk {
 			return flush()
 		}
 		return nil
