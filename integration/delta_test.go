@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/stretchr/testify/require"
 
 	"github.com/flightline/flightline/checkpoint"
@@ -23,6 +25,7 @@ import (
 	sinkdelta "github.com/flightline/flightline/flightsink/delta"
 	"github.com/flightline/flightline/flightsrc"
 	srcdelta "github.com/flightline/flightline/flightsrc/delta"
+	"github.com/flightline/flightline/internal/deltalog"
 	"github.com/flightline/flightline/internal/objstore"
 	"github.com/flightline/flightline/internal/s3test"
 )
@@ -129,7 +132,9 @@ func TestIntegrationDeltaInterop(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 
-			// Our sink writes; delta-rs reads.
+			// Our sink writes; delta-rs reads, through a checkpoint of
+			// several row groups (a large table's have 8192 rows each).
+			defer deltalog.SetCheckpointRowGroupRows(4)()
 			uri := loc.uri(t, "rich")
 			s, err := sinkdelta.New(ctx, uri, sinkdelta.StorageOptions(storage), sinkdelta.CheckpointInterval(4), sinkdelta.Allocator(mem))
 			require.NoError(t, err)
@@ -145,6 +150,14 @@ func TestIntegrationDeltaInterop(t *testing.T) {
 				rec.Release()
 			}
 			require.NoError(t, w.Close(ctx))
+			st, err := objstore.Open(ctx, uri, storage)
+			require.NoError(t, err)
+			cpb, err := st.Get(ctx, "_delta_log/00000000000000000008.checkpoint.parquet")
+			require.NoError(t, err)
+			pf, err := file.NewParquetReader(bytes.NewReader(cpb))
+			require.NoError(t, err)
+			require.Greater(t, pf.NumRowGroups(), 2, "the checkpoint of version 8 spans row groups")
+			require.NoError(t, pf.Close())
 			c := checkWithDeltaRs(t, uri, storage, "interop", "interop")
 			require.Equal(t, int64(batches*per), c.Rows)
 			require.Equal(t, int64(batches*per), c.Distinct)

@@ -76,7 +76,7 @@ func (c ucConn) config(kind string) (unitycatalog.Config, unitycatalog.VendOptio
 type databricksSinkConfig struct {
 	ucConn
 	Instance           string            `spec:"instance" default:"default" doc:"this writer's name among the table's writers; the pipeline's fencing is per instance"`
-	CheckpointInterval int               `spec:"checkpoint_interval" default:"10" doc:"write a Delta checkpoint every N commits"`
+	CheckpointInterval int               `spec:"checkpoint_interval" default:"10" doc:"write a Delta checkpoint every N commits (every multiple of N nearest below files/1000 once the table has 1000×N files or more)"`
 	SchemaEvolution    bool              `spec:"schema_evolution" default:"false" doc:"add new nullable columns to the table instead of refusing the batch"`
 	Storage            map[string]string `spec:",extra"`
 }

@@ -30,8 +30,19 @@ import (
 const DefaultInstance = "default"
 
 // DefaultCheckpointInterval is how often (in commits) a Delta checkpoint
-// is written.
+// is written at least, on a table of fewer than
+// CheckpointFilesPerCommit×10 files (see CheckpointInterval).
 const DefaultCheckpointInterval = 10
+
+// CheckpointFilesPerCommit bounds the amortized checkpoint work per
+// commit: a checkpoint rewrites every active file, so on a table of f
+// files the interval n is stretched to the multiple of n nearest below
+// f/CheckpointFilesPerCommit (n itself while that is smaller). A
+// streaming writer adds a file per batch; without the stretch the cost of
+// a commit would grow with the table for ever. Readers replay at most
+// that many JSON commits after the checkpoint, one per 1,000 files the
+// checkpoint itself holds.
+const CheckpointFilesPerCommit = 1000
 
 // Option configures a Sink.
 type Option func(*options) error
@@ -87,7 +98,13 @@ func Instance(name string) Option {
 }
 
 // CheckpointInterval writes a classic Delta checkpoint every n commits
-// (default 10; 0 disables).
+// (default 10; 0 disables): at every version that is a multiple of the
+// effective interval, n while the table holds fewer than
+// n×CheckpointFilesPerCommit active files, then n×⌊files/(n×1000)⌋, so
+// that a checkpoint's cost (it rewrites every file) spread over the
+// commits between checkpoints stays about 1,000 files per commit however
+// large the table grows. Every writer of a version computes the same
+// interval.
 func CheckpointInterval(n int) Option {
 	return func(o *options) error {
 		if n < 0 {

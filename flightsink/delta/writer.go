@@ -283,12 +283,22 @@ func (w *writer) committed(st state) {
 	} else {
 		w.last = st.cp()
 	}
-	if n := w.s.o.interval; n > 0 && w.snap.Version > 0 && w.snap.Version%n == 0 {
+	if n := checkpointEvery(w.s.o.interval, len(w.snap.Files)); n > 0 && w.snap.Version > 0 && w.snap.Version%n == 0 {
 		// A failed checkpoint costs readers time, not correctness.
 		if err := w.t.WriteCheckpoint(context.Background(), w.snap); err != nil {
 			w.log.Warn("delta sink: checkpoint failed", "table", w.t.URL(), "version", w.snap.Version, "err", err)
 		}
 	}
+}
+
+// checkpointEvery is the effective checkpoint interval of a table of files
+// active files for the configured interval n (0: never); see
+// CheckpointInterval.
+func checkpointEvery(n int64, files int) int64 {
+	if n <= 0 {
+		return 0
+	}
+	return n * max(1, int64(files)/(n*CheckpointFilesPerCommit))
 }
 
 // actions builds the commit of the staged batches against snap (rebuilt

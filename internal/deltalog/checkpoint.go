@@ -9,6 +9,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -54,38 +55,6 @@ var checkpointSchema = arrow.NewSchema([]arrow.Field{
 		nf("removed", arrow.FixedWidthTypes.Boolean))),
 }, nil)
 
-// mapPaths are the map-typed fields, which Arrow's JSON reader wants as
-// [{"key":..,"value":..}] lists.
-var mapPaths = [][]string{{"add", "partitionValues"}, {"add", "tags"}, {"remove", "partitionValues"},
-	{"metaData", "configuration"}, {"metaData", "format", "options"}}
-
-func toKVLists(row map[string]any) {
-	for _, p := range mapPaths {
-		cur := row
-		for i, k := range p {
-			v, ok := cur[k]
-			if !ok || v == nil {
-				break
-			}
-			if i < len(p)-1 {
-				next, ok := v.(map[string]any)
-				if !ok {
-					break
-				}
-				cur = next
-				continue
-			}
-			if m, ok := v.(map[string]any); ok {
-				kvs := make([]map[string]any, 0, len(m))
-				for _, mk := range sortedKeys(m) {
-					kvs = append(kvs, map[string]any{"key": mk, "value": m[mk]})
-				}
-				cur[k] = kvs
-			}
-		}
-	}
-}
-
 // DefaultDeletedFileRetention is the tombstone retention of a table
 // without delta.deletedFileRetentionDuration (the protocol's default).
 const DefaultDeletedFileRetention = 7 * 24 * time.Hour
@@ -129,80 +98,125 @@ func parseInterval(v string) (time.Duration, bool) {
 	return d, true
 }
 
-// CheckpointActions returns the actions a checkpoint of s holds:
-// protocol, metaData, txns, live domains, the active files and the
-// tombstones (removes) deleted after now minus the table's retention, as
-// the protocol asks.
-func (s *Snapshot) CheckpointActions(now time.Time) []Action {
-	acts := []Action{{Protocol: s.Protocol}, {MetaData: s.Metadata}}
+// CheckpointActions calls yield with each action a checkpoint of s holds,
+// in order: protocol, metaData, txns, live domains, the active files by
+// path and the tombstones (removes) deleted after now minus the table's
+// retention, as the protocol asks. Files and removes are passed as copies
+// with dataChange false, valid only during the call: nothing per file is
+// kept.
+func (s *Snapshot) CheckpointActions(now time.Time, yield func(*Action) error) error {
+	if err := yield(&Action{Protocol: s.Protocol}); err != nil {
+		return err
+	}
+	if err := yield(&Action{MetaData: s.Metadata}); err != nil {
+		return err
+	}
 	for _, k := range sortedKeys(s.Txns) {
 		t := s.Txns[k]
-		acts = append(acts, Action{Txn: &t})
+		if err := yield(&Action{Txn: &t}); err != nil {
+			return err
+		}
 	}
 	for _, k := range sortedKeys(s.Domains) {
 		d := s.Domains[k]
-		acts = append(acts, Action{DomainMetadata: &d})
+		if err := yield(&Action{DomainMetadata: &d}); err != nil {
+			return err
+		}
 	}
-	for _, f := range s.SortedFiles() {
-		a := *f
-		a.DataChange = false
-		acts = append(acts, Action{Add: &a})
+	var add Add
+	act := Action{Add: &add}
+	for _, k := range sortedKeys(s.Files) {
+		add = *s.Files[k]
+		add.DataChange = false
+		if err := yield(&act); err != nil {
+			return err
+		}
 	}
 	retention, known := s.DeletedFileRetention()
 	minTS := now.Add(-retention).UnixMilli()
+	var r Remove
+	act = Action{Remove: &r}
 	for _, k := range sortedKeys(s.Tombstones) {
-		r := *s.Tombstones[k]
+		r = *s.Tombstones[k]
 		// A tombstone without deletionTimestamp counts as deleted at 0.
 		if known && (r.DeletionTimestamp == nil || *r.DeletionTimestamp <= minTS) {
 			continue
 		}
 		r.DataChange = false
-		acts = append(acts, Action{Remove: &r})
+		if err := yield(&act); err != nil {
+			return err
+		}
 	}
-	return acts
+	return nil
+}
+
+// checkpointChunk is how many rows a checkpoint builds in Arrow before it
+// encodes them as one Parquet row group: the checkpoint's transient Arrow
+// memory is bounded by it, not by the table's file count.
+const checkpointChunk = 8192
+
+var checkpointRowGroupRows atomic.Int64
+
+func rowGroupRows() int {
+	if n := checkpointRowGroupRows.Load(); n > 0 {
+		return int(n)
+	}
+	return checkpointChunk
+}
+
+// SetCheckpointRowGroupRows makes checkpoints written from now on use row
+// groups of n rows instead of 8192 (n <= 0: the default) and returns a
+// function restoring the previous value. For tests: readers must find a
+// checkpoint's actions across its row groups.
+func SetCheckpointRowGroupRows(n int) (restore func()) {
+	old := checkpointRowGroupRows.Swap(int64(n))
+	return func() { checkpointRowGroupRows.Store(old) }
 }
 
 // WriteCheckpoint writes a classic single-file checkpoint of s
 // (NNN.checkpoint.parquet) and then points _last_checkpoint at it. Both are
 // plain puts: any writer's checkpoint of version v has the same content.
+// The rows are appended straight to Arrow builders, a row group of at
+// most checkpointChunk rows at a time; what grows with the table is the
+// encoded file (about a hundred bytes per active file plus its stats,
+// compressed) and the sorted list of paths.
 func (t *Table) WriteCheckpoint(ctx context.Context, s *Snapshot) error {
 	if s.Version < 0 || s.Protocol == nil || s.Metadata == nil {
 		return fmt.Errorf("delta: checkpoint of a table without protocol or metadata")
 	}
-	acts := s.CheckpointActions(time.Now())
-	var js bytes.Buffer
-	for _, a := range acts {
-		b, err := json.Marshal(a)
-		if err != nil {
-			return err
-		}
-		var row map[string]any
-		if err := json.Unmarshal(b, &row); err != nil {
-			return err
-		}
-		toKVLists(row)
-		b, err = json.Marshal(row)
-		if err != nil {
-			return err
-		}
-		js.Write(b)
-		js.WriteByte('\n')
-	}
-	rec, _, err := array.RecordFromJSON(t.mem, checkpointSchema, &js, array.WithMultipleDocs())
-	if err != nil {
-		return fmt.Errorf("delta: build checkpoint: %w", err)
-	}
-	defer rec.Release()
 	var buf bytes.Buffer
+	chunk := rowGroupRows()
 	props := parquet.NewWriterProperties(parquet.WithAllocator(t.mem), parquet.WithCompression(compress.Codecs.Snappy),
-		parquet.WithDictionaryDefault(false), parquet.WithCreatedBy("flightline"))
+		parquet.WithDictionaryDefault(false), parquet.WithCreatedBy("flightline"), parquet.WithMaxRowGroupLength(int64(chunk)))
 	fw, err := pqarrow.NewFileWriter(checkpointSchema, &buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(t.mem)))
 	if err != nil {
 		return err
 	}
-	if err := fw.Write(rec); err != nil {
+	cb := newCPBuilder(t.mem)
+	defer cb.release()
+	flush := func() error {
+		rec := cb.record()
+		defer rec.Release()
+		if err := fw.Write(rec); err != nil {
+			return fmt.Errorf("delta: write checkpoint: %w", err)
+		}
+		return nil
+	}
+	size := int64(0)
+	err = s.CheckpointActions(time.Now(), func(a *Action) error {
+		cb.append(a)
+		size++
+		if cb.rows() >= chunk {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil && cb.rows() > 0 {
+		err = flush()
+	}
+	if err != nil {
 		fw.Close()
-		return fmt.Errorf("delta: write checkpoint: %w", err)
+		return err
 	}
 	if err := fw.Close(); err != nil {
 		return fmt.Errorf("delta: write checkpoint: %w", err)
@@ -210,7 +224,7 @@ func (t *Table) WriteCheckpoint(ctx context.Context, s *Snapshot) error {
 	if err := t.store.Put(ctx, checkpointKey(s.Version), buf.Bytes()); err != nil {
 		return fmt.Errorf("delta: write checkpoint %d: %w", s.Version, err)
 	}
-	lc, _ := json.Marshal(lastCheckpoint{Version: s.Version, Size: int64(len(acts)), SizeInBytes: int64(buf.Len()), NumOfAddFiles: int64(len(s.Files))})
+	lc, _ := json.Marshal(lastCheckpoint{Version: s.Version, Size: size, SizeInBytes: int64(buf.Len()), NumOfAddFiles: int64(len(s.Files))})
 	if err := t.store.Put(ctx, logDir+"_last_checkpoint", lc); err != nil {
 		return fmt.Errorf("delta: write _last_checkpoint: %w", err)
 	}

@@ -246,6 +246,11 @@ func (s *Snapshot) Update(ctx context.Context, t *Table) ([][]Action, error) {
 	}
 }
 
+// noPartitionValues is the empty partitionValues the files of an
+// unpartitioned table share in a Snapshot. Added files are never mutated,
+// so it is never written to.
+var noPartitionValues = NullStrMap{}
+
 // Apply applies the actions of version v (which must be s.Version+1, or
 // the checkpoint version when loading one).
 func (s *Snapshot) Apply(v int64, actions []Action) error {
@@ -261,6 +266,11 @@ func (s *Snapshot) Apply(v int64, actions []Action) error {
 			}
 			s.Metadata, s.Schema = a.MetaData, sc
 		case a.Add != nil:
+			if a.Add.PartitionValues != nil && len(a.Add.PartitionValues) == 0 {
+				// An unpartitioned table's files all have {}: one
+				// shared map instead of one per file (48 bytes each).
+				a.Add.PartitionValues = noPartitionValues
+			}
 			s.Files[a.Add.Path] = a.Add
 			delete(s.Tombstones, a.Add.Path)
 		case a.Remove != nil:
