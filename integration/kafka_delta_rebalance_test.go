@@ -167,7 +167,19 @@ func TestIntegrationKafkaDeltaRebalance(t *testing.T) {
 	require.Eventually(t, func() bool { return committedBy(db) }, 90*time.Second, 100*time.Millisecond, "b never committed")
 	time.Sleep(time.Second)
 	stop(b) // rebalance: a takes them back
-	time.Sleep(2 * time.Second)
+	// Until a has written past b's positions in some partition (it took
+	// b's partitions back): waited for, not slept on — a fixed 2 s failed
+	// on a loaded machine.
+	aPastB := func() bool {
+		committedBy(da)
+		for k, v := range states[db] {
+			if states[da][k] > v {
+				return true
+			}
+		}
+		return false
+	}
+	require.Eventually(t, aPastB, 90*time.Second, 100*time.Millisecond, "a did not move past b's positions while b was away: the merge went untested")
 
 	// On resume, b's pipeline checkpoint is the per-partition max over both
 	// instances' states, not b's own (stale) positions.
