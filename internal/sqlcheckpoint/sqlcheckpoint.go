@@ -73,7 +73,7 @@ type Dialect struct {
 	// EnsureRow is the statement that creates a row at epoch 0 unless it
 	// exists, with %s for the table and "?" placeholders for pipeline and
 	// target (twice when it names them twice). Empty means
-	// INSERT … ON CONFLICT (pipeline_id, target) DO NOTHING.
+	// INSERT … ON CONFLICT DO NOTHING.
 	EnsureRow string
 	// IsDuplicate tells a unique-key violation; EnsureRow retries on one
 	// (nil: never).
@@ -162,8 +162,12 @@ func New(d Dialect, name string) *Table {
 	t.read = `SELECT checkpoint FROM ` + name + key
 	switch {
 	case d.EnsureRow == "":
+		// No conflict target: the PostgreSQL sink upgrades a table of the
+		// same (default) name to one row per instance, whose key is
+		// (pipeline_id, target, instance); there this row is the unnamed
+		// instance's (the column's default), and the statement still works.
 		t.ensure = `INSERT INTO ` + name + ` (pipeline_id, target, epoch) VALUES (` + p(1) + `, ` + p(2) + `, 0)
-			ON CONFLICT (pipeline_id, target) DO NOTHING`
+			ON CONFLICT DO NOTHING`
 	default:
 		t.ensure = fmt.Sprintf(d.EnsureRow, name)
 		// A "?" statement that names the key twice (Generic's) takes it twice.

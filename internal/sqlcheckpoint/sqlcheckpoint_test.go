@@ -387,3 +387,38 @@ func TestPostgresInstancesOpaque(t *testing.T) {
 	_, err = tbl.Read(ctx, sqlcheckpoint.SQL(db), "p", "")
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
 }
+
+// The ADBC PostgreSQL sink (Table) and the PostgreSQL sink (Instances) use
+// the same default checkpoint table name; once the PostgreSQL sink has
+// upgraded the table to one row per instance, the ADBC sink's pipelines
+// must still claim, write and resume on it — as the unnamed instance. (A
+// full make test found the ADBC sink's INSERT … ON CONFLICT (pipeline_id,
+// target) refused there: no unique key on those two columns any more.)
+func TestPostgresTableOnInstancesLayout(t *testing.T) {
+	db, inst := pgInstances(t)
+	ctx := context.Background()
+	tbl := sqlcheckpoint.New(sqlcheckpoint.Postgres, inst.Name())
+	_, err := db.Exec(tbl.CreateSQL()) // IF NOT EXISTS: leaves the upgraded table as it is
+	require.NoError(t, err)
+	data := pgtest.Name("data")
+	_, err = db.Exec(`CREATE TABLE ` + data + ` (cp text)`)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Exec(`DROP TABLE ` + data) }) //nolint:errcheck
+
+	// Another pipeline of the table has named instances.
+	require.NoError(t, inst.Ensure(ctx, sqlcheckpoint.SQL(db), "other", "", "a"))
+
+	e1, cp := claim(t, db, tbl, "p", "")
+	require.Equal(t, int64(1), e1)
+	require.Nil(t, cp)
+	_, err = write(ctx, db, tbl, data, "p", "", e1, []byte("a"), 2)
+	require.NoError(t, err)
+	e2, cp := claim(t, db, tbl, "p", "")
+	require.Equal(t, int64(2), e2)
+	require.Equal(t, "a", string(cp))
+	_, err = write(ctx, db, tbl, data, "p", "", e1, []byte("b"), 1)
+	require.ErrorIs(t, err, flightline.ErrFenced)
+	got, err := inst.Read(ctx, sqlcheckpoint.SQL(db), "p", "")
+	require.NoError(t, err)
+	require.Equal(t, "a", string(got), "the instances' reader sees it as the unnamed instance's checkpoint")
+}
