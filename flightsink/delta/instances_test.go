@@ -145,3 +145,79 @@ func TestInstancesZombieHandOver(t *testing.T) {
 		})
 	}
 }
+
+// Two instances commit one partition at once, both resumed from the same
+// position (a hand-over whose zombie is still writing): whichever commits
+// second is refused (ErrConflict) or, when the first one's commit covers
+// its batch, a replay; no id is written twice, whichever wins the Delta
+// commit race (the writer whose snapshot is current usually wins it: in
+// even rounds a's is).
+func TestInstancesConcurrentHandOver(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	wins := map[string]int{}
+	for round := range 20 {
+		dir := t.TempDir()
+		p := flightsink.Pipeline{ID: "race"}
+		open := func(inst string) flightsink.Writer {
+			s, err := delta.New(ctx, dir, delta.Instance(inst), delta.Allocator(mem))
+			require.NoError(t, err)
+			w, _, err := s.Open(ctx, p)
+			require.NoError(t, err)
+			return w
+		}
+		write := func(w flightsink.Writer, from, to int64) error {
+			rec := sinktest.Batch(mem, from, to)
+			defer rec.Release()
+			return w.WriteBatch(ctx, rec, zpos(to, -1))
+		}
+		require.NoError(t, write(open("a"), 0, 10))
+		a, b := open("a"), open("b")
+		want25 := span(0, 25)
+		if round%2 == 0 {
+			// a commits its own partition t/1 first, so its snapshot holds
+			// b's claim and a does not start the race a version behind.
+			rec := sinktest.Batch(mem, 100, 101)
+			require.NoError(t, a.WriteBatch(ctx, rec, zpos(-1, 1)))
+			rec.Release()
+		}
+		ends := []int64{25, 20} // a's batch reaches further than b's
+		errs := make([]error, 2)
+		start := make(chan struct{})
+		done := make(chan struct{})
+		for i, w := range []flightsink.Writer{a, b} {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				<-start
+				errs[i] = write(w, 10, ends[i])
+			}()
+		}
+		close(start)
+		<-done
+		<-done
+		for i, err := range errs {
+			if err != nil {
+				require.ErrorIs(t, err, flightline.ErrConflict, "round %d writer %d", round, i)
+			}
+		}
+		ids := readIDs(t, dir, nil)
+		got := slices.Sorted(slices.Values(ids))
+		if round%2 == 0 {
+			require.Equal(t, int64(100), got[len(got)-1], "round %d", round)
+			got = got[:len(got)-1]
+		}
+		switch {
+		case slices.Equal(got, want25):
+			wins["a"]++
+			require.NoError(t, errs[0], "round %d", round)
+		case slices.Equal(got, span(0, 20)):
+			wins["b"]++
+			require.NoError(t, errs[1], "round %d", round)
+			require.Error(t, errs[0], "round %d: a's batch past b's commit", round)
+		default:
+			t.Fatalf("round %d: ids %v (errors %v)", round, got, errs)
+		}
+	}
+	t.Logf("commit race won by instance: %v", wins)
+}
