@@ -280,7 +280,8 @@ func (w *writer) admit(ctx context.Context, cp []byte) (done bool, err error) {
 		return done, err
 	}
 	if err := w.moved(cp); err != nil {
-		w.log.Warn("delta sink: batch of a partition moved by another instance refused", "pipeline", w.p.ID, "instance", w.st.Instance, "epoch", w.st.Epoch, "err", err)
+		// The error (which the coordinator logs) names the partition.
+		w.log.Warn("delta sink: batch refused, a partition it names changed instance since this writer's Open; re-open", "pipeline", w.p.ID, "instance", w.st.Instance, "epoch", w.st.Epoch)
 		return false, err
 	}
 	return false, nil
