@@ -108,3 +108,28 @@ func Covers(committed, p Positions) bool {
 	}
 	return true
 }
+
+// Moved is the check that keeps two writers of one partition from both
+// committing it, for sinks whose checkpoint is merged over several
+// instances (each holding the positions it wrote). base is the merged
+// checkpoint a writer resumed from at its claim; others is the merge of
+// the other instances' positions now; p is what the writer's batch
+// commits. It returns the first key of p (in byte order) whose position in
+// others is past its position in base, or which base lacks: another
+// instance moved that partition since the claim, so the writer's batch
+// may overlap what that instance wrote, and the writer must re-open and
+// resume from the merged checkpoint. ok is false when no key of p moved.
+// Callers check replay (Covers) first: a batch the others cover is a
+// replay, not a conflict.
+func Moved(base, others, p Positions) (key string, at int64, was int64, ok bool) {
+	for _, k := range slices.Sorted(maps.Keys(p)) {
+		v, in := others[k]
+		if !in {
+			continue
+		}
+		if b, had := base[k]; !had || v > b {
+			return k, v, b, true
+		}
+	}
+	return "", 0, 0, false
+}

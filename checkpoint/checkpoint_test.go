@@ -56,3 +56,24 @@ func FuzzParse(f *testing.F) {
 		require.Equal(t, p, again)
 	})
 }
+
+func TestMoved(t *testing.T) {
+	base := Positions{"t/0": 10, "t/1": 5}
+	// Nothing moved: others at or behind base, or on keys p does not name.
+	for _, others := range []Positions{nil, {"t/0": 10}, {"t/0": 3, "t/2": 9}} {
+		_, _, _, ok := Moved(base, others, Positions{"t/0": 25})
+		require.False(t, ok, "others %v", others)
+	}
+	k, at, was, ok := Moved(base, Positions{"t/0": 20, "t/1": 7}, Positions{"t/0": 25, "t/1": 9})
+	require.True(t, ok)
+	require.Equal(t, "t/0", k, "the first key in byte order")
+	require.Equal(t, int64(20), at)
+	require.Equal(t, int64(10), was)
+	k, at, was, ok = Moved(base, Positions{"t/2": 4}, Positions{"t/2": 9})
+	require.True(t, ok, "a key absent from base that another instance has moved")
+	require.Equal(t, "t/2", k)
+	require.Equal(t, int64(4), at)
+	require.Equal(t, int64(0), was)
+	_, _, _, ok = Moved(nil, nil, Positions{"t/0": 1})
+	require.False(t, ok)
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/stretchr/testify/require"
 
+	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
 	delta "github.com/flightline/flightline/flightsink/delta"
 	"github.com/flightline/flightline/flightsink/sinktest"
@@ -164,7 +165,13 @@ func TestMultiInstanceMergesPositions(t *testing.T) {
 	nb += 5
 	// A replay of partition 1 by the new owner is a no-op.
 	require.NoError(t, write(a2, "1", nb-5, nb))
-	require.NoError(t, write(a2, "1", nb, nb+5))
+	// b moved partition 1 after a2's Open: a2's batch past it is refused
+	// (ErrConflict, TestInstancesZombieHandOver); a2 re-opens and resumes.
+	require.ErrorIs(t, write(a2, "1", nb, nb+5), flightline.ErrConflict)
+	a3, cp, err := s.Open(ctx, p)
+	require.NoError(t, err)
+	require.Equal(t, fmt.Sprintf(`{"positions":{"t/0":%d,"t/1":%d}}`, na, nb), string(cp))
+	require.NoError(t, write(a3, "1", nb, nb+5))
 	nb += 5
 	got, err := s.Checkpoint(ctx, p)
 	require.NoError(t, err)

@@ -32,6 +32,10 @@ type writer struct {
 	st     state  // the domain state as of snap (ours)
 	snap   *deltalog.Snapshot
 	last   []byte // the pipeline's merged checkpoint as of snap
+	// base is the merged checkpoint at the claim as Positions (nil when
+	// empty or opaque): the positions no other instance may have moved
+	// under a batch of this writer (see moved).
+	base   checkpoint.Positions
 	log    *slog.Logger
 	closed bool
 	// fenced is the ErrFenced this writer got: fencing is permanent, and
@@ -130,6 +134,17 @@ func (w *writer) write(ctx context.Context, batches []flightsink.Batch) (err err
 	// cp is what this commit adds: the fold of its new batches'
 	// checkpoints (their per-key maximum, or the last opaque one).
 	var cp []byte
+	for i, b := range batches {
+		if fresh[i] {
+			cp = flightsink.Next(cp, b.CP)
+		}
+	}
+	// A partition another instance moved is refused before any data file
+	// is written (as far as this writer's snapshot tells; every commit
+	// attempt checks again).
+	if done, err := w.admit(ctx, cp); err != nil || done {
+		return err
+	}
 	var stage []staged
 	defer func() {
 		for _, st := range stage {
@@ -140,7 +155,6 @@ func (w *writer) write(ctx context.Context, batches []flightsink.Batch) (err err
 		if !fresh[i] {
 			continue
 		}
-		cp = flightsink.Next(cp, b.CP)
 		rec := parquetw.Storable(w.s.o.mem, b.Rec, parquetw.StoredSchema(b.Rec.Schema()))
 		stage = append(stage, staged{rec: rec})
 		schema, err := deltalog.FromArrowSchema(rec.Schema())
@@ -175,6 +189,12 @@ func (w *writer) write(ctx context.Context, batches []flightsink.Batch) (err err
 		if err := w.checkClaims(ctx); err != nil {
 			return err
 		}
+		// The commit lands only on top of w.snap's version, so a partition
+		// no other instance moved as of w.snap is still unmoved when it
+		// lands; after a lost race w.snap is the newer version.
+		if done, err := w.admit(ctx, cp); err != nil || done {
+			return err
+		}
 		next := w.nextState(cp)
 		acts, err := w.actions(w.snap, next, stage, adds, rows, cp)
 		if err != nil {
@@ -203,6 +223,68 @@ func (w *writer) write(ctx context.Context, batches []flightsink.Batch) (err err
 			return err
 		}
 	}
+}
+
+// others returns the positions of the pipeline's other instances as of
+// w.snap, merged (nil when none; opaque checkpoints are skipped: merged
+// refuses them beside another instance's).
+func (w *writer) others() checkpoint.Positions {
+	prefix := domainPrefix(w.p.ID)
+	var acc checkpoint.Positions
+	for name := range w.snap.Domains {
+		if name == w.domain || !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		st, err := readState(w.snap, name)
+		if err != nil || st == nil {
+			continue
+		}
+		if p, err := checkpoint.Parse(st.cp()); err == nil {
+			acc = checkpoint.Merge(acc, p)
+		}
+	}
+	return acc
+}
+
+// moved returns the ErrConflict of a batch committing cp that names a
+// partition another instance moved past this writer's base (the merged
+// checkpoint at its Open) as of w.snap, or nil. It is the check
+// internal/sqlcheckpoint (Instances, Lease.moved) makes for the PostgreSQL
+// sink, with the same decision (checkpoint.Moved): a zombie instance cut
+// off from its consumer group, never re-claimed and so never fenced, whose
+// partition the group gave to another instance; of the two writers of the
+// partition, whichever commits second is refused and re-opens, so no
+// record is written twice.
+func (w *writer) moved(cp []byte) error {
+	pos, err := checkpoint.Parse(cp)
+	if err != nil {
+		return nil // opaque: one instance only (merged refuses more)
+	}
+	k, at, was, ok := checkpoint.Moved(w.base, w.others(), pos)
+	if !ok {
+		return nil
+	}
+	return fmt.Errorf("%w: pipeline %q: partition %q was moved to %d by another instance since instance %q claimed it at %d; re-open and resume from the merged checkpoint",
+		flightline.ErrConflict, w.p.ID, k, at, w.st.Instance, was)
+}
+
+// admit runs the moved check of a commit of cp against w.snap. It refuses
+// only after reading the newest table version (reconcile): fencing wins
+// (ErrFenced), then replay (done: the other instance's commits cover cp),
+// then the moved partition (ErrConflict).
+func (w *writer) admit(ctx context.Context, cp []byte) (done bool, err error) {
+	if w.moved(cp) == nil {
+		return false, nil
+	}
+	if done, err := w.reconcile(ctx, cp); err != nil || done {
+		return done, err
+	}
+	if err := w.moved(cp); err != nil {
+		// The error (which the coordinator logs) names the partition.
+		w.log.Warn("delta sink: batch refused, a partition it names changed instance since this writer's Open; re-open", "pipeline", w.p.ID, "instance", w.st.Instance, "epoch", w.st.Epoch)
+		return false, err
+	}
+	return false, nil
 }
 
 // nextState is the instance's state after committing cp: its checkpoint

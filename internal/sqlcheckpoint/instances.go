@@ -240,31 +240,24 @@ func (t *Instances) check(l *Lease, rs []row) (own row, merged []byte, err error
 }
 
 // moved returns a key of cp that an instance other than the lease's moved
-// past the lease's base since the claim, or "".
+// past the lease's base since the claim, or "" (checkpoint.Moved, the
+// check the Delta sink makes too).
 func (l *Lease) moved(rs []row, cp []byte) (key string, at, base int64) {
 	pos, err := checkpoint.Parse(cp)
 	if err != nil {
 		return "", 0, 0 // opaque: one instance only (merge refuses more)
 	}
+	var others checkpoint.Positions
 	for _, r := range rs {
 		if r.instance == l.Instance || r.cp == nil {
 			continue
 		}
-		other, err := checkpoint.Parse(r.cp)
-		if err != nil {
-			continue
-		}
-		for k := range pos {
-			v, ok := other[k]
-			if !ok {
-				continue
-			}
-			if b, had := l.base[k]; !had || v > b {
-				return k, v, b
-			}
+		if o, err := checkpoint.Parse(r.cp); err == nil {
+			others = checkpoint.Merge(others, o)
 		}
 	}
-	return "", 0, 0
+	key, at, base, _ = checkpoint.Moved(l.base, others, pos)
+	return key, at, base
 }
 
 // MovedError is the flightline.ErrConflict of a writer whose batch names a
