@@ -17,7 +17,12 @@ in memory (fakesnow's own db_path), and so do fakesnow's global catalog
 tables and stages, as Snowflake does: the Snowflake service-fault test
 does that.
 
-usage: fakesnow_server.py -p PORT [--host 127.0.0.1] [--idle 20] [--db-path DIR]
+With --trace FILE, every statement a session runs is written to FILE, one
+line at its start and one at its end (time, session, thread, outcome, SQL),
+and so are logins, session closes and idle roll-backs: the order in which
+the emulator ran what clients sent, for diagnosing a failed test.
+
+usage: fakesnow_server.py -p PORT [--host 127.0.0.1] [--idle 20] [--db-path DIR] [--trace FILE]
 """
 import argparse
 import os
@@ -31,6 +36,7 @@ import importlib
 import fakesnow
 import fakesnow.instance
 from fakesnow import info_schema
+from fakesnow.cursor import FakeSnowflakeCursor
 from fakesnow.transforms import show, stage
 
 # fakesnow.server is both a function of the package (start the server) and
@@ -41,6 +47,69 @@ srv = importlib.import_module("fakesnow.server")
 lock = threading.Lock()
 last: dict[str, float] = {}  # token → monotonic time of the last request end
 inflight: dict[str, int] = {}  # token → requests running
+
+
+trace_file = None
+trace_lock = threading.Lock()
+
+
+def trace(msg: str) -> None:
+    if trace_file is None:
+        return
+    line = f"{time.time():.6f} {threading.get_ident() % 100000:05d} {msg}\n"
+    with trace_lock:
+        trace_file.write(line)
+        trace_file.flush()
+
+
+def session_name(conn) -> str:
+    """A short stable name of a session: its token's first characters."""
+    for tok, c in list(srv.sessions.items()):
+        if c is conn:
+            return tok[:8]
+    return f"gone-{id(conn) % 100000:05d}"
+
+
+def install_trace(path: str) -> None:
+    global trace_file
+    trace_file = open(path, "a", buffering=1)
+    execute = FakeSnowflakeCursor.execute
+
+    def traced(self, command, *args, **kwargs):
+        who = session_name(self._conn)
+        sql = " ".join(str(command).split())[:240]
+        trace(f"{who} start {sql}")
+        try:
+            out = execute(self, command, *args, **kwargs)
+        except BaseException as e:
+            trace(f"{who} error {type(e).__name__}: {' '.join(str(e).split())[:200]} | {sql[:80]}")
+            raise
+        trace(f"{who} done rows={getattr(self, '_rowcount', None)} | {sql[:80]}")
+        return out
+
+    FakeSnowflakeCursor.execute = traced
+    login, session = srv.login_request, srv.session
+
+    async def traced_login(request):
+        before = set(srv.sessions)
+        resp = await login(request)
+        for tok in set(srv.sessions) - before:
+            trace(f"{tok[:8]} login")
+        return resp
+
+    async def traced_session(request):
+        tok = request.headers.get("Authorization", "")[17:-1]
+        if request.query_params.get("delete"):
+            trace(f"{tok[:8]} close")
+        return await session(request)
+
+    from starlette.routing import request_response
+
+    for r in srv.app.routes:
+        if r.path == "/session/v1/login-request":
+            r.app = request_response(traced_login)
+        elif r.path == "/session":
+            r.app = request_response(traced_session)
 
 
 def token_of(scope) -> str | None:
@@ -90,6 +159,7 @@ def reap(idle: float, stop: threading.Event) -> None:
                     continue  # no transaction open
             print(f"fakesnow_server: rolled back the open transaction of a session idle for {now - seen:.0f}s",
                   file=sys.stderr, flush=True)
+            trace(f"{tok[:8]} idle-rollback after {now - seen:.1f}s")
 
 
 def main() -> int:
@@ -98,7 +168,10 @@ def main() -> int:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--idle", type=float, default=20.0)
     p.add_argument("--db-path", default=None)
+    p.add_argument("--trace", default=None)
     a = p.parse_args()
+    if a.trace:
+        install_trace(a.trace)
     if a.db_path:
         # Sessions log in to the module's shared instance; its global
         # catalog is attached in memory: move it to a file (the creation
