@@ -555,6 +555,12 @@ func (w *writer) writeOnce(ctx context.Context, rec arrow.RecordBatch, cp []byte
 			s.log.Warn("snowflake sink: fenced writer refused at commit", "pipeline", w.p.ID, "table", w.table, "epoch", w.epoch)
 			return err
 		}
+		if errors.Is(err, flightline.ErrConflict) {
+			// The checkpoint moved since Lock (an earlier try of this
+			// batch committed after all): the retry finds it covered.
+			s.log.Warn("snowflake sink: checkpoint moved during the batch; retrying it", "pipeline", w.p.ID, "table", w.table, "epoch", w.epoch)
+			return err
+		}
 		return s.wrap(err, "update checkpoint of %q", w.p.ID)
 	}
 	if testHookBeforeCommit != nil {
