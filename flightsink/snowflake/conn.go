@@ -25,9 +25,13 @@ func sqlConn(x interface {
 
 func binds(args []any) []any {
 	out := make([]any, 0, len(args)+1)
+	marked := false
 	for _, a := range args {
-		if b, ok := a.([]byte); ok {
+		if b, ok := a.([]byte); ok && !marked {
+			// The marker holds for every later argument of the statement;
+			// a second one is bound as a value of its own.
 			out = append(out, sf.DataTypeBinary, b)
+			marked = true
 			continue
 		}
 		out = append(out, a)

@@ -29,9 +29,13 @@
 //     batch's rows, or the batch fails (ErrConflict) and rolls back.
 //  5. Advance (internal/sqlcheckpoint): UPDATE the checkpoint row to
 //     flightsink.Next(last, cp) WHERE pipeline_id = ? AND target = ? AND
-//     epoch = ?. Zero rows changed means a newer writer claimed the
-//     target: roll back, ErrFenced (FAILED_PRECONDITION at the Flight
-//     boundary). COMMIT.
+//     epoch = ? AND checkpoint = <the one Lock read>. Zero rows changed
+//     means a newer writer claimed the target: roll back, ErrFenced
+//     (FAILED_PRECONDITION at the Flight boundary); or, with the epoch
+//     still the writer's, that another transaction of the same writer (an
+//     earlier try of the batch) committed since Lock: ErrConflict, and the
+//     retry finds the batch covered (Snowflake's reads take no row lock).
+//     COMMIT.
 //  6. After the commit, REMOVE the staged file (best effort). A crash
 //     leaves at most orphaned files; the next Open of the pipeline removes
 //     every file of earlier epochs once its claim has committed (a writer
@@ -104,10 +108,15 @@
 //     test service's emulator rolls back a session idle for 20 s in a
 //     transaction (TestIntegrationDeadWritersTransaction).
 //   - A writer whose context is cancelled inside its transaction (the
-//     DoPut of a coordinator that died) is not dead: the sink itself rolls
-//     the transaction back, with a context the cancellation does not reach,
-//     before its session is reused, and closes the session when the
-//     ROLLBACK (or a COMMIT) fails (txn.go). database/sql's own rollback on
+//     DoPut of a coordinator that died) is not dead: the sink closes the
+//     transaction's session without sending another statement on it
+//     (Snowflake rolls the transaction back), because the statement it
+//     gave up on may still run at the server after anything sent next; a
+//     ROLLBACK sent first let an abandoned COPY run in autocommit and
+//     commit a batch without its checkpoint
+//     (TestIntegrationAbandonedCopyCommitsNothing). Only a transaction
+//     whose statements all succeeded is rolled back on its session, with a
+//     context the cancellation does not reach (txn.go). database/sql's own rollback on
 //     cancel cannot do it: gosnowflake sends ROLLBACK with the cancelled
 //     context, so it never leaves the process, and the session used to go
 //     back to the pool with the transaction open — the next claim on it ran

@@ -323,7 +323,7 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 	}
 	var epoch int64
 	var cp []byte
-	err = s.retrying(ctx, func(ctx context.Context) error {
+	err = s.retrying(ctx, func(ctx context.Context) (err error) {
 		if err := s.setup(ctx); err != nil {
 			return err
 		}
@@ -334,7 +334,7 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 		if err != nil {
 			return s.wrap(err, "begin")
 		}
-		defer tx.end()
+		defer func() { tx.end(err) }()
 		if epoch, cp, err = s.cpTable.Claim(ctx, sqlConn(tx), p.ID, key); err != nil {
 			return s.wrap(err, "open pipeline %q", p.ID)
 		}
@@ -468,13 +468,15 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 // again.
 var errCreated = errors.New("snowflake sink: table created")
 
-func (w *writer) writeOnce(ctx context.Context, rec arrow.RecordBatch, cp []byte) error {
+func (w *writer) writeOnce(ctx context.Context, rec arrow.RecordBatch, cp []byte) (err error) {
 	s := w.s
 	tx, err := s.begin(ctx)
 	if err != nil {
 		return s.wrap(err, "begin")
 	}
-	defer tx.end()
+	// An error ends the transaction by closing its session, not with a
+	// ROLLBACK on it (see txn).
+	defer func() { tx.end(err) }()
 	c := sqlConn(tx)
 	last, replay, err := s.cpTable.Lock(ctx, c, w.p.ID, w.key, w.epoch, cp)
 	if err != nil {
@@ -495,7 +497,7 @@ func (w *writer) writeOnce(ctx context.Context, rec arrow.RecordBatch, cp []byte
 		if cols == nil {
 			// DDL commits the open transaction: end it first, create the
 			// table in autocommit, and start the batch again.
-			tx.end()
+			tx.end(nil)
 			if err := w.create(ctx, rec.Schema()); err != nil {
 				return err
 			}
@@ -551,6 +553,12 @@ func (w *writer) writeOnce(ctx context.Context, rec arrow.RecordBatch, cp []byte
 	if err := s.cpTable.Advance(ctx, c, w.p.ID, w.key, w.epoch, last, cp); err != nil {
 		if errors.Is(err, flightline.ErrFenced) {
 			s.log.Warn("snowflake sink: fenced writer refused at commit", "pipeline", w.p.ID, "table", w.table, "epoch", w.epoch)
+			return err
+		}
+		if errors.Is(err, flightline.ErrConflict) {
+			// The checkpoint moved since Lock (an earlier try of this
+			// batch committed after all): the retry finds it covered.
+			s.log.Warn("snowflake sink: checkpoint moved during the batch; retrying it", "pipeline", w.p.ID, "table", w.table, "epoch", w.epoch)
 			return err
 		}
 		return s.wrap(err, "update checkpoint of %q", w.p.ID)

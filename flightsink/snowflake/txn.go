@@ -25,18 +25,40 @@ import (
 // So the transaction is begun with a context the caller's cancellation does
 // not reach: its statements still take the caller's context, but COMMIT and
 // ROLLBACK are sent whatever happened to it (each bounded by the
-// connection's Timeout). end rolls back whatever did not commit; a session
-// whose ROLLBACK or COMMIT failed is closed rather than reused (Snowflake
-// rolls back the open transaction of a session that is closed).
+// connection's Timeout). A session whose ROLLBACK or COMMIT failed is
+// closed rather than reused (Snowflake rolls back the open transaction of a
+// session that is closed).
+//
+// A transaction that ends in an error is not rolled back on its session
+// either: the session is closed. The error may be a statement the client
+// gave up on (its context was cancelled, its request timed out, the
+// connection broke) that the server has not run yet, or is still running:
+// the emulator runs a request to its end whatever became of its client,
+// and on any server requests on separate connections can arrive in any
+// order. A ROLLBACK sent next would end the transaction first, and the
+// abandoned statement would then run in autocommit: a COPY would commit a
+// batch's rows without its checkpoint, and the batch, replayed from the
+// checkpoint, would be written twice (an UPDATE of the checkpoint would
+// move it past rows that were rolled back). Once the session is closed, a
+// statement still to arrive for it is refused, and one still running
+// belongs to a transaction nobody can commit
+// (TestIntegrationAbandonedCopyCommitsNothing). Only a transaction whose
+// statements all succeeded (a replay, a claim that read what it needed) is
+// rolled back and its session reused.
 type txn struct {
 	*sql.Tx
-	conn      *sql.Conn
+	conn *sql.Conn
+	// abandon cancels the context the transaction began with: the
+	// driver's COMMIT and ROLLBACK no longer leave the process, and
+	// database/sql ends the transaction and closes the session.
+	abandon   context.CancelFunc
 	committed bool
 	discard   bool
 	ended     bool
 }
 
-// begin starts a txn. The caller defers end.
+// begin starts a txn. The caller defers end with the error its work ended
+// with.
 func (s *Sink) begin(ctx context.Context) (*txn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -45,16 +67,18 @@ func (s *Sink) begin(ctx context.Context) (*txn, error) {
 	if err != nil {
 		return nil, err
 	}
-	tx, err := c.BeginTx(context.WithoutCancel(ctx), nil)
+	bctx, abandon := context.WithCancel(context.WithoutCancel(ctx))
+	tx, err := c.BeginTx(bctx, nil)
 	if err != nil {
+		abandon()
 		discard(c)
 		return nil, err
 	}
-	return &txn{Tx: tx, conn: c}, nil
+	return &txn{Tx: tx, conn: c, abandon: abandon}, nil
 }
 
 // commit commits, unless ctx is done: a cancelled writer commits nothing
-// (end rolls it back).
+// (end closes its session).
 func (t *txn) commit(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -69,15 +93,28 @@ func (t *txn) commit(ctx context.Context) error {
 	return nil
 }
 
-// end rolls back unless the transaction committed, and gives the session
-// back to the pool, or closes it when it may still hold a transaction.
-// Calls after the first do nothing.
-func (t *txn) end() {
+// end ends the transaction and gives the session back to the pool, or
+// closes it when it may still hold a transaction or run a statement the
+// client gave up on. failed is the error the transaction's work ended with
+// (nil: every statement succeeded). Unless the transaction committed, it is
+// rolled back on the session only when failed is nil; otherwise the session
+// is closed without another statement on it. Calls after the first do
+// nothing.
+func (t *txn) end(failed error) {
 	if t.ended {
 		return
 	}
 	t.ended = true
-	if !t.committed && !t.discard {
+	defer t.abandon()
+	switch {
+	case t.committed:
+	case failed != nil:
+		// With its context cancelled, the driver's ROLLBACK is not sent;
+		// this only ends database/sql's transaction.
+		t.abandon()
+		_ = t.Tx.Rollback()
+		t.discard = true
+	case !t.discard:
 		if err := t.Tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
 			t.discard = true
 		}

@@ -7,8 +7,12 @@ default, shorter with a session policy); fakesnow keeps it forever, and with
 it DuckDB's write conflicts on every row it changed, so the next writer of a
 checkpoint row fails until the emulator restarts. This wrapper rolls back
 the open transaction of a session that has had no request in flight for
---idle seconds (a client that comes back finds its transaction gone: its
-COMMIT fails). Everything else is fakesnow as installed.
+--idle seconds, and ends that session (a client that comes back is told
+to log in again: its COMMIT fails). It also rolls back the open
+transaction of a session its client closes, as Snowflake does (fakesnow
+only forgets the session, and the transaction stayed until Python's
+garbage collector freed it), once the session's requests still running
+have ended. Everything else is fakesnow as installed.
 
 With --db-path DIR, the databases live in DuckDB files under DIR instead of
 in memory (fakesnow's own db_path), and so do fakesnow's global catalog
@@ -17,7 +21,12 @@ in memory (fakesnow's own db_path), and so do fakesnow's global catalog
 tables and stages, as Snowflake does: the Snowflake service-fault test
 does that.
 
-usage: fakesnow_server.py -p PORT [--host 127.0.0.1] [--idle 20] [--db-path DIR]
+With --trace FILE, every statement a session runs is written to FILE, one
+line at its start and one at its end (time, session, thread, outcome, SQL),
+and so are logins, session closes and idle roll-backs: the order in which
+the emulator ran what clients sent, for diagnosing a failed test.
+
+usage: fakesnow_server.py -p PORT [--host 127.0.0.1] [--idle 20] [--db-path DIR] [--trace FILE]
 """
 import argparse
 import os
@@ -31,7 +40,9 @@ import importlib
 import fakesnow
 import fakesnow.instance
 from fakesnow import info_schema
+from fakesnow.cursor import FakeSnowflakeCursor
 from fakesnow.transforms import show, stage
+from starlette.routing import request_response
 
 # fakesnow.server is both a function of the package (start the server) and
 # its submodule (the app and the sessions); take the function first.
@@ -41,6 +52,110 @@ srv = importlib.import_module("fakesnow.server")
 lock = threading.Lock()
 last: dict[str, float] = {}  # token → monotonic time of the last request end
 inflight: dict[str, int] = {}  # token → requests running
+
+
+trace_file = None
+trace_lock = threading.Lock()
+
+
+def trace(msg: str) -> None:
+    if trace_file is None:
+        return
+    line = f"{time.time():.6f} {threading.get_ident() % 100000:05d} {msg}\n"
+    with trace_lock:
+        trace_file.write(line)
+        trace_file.flush()
+
+
+names: dict[int, str] = {}  # id(session) → its token's first characters
+
+
+def session_name(conn) -> str:
+    """A short stable name of a session: its token's first characters."""
+    if (n := names.get(id(conn))) is not None:
+        return n
+    for tok, c in list(srv.sessions.items()):
+        if c is conn:
+            names[id(c)] = tok[:8]
+            return tok[:8]
+    return f"?{id(conn) % 100000:05d}"
+
+
+def install_trace(path: str) -> None:
+    global trace_file
+    trace_file = open(path, "a", buffering=1)
+    execute = FakeSnowflakeCursor.execute
+
+    def traced(self, command, *args, **kwargs):
+        who = session_name(self._conn)
+        sql = " ".join(str(command).split())[:240]
+        trace(f"{who} start {sql}")
+        try:
+            out = execute(self, command, *args, **kwargs)
+        except BaseException as e:
+            trace(f"{who} error {type(e).__name__}: {' '.join(str(e).split())[:200]} | {sql[:80]}")
+            raise
+        trace(f"{who} done rows={getattr(self, '_rowcount', None)} | {sql[:80]}")
+        return out
+
+    FakeSnowflakeCursor.execute = traced
+    login = srv.login_request
+
+    async def traced_login(request):
+        before = set(srv.sessions)
+        resp = await login(request)
+        for tok in set(srv.sessions) - before:
+            names[id(srv.sessions[tok])] = tok[:8]
+            trace(f"{tok[:8]} login")
+        return resp
+
+    for r in srv.app.routes:
+        if r.path == "/session/v1/login-request":
+            r.app = request_response(traced_login)
+
+
+closing: dict[str, object] = {}  # token → a closed session with requests still running
+
+
+def end_session(tok: str, conn) -> None:
+    """Roll back a closed session's open transaction and close its DuckDB
+    connection (fakesnow only forgets the session: its transaction, and
+    with it DuckDB's write conflicts on every row it touched, stayed until
+    Python's garbage collector happened to free the connection)."""
+    try:
+        conn._duck_conn.execute("ROLLBACK")
+        trace(f"{tok[:8]} close-rollback")
+    except Exception:
+        pass  # no transaction open
+    try:
+        conn._duck_conn.close()
+    except Exception:
+        pass
+
+
+def install_close() -> None:
+    """Closing a session rolls back its open transaction, as Snowflake does,
+    once the session's requests still running have ended (a statement its
+    client gave up on still runs to its end here; rolling back under it
+    would let the rest of it run in autocommit)."""
+    session = srv.session
+
+    async def closing_session(request):
+        tok = request.headers.get("Authorization", "")[17:-1]
+        conn = srv.sessions.get(tok)
+        resp = await session(request)
+        if request.query_params.get("delete") and conn is not None and tok not in srv.sessions:
+            trace(f"{tok[:8]} close")
+            with lock:
+                if inflight.get(tok, 0) > 1:  # this request is one
+                    closing[tok] = conn
+                    return resp
+            end_session(tok, conn)
+        return resp
+
+    for r in srv.app.routes:
+        if r.path == "/session":
+            r.app = request_response(closing_session)
 
 
 def token_of(scope) -> str | None:
@@ -68,6 +183,9 @@ class Activity:
             with lock:
                 inflight[tok] -= 1
                 last[tok] = time.monotonic()
+                done = closing.pop(tok) if inflight[tok] == 0 and tok in closing else None
+            if done is not None:
+                end_session(tok, done)
 
 
 def reap(idle: float, stop: threading.Event) -> None:
@@ -88,8 +206,18 @@ def reap(idle: float, stop: threading.Event) -> None:
                     conn._duck_conn.execute("ROLLBACK")
                 except Exception:
                     continue  # no transaction open
-            print(f"fakesnow_server: rolled back the open transaction of a session idle for {now - seen:.0f}s",
+                # The session expires with its transaction, as on
+                # Snowflake: its client's next request is refused, instead
+                # of running in autocommit what was meant for the
+                # transaction.
+                srv.sessions.pop(tok, None)
+                try:
+                    conn._duck_conn.close()
+                except Exception:
+                    pass
+            print(f"fakesnow_server: rolled back the open transaction of a session idle for {now - seen:.0f}s, and ended the session",
                   file=sys.stderr, flush=True)
+            trace(f"{tok[:8]} idle-rollback after {now - seen:.1f}s; session ended")
 
 
 def main() -> int:
@@ -98,7 +226,11 @@ def main() -> int:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--idle", type=float, default=20.0)
     p.add_argument("--db-path", default=None)
+    p.add_argument("--trace", default=None)
     a = p.parse_args()
+    if a.trace:
+        install_trace(a.trace)
+    install_close()
     if a.db_path:
         # Sessions log in to the module's shared instance; its global
         # catalog is attached in memory: move it to a file (the creation

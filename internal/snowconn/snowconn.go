@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -83,6 +84,11 @@ type Config struct {
 
 	// Application is reported to Snowflake (default "flightline").
 	Application string
+
+	// Transport, when set, carries every HTTP request of the driver
+	// instead of its own transport (tests use it to delay or observe
+	// requests). Nil keeps the driver's.
+	Transport http.RoundTripper
 }
 
 // Describe names the connection for errors and logs, without secrets.
@@ -174,6 +180,7 @@ func (c *Config) validate() (*sf.Config, error) {
 		ValidateDefaultParameters:      sf.ConfigBoolTrue,
 		ClientStoreTemporaryCredential: sf.ConfigBoolFalse,
 		Params:                         map[string]*string{"LOCK_TIMEOUT": &lock},
+		Transporter:                    c.Transport,
 	}
 	switch c.Auth {
 	case AuthPassword:

@@ -68,8 +68,17 @@ type Dialect struct {
 	Timestamp string
 	// ForUpdate, when not empty, is appended to the read in Lock to lock the
 	// row until the transaction ends ("FOR UPDATE"). Without it the row is
-	// still safe: Advance compares and sets the epoch.
+	// still safe: Advance compares and sets the epoch, and the checkpoint
+	// when CompareCheckpoint is set.
 	ForUpdate string
+	// CompareCheckpoint makes Advance's compare-and-set compare the
+	// checkpoint with the one Lock read, as well as the epoch. A dialect
+	// without ForUpdate needs it: two transactions of one writer (a retry
+	// whose earlier try's COMMIT was still on its way) can both read the
+	// same checkpoint, and in READ COMMITTED the later one's UPDATE, run
+	// once the earlier one committed, still finds its epoch and would move
+	// the checkpoint past the same batch a second time.
+	CompareCheckpoint bool
 	// EnsureRow is the statement that creates a row at epoch 0 unless it
 	// exists, with %s for the table and "?" placeholders for pipeline and
 	// target (twice when it names them twice). Empty means
@@ -123,6 +132,9 @@ var (
 	Snowflake = Dialect{
 		Name: "snowflake", Placeholder: question, Quote: doubleQuote,
 		Text: "VARCHAR", Blob: "BINARY", Int: "NUMBER(19,0)", Timestamp: "TIMESTAMP_LTZ", Now: "CURRENT_TIMESTAMP()",
+		// No row locks on standard tables: Advance compares the
+		// checkpoint too.
+		CompareCheckpoint: true,
 		EnsureRow: `MERGE INTO %s c USING (SELECT ? AS p, ? AS t) s ON c.pipeline_id = s.p AND c.target = s.t
 			WHEN NOT MATCHED THEN INSERT (pipeline_id, target, epoch) VALUES (s.p, s.t, 0)`,
 		IsMissingTable: func(err error) bool {
@@ -143,7 +155,11 @@ type Table struct {
 	d                                        Dialect
 	name                                     string
 	create, read, ensure, claim, lock, store string
-	ensureDup                                bool // ensure takes its two keys twice (Generic)
+	// storeIfNull and storeIfSame are store with the checkpoint compared
+	// (CompareCheckpoint): with none stored yet, and with the one bound
+	// last.
+	storeIfNull, storeIfSame string
+	ensureDup                bool // ensure takes its two keys twice (Generic)
 }
 
 // New returns the checkpoint table name (already quoted, possibly
@@ -181,6 +197,8 @@ func New(d Dialect, name string) *Table {
 	// Placeholders in the order they appear, for dialects whose are "?".
 	t.store = `UPDATE ` + name + ` SET checkpoint = ` + p(1) + `, updated_at = ` + d.Now +
 		` WHERE pipeline_id = ` + p(2) + ` AND target = ` + p(3) + ` AND epoch = ` + p(4)
+	t.storeIfNull = t.store + ` AND checkpoint IS NULL`
+	t.storeIfSame = t.store + ` AND checkpoint = ` + p(5)
 	return t
 }
 
@@ -269,18 +287,44 @@ func (t *Table) Lock(ctx context.Context, c Conn, pipeline, target string, epoch
 }
 
 // Advance stores flightsink.Next(last, cp) last in the write transaction,
-// after the data, with a compare-and-set on the epoch: when no row changes
-// a newer writer has claimed the target, and it fails with
-// flightline.ErrFenced (the caller rolls back).
+// after the data, with a compare-and-set on the epoch (and, where the
+// dialect says CompareCheckpoint, on last, the checkpoint Lock read). When
+// no row changes it fails and the caller rolls back: with
+// flightline.ErrFenced when a newer writer has claimed the target, with
+// flightline.ErrConflict when the epoch is the writer's but the checkpoint
+// moved after Lock read it (another transaction of the same writer, such
+// as an earlier try of this batch whose COMMIT was still on its way,
+// committed in between): a retry then finds the batch covered, or not,
+// and writes it at most once.
 func (t *Table) Advance(ctx context.Context, c Conn, pipeline, target string, epoch int64, last, cp []byte) error {
-	n, err := c.Exec(ctx, t.store, flightsink.Next(last, cp), pipeline, target, epoch)
+	q, args := t.store, []any{flightsink.Next(last, cp), pipeline, target, epoch}
+	if t.d.CompareCheckpoint {
+		q = t.storeIfNull
+		if last != nil {
+			q, args = t.storeIfSame, append(args, last)
+		}
+	}
+	n, err := c.Exec(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("%s: update checkpoint of pipeline %q target %q: %w", t.d.Name, pipeline, target, err)
 	}
-	if n == 0 {
-		return &FencedError{Pipeline: pipeline, Target: target, Epoch: epoch, Current: -1}
+	if n > 0 {
+		return nil
 	}
-	return nil
+	if t.d.CompareCheckpoint {
+		var cur int64
+		var now []byte
+		found, err := c.QueryRow(ctx, t.lock, []any{&cur, &now}, pipeline, target)
+		switch {
+		case err != nil:
+			return fmt.Errorf("%s: update checkpoint of pipeline %q target %q: re-read after the compare-and-set failed: %w", t.d.Name, pipeline, target, err)
+		case found && cur == epoch:
+			return fmt.Errorf("%w: %s: the checkpoint of pipeline %q target %q moved while the batch was written (another transaction of the same writer committed); nothing written, retry", flightline.ErrConflict, t.d.Name, pipeline, target)
+		case found:
+			return &FencedError{Pipeline: pipeline, Target: target, Epoch: epoch, Current: cur}
+		}
+	}
+	return &FencedError{Pipeline: pipeline, Target: target, Epoch: epoch, Current: -1}
 }
 
 // FencedError is the flightline.ErrFenced of a writer whose epoch moved on.

@@ -422,3 +422,68 @@ func TestPostgresTableOnInstancesLayout(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "a", string(got), "the instances' reader sees it as the unnamed instance's checkpoint")
 }
+
+// Where Lock cannot lock the row (Snowflake's standard tables), two
+// transactions of one writer can read the same checkpoint: a retry of a
+// batch whose earlier try's COMMIT was still on its way. The later one's
+// Advance, run once the earlier one has committed, still finds its epoch;
+// it must not move the checkpoint past the same batch a second time, but
+// fail with ErrConflict (not ErrFenced: the writer still holds the
+// target), so that the retry finds the batch covered. PostgreSQL without
+// FOR UPDATE, in READ COMMITTED, behaves as Snowflake does here. Before
+// Advance compared the checkpoint, the second Advance succeeded: the batch
+// was committed twice. Both the first batch (no checkpoint stored yet) and
+// a later one.
+func TestAdvanceWithoutRowLockComparesCheckpoint(t *testing.T) {
+	for _, stored := range []bool{false, true} {
+		t.Run(map[bool]string{false: "first batch", true: "later batch"}[stored], func(t *testing.T) {
+			db, pg := pgTable(t)
+			d := sqlcheckpoint.Postgres
+			d.ForUpdate, d.CompareCheckpoint = sqlcheckpoint.Snowflake.ForUpdate, sqlcheckpoint.Snowflake.CompareCheckpoint
+			tbl := sqlcheckpoint.New(d, pg.Name())
+			ctx := context.Background()
+			epoch, _ := claim(t, db, tbl, "p", "")
+			if stored {
+				tx, err := db.BeginTx(ctx, nil)
+				require.NoError(t, err)
+				last, _, err := tbl.Lock(ctx, sqlcheckpoint.SQL(tx), "p", "", epoch, cpAt(5))
+				require.NoError(t, err)
+				require.NoError(t, tbl.Advance(ctx, sqlcheckpoint.SQL(tx), "p", "", epoch, last, cpAt(5)))
+				require.NoError(t, tx.Commit())
+			}
+
+			batch := cpAt(10)
+			var txs [2]*sql.Tx
+			var lasts [2][]byte
+			for i := range txs {
+				tx, err := db.BeginTx(ctx, nil)
+				require.NoError(t, err)
+				defer tx.Rollback() //nolint:errcheck
+				last, replay, err := tbl.Lock(ctx, sqlcheckpoint.SQL(tx), "p", "", epoch, batch)
+				require.NoError(t, err)
+				require.False(t, replay)
+				txs[i], lasts[i] = tx, last
+			}
+			require.NoError(t, tbl.Advance(ctx, sqlcheckpoint.SQL(txs[0]), "p", "", epoch, lasts[0], batch))
+			require.NoError(t, txs[0].Commit())
+
+			err := tbl.Advance(ctx, sqlcheckpoint.SQL(txs[1]), "p", "", epoch, lasts[1], batch)
+			require.ErrorIs(t, err, flightline.ErrConflict, "the same batch moved the checkpoint twice")
+			require.NotErrorIs(t, err, flightline.ErrFenced)
+			require.NoError(t, txs[1].Rollback())
+
+			// The retry finds the batch covered.
+			tx, err := db.BeginTx(ctx, nil)
+			require.NoError(t, err)
+			defer tx.Rollback() //nolint:errcheck
+			_, replay, err := tbl.Lock(ctx, sqlcheckpoint.SQL(tx), "p", "", epoch, batch)
+			require.NoError(t, err)
+			require.True(t, replay)
+		})
+	}
+}
+
+// cpAt is a checkpoint of one partition at offset n.
+func cpAt(n int64) []byte {
+	return checkpoint.Positions{"t/0": n}.Encode()
+}

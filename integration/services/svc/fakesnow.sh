@@ -29,7 +29,11 @@ fakesnow_up() {
 		# /tmp). fakesnow_server.py is fakesnow's server plus the roll-back
 		# of a dead client's open transaction, which Snowflake does and
 		# fakesnow does not (see the script).
-		(cd "$dir" && exec nohup "$venv/bin/python" "$HERE/fakesnow_server.py" -p "$port" --host 127.0.0.1 --idle 20 >"$dir/log" 2>&1 </dev/null) &
+		# FLIGHTLINE_FAKESNOW_TRACE=1 writes every statement it runs, in
+		# order, to $dir/trace (for diagnosing a failed test; it grows fast).
+		local trace=()
+		[ "${FLIGHTLINE_FAKESNOW_TRACE:-}" = 1 ] && trace=(--trace "$dir/trace")
+		(cd "$dir" && exec nohup "$venv/bin/python" "$HERE/fakesnow_server.py" -p "$port" --host 127.0.0.1 --idle 20 "${trace[@]}" >"$dir/log" 2>&1 </dev/null) &
 		echo $! > "$dir/pid" # exec: the pid is the server's own, which down stops
 		wait_port 127.0.0.1 "$port" 60 || { tail -n 20 "$dir/log" >&2; return 1; }
 	fi
