@@ -424,6 +424,12 @@ collector then works harder as the heap nears the limit, so the process's
 peak no longer depends on how long it runs; it never fails an allocation
 for it (see docs/sources/kafka.md, Memory).
 
+Every command takes §--pprof§ (off by default): with §--metrics-addr§ it also
+serves the Go runtime's profiles (net/http/pprof) under §/debug/pprof/§ on that
+server, e.g. §go tool pprof http://ADDR/debug/pprof/heap?gc=1§ for the live
+heap; without §--metrics-addr§ it is an error. Profiles show stacks, call
+sites and the command line: keep the address private.
+
 ## Dead letters
 
 A record the Kafka source cannot decode (bad JSON, a bad Avro payload, an

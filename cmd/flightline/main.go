@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -116,6 +117,7 @@ type common struct {
 	logLevel    string
 	logFormat   string
 	metricsAddr string
+	pprof       bool
 	memoryLimit string
 }
 
@@ -123,6 +125,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9464); empty disables")
+	fs.BoolVar(&c.pprof, "pprof", false, "also serve the Go runtime's profiles (net/http/pprof) under /debug/pprof/ on --metrics-addr; they expose internals (stacks, heap contents' call sites, the command line): keep the address private")
 	fs.StringVar(&c.memoryLimit, "memory-limit", "auto", "the Go runtime's soft memory limit: auto (from the Kafka sources' fetch buffers, unless GOMEMLIMIT is set), off, or a size such as 512MiB")
 }
 
@@ -150,10 +153,18 @@ func (c *common) logger(w io.Writer) (*slog.Logger, error) {
 }
 
 // serveMetrics starts the metrics endpoint if configured; the returned
-// function stops it.
+// function stops it. With --pprof it also serves net/http/pprof's handlers
+// under /debug/pprof/ (pprofRoutes); --pprof without --metrics-addr is an
+// error, not a silent no-op.
 func (c *common) serveMetrics(m *metrics.Metrics, log *slog.Logger, extra ...map[string]http.Handler) (func(), error) {
 	if c.metricsAddr == "" {
+		if c.pprof {
+			return nil, errors.New("--pprof serves on the --metrics-addr server: set --metrics-addr too")
+		}
 		return func() {}, nil
+	}
+	if c.pprof {
+		extra = append(extra, pprofRoutes())
 	}
 	lis, err := net.Listen("tcp", c.metricsAddr)
 	if err != nil {
@@ -170,6 +181,23 @@ func (c *common) serveMetrics(m *metrics.Metrics, log *slog.Logger, extra ...map
 	go srv.Serve(lis)
 	log.Info("metrics listening", "addr", lis.Addr().String())
 	return func() { srv.Close() }, nil
+}
+
+// pprofRoutes are the Go runtime's profiling handlers (net/http/pprof) at
+// their usual paths: /debug/pprof/ lists the profiles and serves each by
+// name (heap, goroutine, allocs, block, mutex, threadcreate; ?gc=1 on heap
+// collects first, so it shows the live heap; ?debug=1 or 2 is text), and
+// cmdline, profile (CPU, ?seconds=N), symbol and trace. They are mounted
+// only with --pprof: a profile shows stacks, call sites and the command
+// line, and a CPU profile or trace costs the process while it runs.
+func pprofRoutes() map[string]http.Handler {
+	return map[string]http.Handler{
+		"/debug/pprof/":        http.HandlerFunc(pprof.Index),
+		"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
+		"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
+		"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
+		"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
+	}
 }
 
 // serverFlags are the security flags of serve-* commands.

@@ -1,7 +1,8 @@
 """Draws the soak's samples (integration/soak_test.go): soak_chart.py CSV PNG.
 
-One panel per series (resident memory, Go heap, Arrow allocator bytes, goroutines, open
-descriptors, rows/s, commit latency p50/p99, lag), one line per pipeline.
+One panel per series (resident memory and its anonymous part, Go heap allocated and live
+after the last GC, the Go runtime's memory from the OS, Arrow allocator bytes, goroutines,
+open descriptors, rows/s, commit latency p50/p99, lag), one line per pipeline.
 """
 import csv
 import sys
@@ -14,7 +15,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 PANELS = [
     ("rss_bytes", "resident memory (MiB)", 1 / (1 << 20)),
-    ("go_heap_bytes", "Go heap (MiB)", 1 / (1 << 20)),
+    ("rss_anon_bytes", "resident memory mapping no file (MiB)", 1 / (1 << 20)),
+    ("go_heap_bytes", "Go heap allocated, garbage included (MiB)", 1 / (1 << 20)),
+    ("go_heap_live_bytes", "Go heap live after the last GC (MiB)", 1 / (1 << 20)),
+    ("go_sys_bytes", "obtained by the Go runtime from the OS (MiB)", 1 / (1 << 20)),
     ("arrow_bytes", "Arrow allocator outstanding (MiB)", 1 / (1 << 20)),
     ("goroutines", "goroutines", 1),
     ("open_fds", "open descriptors", 1),
@@ -33,7 +37,7 @@ def main(src, dst):
             d["t"].append(float(row["t_s"]) / 60)
             for col, _, _ in PANELS:
                 d[col].append(float(row[col]))
-    fig, axes = plt.subplots(5, 2, figsize=(14, 17), sharex=True)
+    fig, axes = plt.subplots(6, 2, figsize=(14, 20), sharex=True)
     for ax, (col, title, scale) in zip(axes.flat, PANELS):
         for name, d in sorted(data.items()):
             ax.plot(d["t"], [v * scale for v in d[col]], label=name, linewidth=1)

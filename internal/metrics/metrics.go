@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"sync"
 	"time"
 
@@ -32,15 +33,26 @@ type Metrics struct {
 	now        func() time.Time
 }
 
+// liveHeap adds go_gc_heap_live_bytes to the Go collector's default set:
+// the runtime/metrics value /gc/heap/live:bytes, the heap the last GC
+// marked live. Unlike go_memstats_heap_alloc_bytes, which counts garbage
+// not yet collected and so rises towards the GC's goal (and the soft
+// memory limit) between cycles, it moves only when what the process keeps
+// moves: it is the series that tells a leak from the collector's pacing.
+// Reading it costs no collection.
+var liveHeap = collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/gc/heap/live:bytes$`)}
+
 // New returns Metrics registered on a fresh registry, with Go and process
-// collectors and, when the process counts its Arrow allocator
+// collectors (the Go collector's defaults plus go_gc_heap_live_bytes, see
+// liveHeap) and, when the process counts its Arrow allocator
 // (arrowmem.Install, as the CLI does), the gauge
 // flightline_arrow_allocated_bytes: bytes allocated by the default Arrow
 // allocator and not yet freed. Registry returns that registry;
 // For(m.Registry()) returns m.
 func New() *Metrics {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(liveHeap)),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if c := arrowmem.Installed(); c != nil {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "flightline_arrow_allocated_bytes",
 			Help: "Bytes allocated by the process's default Arrow allocator and not yet freed."},

@@ -3,6 +3,9 @@ package metrics
 import (
 	"io"
 	"net/http/httptest"
+	"regexp"
+	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -92,4 +95,21 @@ func TestArrowAllocatedGauge(t *testing.T) {
 	require.Equal(t, before+3<<20, gauge())
 	buf.Release()
 	require.Equal(t, before, gauge())
+}
+
+// The Go collector exports the live heap after the last GC beside the
+// default memstats: the soak's leak check reads it.
+func TestLiveHeapGauge(t *testing.T) {
+	m := New()
+	runtime.GC()
+	rr := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rr, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rr.Body)
+	re := regexp.MustCompile(`(?m)^go_gc_heap_live_bytes ([0-9.e+]+)$`)
+	got := re.FindSubmatch(body)
+	require.NotNil(t, got, "no go_gc_heap_live_bytes in\n%s", body)
+	v, err := strconv.ParseFloat(string(got[1]), 64)
+	require.NoError(t, err)
+	require.Positive(t, v)
+	require.Contains(t, string(body), "go_memstats_heap_alloc_bytes ")
 }
