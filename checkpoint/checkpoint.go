@@ -95,6 +95,36 @@ func Merge(a, b Positions) Positions {
 	return out
 }
 
+// MergeAll combines the checkpoints of a pipeline's several writers (its
+// instances): nil when every one is nil, the one non-nil checkpoint as it
+// is (Positions or opaque) when there is one, else the Merge of all of
+// them, which needs each to be Positions — Parse's error otherwise.
+func MergeAll(cps ...[]byte) ([]byte, error) {
+	var one []byte
+	n := 0
+	for _, cp := range cps {
+		if cp != nil {
+			one = cp
+			n++
+		}
+	}
+	if n < 2 {
+		return one, nil
+	}
+	var acc Positions
+	for _, cp := range cps {
+		if cp == nil {
+			continue
+		}
+		p, err := Parse(cp)
+		if err != nil {
+			return nil, err
+		}
+		acc = Merge(acc, p)
+	}
+	return acc.Encode(), nil
+}
+
 // Covers reports whether every position of p is at or behind the matching
 // position of committed, i.e. a batch ending at p has already been committed
 // by a writer that reached committed. A key absent from committed is not

@@ -77,3 +77,19 @@ func TestMoved(t *testing.T) {
 	_, _, _, ok = Moved(nil, nil, Positions{"t/0": 1})
 	require.False(t, ok)
 }
+
+func TestMergeAll(t *testing.T) {
+	a := Positions{"t/0": 5, "t/1": 9}.Encode()
+	b := Positions{"t/0": 7, "t/2": 1}.Encode()
+	got, err := MergeAll()
+	require.NoError(t, err)
+	require.Nil(t, got)
+	got, err = MergeAll(nil, []byte("opaque"), nil)
+	require.NoError(t, err)
+	require.Equal(t, "opaque", string(got), "one checkpoint is kept as it is, opaque or not")
+	got, err = MergeAll(a, nil, b)
+	require.NoError(t, err)
+	require.Equal(t, string(Positions{"t/0": 7, "t/1": 9, "t/2": 1}.Encode()), string(got))
+	_, err = MergeAll(a, []byte("opaque"))
+	require.Error(t, err, "several checkpoints merge only as Positions")
+}

@@ -300,25 +300,13 @@ func merged(snap *deltalog.Snapshot, pipeline string) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if cp := st.cp(); cp != nil {
-			cps = append(cps, cp)
-		}
+		cps = append(cps, st.cp())
 	}
-	switch len(cps) {
-	case 0:
-		return nil, nil
-	case 1:
-		return cps[0], nil
+	cp, err := checkpoint.MergeAll(cps...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: pipeline %q has several instances and an opaque (not Positions) checkpoint: cannot merge", flightline.ErrInvalidInput, pipeline)
 	}
-	var acc checkpoint.Positions
-	for _, cp := range cps {
-		p, err := checkpoint.Parse(cp)
-		if err != nil {
-			return nil, fmt.Errorf("%w: pipeline %q has %d instances and an opaque (not Positions) checkpoint: cannot merge", flightline.ErrInvalidInput, pipeline, len(cps))
-		}
-		acc = checkpoint.Merge(acc, p)
-	}
-	return acc.Encode(), nil
+	return cp, nil
 }
 
 // Checkpoint implements flightsink.Sink: the pipeline's checkpoint in the

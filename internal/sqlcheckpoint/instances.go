@@ -122,27 +122,15 @@ func (t *Instances) rows(ctx context.Context, c RowsConn, q, pipeline, target st
 // checkpoint when one has, else the per-key maximum, which needs all of
 // them to be Positions.
 func merge(pipeline, target string, rs []row) ([]byte, error) {
-	var cps [][]byte
-	for _, r := range rs {
-		if r.cp != nil {
-			cps = append(cps, r.cp)
-		}
+	cps := make([][]byte, len(rs))
+	for i, r := range rs {
+		cps[i] = r.cp
 	}
-	switch len(cps) {
-	case 0:
-		return nil, nil
-	case 1:
-		return cps[0], nil
+	cp, err := checkpoint.MergeAll(cps...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: pipeline %q target %q has several instances with checkpoints and one is opaque (not Positions): cannot merge", flightline.ErrInvalidInput, pipeline, target)
 	}
-	var acc checkpoint.Positions
-	for _, cp := range cps {
-		p, err := checkpoint.Parse(cp)
-		if err != nil {
-			return nil, fmt.Errorf("%w: pipeline %q target %q has %d instances with checkpoints and one is opaque (not Positions): cannot merge", flightline.ErrInvalidInput, pipeline, target, len(cps))
-		}
-		acc = checkpoint.Merge(acc, p)
-	}
-	return acc.Encode(), nil
+	return cp, nil
 }
 
 // Read returns the checkpoint of (pipeline, target) merged over its
