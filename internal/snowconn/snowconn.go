@@ -225,7 +225,7 @@ func Open(c *Config) (*sql.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sql.OpenDB(sf.NewConnector(sf.SnowflakeDriver{}, *cfg)), nil
+	return sql.OpenDB(connector{sf.NewConnector(sf.SnowflakeDriver{}, *cfg)}), nil
 }
 
 // Ping connects, authenticates, and checks that the session has a current
