@@ -12,7 +12,11 @@ to log in again: its COMMIT fails). It also rolls back the open
 transaction of a session its client closes, as Snowflake does (fakesnow
 only forgets the session, and the transaction stayed until Python's
 garbage collector freed it), once the session's requests still running
-have ended. Everything else is fakesnow as installed.
+have ended. And it runs a query request id once per session, as Snowflake
+does: gosnowflake resends a statement whose request timed out or got a 5xx
+answer with the same requestId, and fakesnow ran it again (a COPY resent
+inside a transaction loaded its file twice); a resend now waits for the
+first run and gets its answer. Everything else is fakesnow as installed.
 
 With --db-path DIR, the databases live in DuckDB files under DIR instead of
 in memory (fakesnow's own db_path), and so do fakesnow's global catalog
@@ -29,6 +33,8 @@ the emulator ran what clients sent, for diagnosing a failed test.
 usage: fakesnow_server.py -p PORT [--host 127.0.0.1] [--idle 20] [--db-path DIR] [--trace FILE]
 """
 import argparse
+import asyncio
+import collections
 import os
 import signal
 import sys
@@ -158,6 +164,56 @@ def install_close() -> None:
             r.app = request_response(closing_session)
 
 
+class Once:
+    """One run of a query request id: its answer, once it has one."""
+
+    def __init__(self) -> None:
+        self.done = asyncio.Event()
+        self.response = None
+
+
+ONCE_KEEP = 1024  # request ids remembered (the oldest are forgotten)
+once: "collections.OrderedDict[tuple[str, str], Once]" = collections.OrderedDict()
+
+
+def install_request_once() -> None:
+    """Run each (session, requestId) of a query request once: a resend of
+    one that is running waits for it, a resend of one that ended gets its
+    answer, as Snowflake answers a retried request id with the original
+    query's outcome."""
+    query = srv.query_request
+
+    async def query_once(request):
+        rid = request.query_params.get("requestId")
+        tok = request.headers.get("Authorization", "")[17:-1]
+        if not rid or not tok:
+            return await query(request)
+        key = (tok, rid)
+        first = once.get(key)
+        if first is not None:
+            trace(f"{tok[:8]} resend of request {rid} (retry {request.query_params.get('retryCount')}): "
+                  f"{'waiting for' if not first.done.is_set() else 'answered by'} the first run")
+            await first.done.wait()
+            if first.response is not None:
+                return first.response
+            return await query(request)  # the first run raised: no answer
+        mine = once[key] = Once()
+        while len(once) > ONCE_KEEP:
+            once.popitem(last=False)
+        try:
+            mine.response = await query(request)
+        except BaseException:
+            once.pop(key, None)  # no answer to give: a resend runs it
+            raise
+        finally:
+            mine.done.set()
+        return mine.response
+
+    for r in srv.app.routes:
+        if r.path == "/queries/v1/query-request":
+            r.app = request_response(query_once)
+
+
 def token_of(scope) -> str | None:
     for k, v in scope.get("headers", []):
         if k == b"authorization":
@@ -231,6 +287,7 @@ def main() -> int:
     if a.trace:
         install_trace(a.trace)
     install_close()
+    install_request_once()
     if a.db_path:
         # Sessions log in to the module's shared instance; its global
         # catalog is attached in memory: move it to a file (the creation

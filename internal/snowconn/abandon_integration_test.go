@@ -1,7 +1,10 @@
 package snowconn_test
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -48,4 +51,63 @@ func TestIntegrationAbandonedStatementClosesSession(t *testing.T) {
 	t.Logf("sent on the session after the abandoned statement: %q; the late statement got: %s", next, outcome)
 	require.False(t, strings.Contains(next, "query-request"),
 		"the abandoned statement's session ran the next statement: %s", next)
+}
+
+// resend is an HTTP transport that sends every query request whose SQL
+// contains match twice, the second time as gosnowflake resends a request
+// after a timeout or a 5xx answer (the same requestId, a new request_guid,
+// retryCount=1), and answers with the second response.
+type resend struct{ match string }
+
+func (r resend) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !strings.HasSuffix(req.URL.Path, "/queries/v1/query-request") || req.Body == nil {
+		return http.DefaultTransport.RoundTrip(req)
+	}
+	body, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	if !bytes.Contains(body, []byte(r.match)) {
+		return http.DefaultTransport.RoundTrip(req)
+	}
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	io.Copy(io.Discard, resp.Body) //nolint:errcheck // the first answer is dropped
+	resp.Body.Close()
+	again := req.Clone(req.Context())
+	q := again.URL.Query()
+	q.Set("request_guid", q.Get("request_guid")+"-retry")
+	q.Set("retryCount", "1")
+	q.Set("retryReason", "0")
+	again.URL.RawQuery = q.Encode()
+	again.Body = io.NopCloser(bytes.NewReader(body))
+	return http.DefaultTransport.RoundTrip(again)
+}
+
+// The emulator runs a query request id once, as Snowflake does: gosnowflake
+// resends a statement whose request timed out or got a 5xx answer with the
+// same requestId, and fakesnow ran it again (an INSERT resent stored its
+// row twice; a COPY resent inside a transaction loaded its file twice).
+// The tests' emulator wrapper (integration/services/fakesnow_server.py)
+// answers a resend with the first run's outcome; this pins that down, so
+// that a duplicate in the kill tests is the sink's and not the emulator's.
+func TestIntegrationEmulatorRunsRequestIDOnce(t *testing.T) {
+	cfg := snowtest.Config(t)
+	table := snowtest.Name("resend")
+	cfg.Transport = resend{match: "INSERT INTO"}
+	db, err := snowconn.Open(&cfg)
+	require.NoError(t, err)
+	defer db.Close()
+	ctx := context.Background()
+	_, err = db.ExecContext(ctx, `CREATE TABLE `+table+` (id INT)`)
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, `INSERT INTO `+table+` VALUES (1)`)
+	require.NoError(t, err)
+	var n int
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+table).Scan(&n))
+	require.Equal(t, 1, n, "a resent request id ran twice")
 }
