@@ -49,6 +49,8 @@ func configCommand(args []string, out io.Writer) error {
 		}
 		_, err := io.WriteString(out, configReference())
 		return err
+	case "schema":
+		return configSchemaCommand(rest, out)
 	}
 	return fmt.Errorf("config: unknown subcommand %q: want show or doc", args[0])
 }

@@ -10,6 +10,7 @@
 //	flightline check        [--config flightline.yml]
 //	flightline config show  [--config flightline.yml]
 //	flightline config doc
+//	flightline config schema --json
 //
 // Every command takes --help.
 package main
@@ -60,6 +61,7 @@ With a config file (flightline.yml, or --config FILE; see docs/config.md):
   check          validate the file, then reach each endpoint: one line each
   config show    print the resolved file, secrets masked
   config doc     print the reference of every kind's keys (docs/config.md)
+  config schema  --json: every kind's keys, machine-readable
 
 Run 'flightline <command> --help' for a command's flags.
 `
