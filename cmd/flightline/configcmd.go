@@ -51,6 +51,8 @@ func configCommand(args []string, out io.Writer) error {
 		return err
 	case "schema":
 		return configSchemaCommand(rest, out)
+	case "apply":
+		return configApplyCommand(rest, os.Stdin, out)
 	}
 	return fmt.Errorf("config: unknown subcommand %q: want show or doc", args[0])
 }

@@ -11,6 +11,8 @@
 //	flightline config show  [--config flightline.yml]
 //	flightline config doc
 //	flightline config schema --json
+//	flightline config apply --json < edit.json
+//	flightline connect      source|sink|deadletter-sink|schema-sink KIND --name N [--pipeline P] [--KEY VALUE]…
 //
 // Every command takes --help.
 package main
@@ -62,6 +64,9 @@ With a config file (flightline.yml, or --config FILE; see docs/config.md):
   config show    print the resolved file, secrets masked
   config doc     print the reference of every kind's keys (docs/config.md)
   config schema  --json: every kind's keys, machine-readable
+  config apply   --json: apply an edit (JSON on stdin) with the merge writer
+  connect        add or update a source, sink, dead-letter or schema sink
+                 in the file and link it to a pipeline
 
 Run 'flightline <command> --help' for a command's flags.
 `
@@ -92,6 +97,8 @@ func main() {
 		err = configCommand(args, os.Stdout)
 	case "check":
 		err = checkCommand(ctx, args, os.Stdout)
+	case "connect":
+		err = connectCommand(args, os.Stdout)
 	case "sync":
 		err = syncCommand(ctx, args)
 	case "serve":
