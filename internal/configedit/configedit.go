@@ -122,8 +122,15 @@ func parse(src []byte) (*yaml.Node, error) {
 	if err := yaml.Unmarshal(src, &doc); err != nil {
 		return nil, fmt.Errorf("%w: not valid YAML: %v", flightline.ErrInvalidInput, err)
 	}
-	if doc.Kind == 0 { // empty input
+	if doc.Kind == 0 { // empty input, or only comments: keep them
 		doc = yaml.Node{Kind: yaml.DocumentNode}
+		var comments []string
+		for _, line := range strings.Split(string(src), "\n") {
+			if t := strings.TrimSpace(line); strings.HasPrefix(t, "#") {
+				comments = append(comments, t)
+			}
+		}
+		doc.HeadComment = strings.Join(comments, "\n")
 	}
 	if len(doc.Content) == 0 || (doc.Content[0].Kind == yaml.ScalarNode && doc.Content[0].Tag == "!!null") {
 		doc.Content = []*yaml.Node{{Kind: yaml.MappingNode, Tag: "!!map"}}

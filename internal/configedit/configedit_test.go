@@ -94,6 +94,12 @@ pipelines:
 `, string(out), "sections in their usual order, before pipelines")
 }
 
+func TestApplyKeepsCommentsOfAnEmptyFile(t *testing.T) {
+	out, err := Apply([]byte("# new\n# file\n"), Change{Pipelines: []Pipeline{{Name: "p", Keys: map[string]any{"id": "x"}}}}, kinds)
+	require.NoError(t, err)
+	require.Equal(t, "# new\n# file\n\npipelines:\n  p:\n    id: x\n", string(out))
+}
+
 func TestApplyReplaceDropsOtherKeys(t *testing.T) {
 	out, err := Apply([]byte(commented), Change{Entries: []Entry{
 		{Section: "sinks", Name: "warehouse", Kind: "postgres", Fields: map[string]any{"dsn": "postgres://x@db/a"}, Replace: true},
