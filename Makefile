@@ -6,6 +6,7 @@ GO ?= go
 SERVICES := integration/services/services.sh
 GOTESTFLAGS ?= -race -count=1 -timeout 60m
 
+.PHONY: python test-python
 .PHONY: all build demo test test-unit test-interop services-up services-down bench bench-report fuzz chaos chaos-kill chaos-fuzz fuzz-long vet soak
 
 # The fuzz targets of the wire boundary (package:Target). Their seed corpus
@@ -142,3 +143,28 @@ chaos-fuzz:
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(CHAOSTIME)
 
 fuzz-long: chaos-fuzz
+
+# The Python package (python/, docs/python.md). `make python` builds the
+# wheel, carrying the flightline binary as a script, into python/dist/.
+# `make test-python` runs its pytest suite in a venv kept outside the clone
+# (PYVENV), against a binary built here (the Kafka test needs the services'
+# env; it skips without it unless FLIGHTLINE_REQUIRE_SERVICES=1).
+PYVENV ?= $(HOME)/.cache/flightline/venv-python-pkg
+PYTHON3 ?= python3
+
+$(PYVENV)/.ready:
+	$(PYTHON3) -m venv $(PYVENV)
+	$(PYVENV)/bin/pip install -q 'pyarrow>=14' 'pytest>=7' 'pydantic>=2' 'deltalake>=0.17' 'hatchling>=1.26'
+	touch $@
+
+python: $(PYVENV)/.ready
+	rm -rf python/build python/dist
+	cd python && CGO_ENABLED=1 $(PYVENV)/bin/pip wheel -q --no-deps --no-build-isolation -w dist .
+	@ls -l python/dist/
+
+test-python: $(PYVENV)/.ready
+	CGO_ENABLED=1 $(GO) build -o bin/flightline-py ./cmd/flightline
+	cd python && FLIGHTLINE_BINARY=none $(PYVENV)/bin/pip install -q --no-deps --no-build-isolation --force-reinstall .
+	@if [ -f integration/services/run/env ]; then set -a; . integration/services/run/env; set +a; fi; \
+	cd python && FLIGHTLINE_BIN=$(CURDIR)/bin/flightline-py $(PYVENV)/bin/python -m pytest -q -p no:cacheprovider tests; rc=$$?; \
+	if [ $$rc = 5 ]; then echo "test-python: pytest collected no tests" >&2; fi; exit $$rc

@@ -4,6 +4,7 @@ The binary comes from, in order:
 
 * ``FLIGHTLINE_BINARY``: a prebuilt file (e.g. a portable build made with
   ``zig cc``, see docs/python.md);
+* ``FLIGHTLINE_BINARY=none``: none, on purpose (a pure-Python wheel);
 * ``go build ./cmd/flightline`` in the Go module around this directory (a
   clone of the repository), with cgo as the Makefile builds it.
 
@@ -44,6 +45,10 @@ class GoBinaryHook(BuildHookInterface):
         out = os.path.join(out_dir, exe)
         prebuilt = os.environ.get("FLIGHTLINE_BINARY")
         module = os.path.dirname(os.path.abspath(self.root))
+        if prebuilt == "none":
+            # A pure-Python wheel on purpose (tests point FLIGHTLINE_BIN at
+            # a binary of their own).
+            return
         if prebuilt:
             os.makedirs(out_dir, exist_ok=True)
             shutil.copyfile(prebuilt, out)
