@@ -132,14 +132,30 @@ SEED = textwrap.dedent('''
 ''')
 
 
-def test_seed_example_kafka_to_delta(tmp_path):
-    """The issue's example, as written but for the broker, topic and table,
-    lands every record once (twice run: the second adds nothing)."""
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_seed_example_kafka_to_delta(tmp_path, where):
+    """The issue's example, as written but for the broker, topic and table
+    (a local path, or a fresh bucket on the S3 emulator, credentials from
+    the environment), lands every record once (run twice: the second adds
+    nothing)."""
     pytest.importorskip("pydantic")
     deltalake = pytest.importorskip("deltalake")
     import struct
+    import urllib.request
 
     brokers = service("FLIGHTLINE_KAFKA_BROKERS")
+    env = dict(os.environ)
+    storage = None
+    if where == "local":
+        table = str(tmp_path / "orders")
+    else:
+        moto = service("FLIGHTLINE_MOTO_ENDPOINT")
+        bucket = f"lake-{uuid.uuid4().hex[:8]}"
+        urllib.request.urlopen(urllib.request.Request(f"{moto}/{bucket}", method="PUT")).close()
+        table = f"s3://{bucket}/orders"
+        storage = {"AWS_ENDPOINT_URL": moto, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+                   "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
+        env.update(storage)
     topic = f"py-orders-{uuid.uuid4().hex[:8]}"
     n = 3000
     # Produce Avro values with our own client into a served Kafka sink.
@@ -149,15 +165,14 @@ def test_seed_example_kafka_to_delta(tmp_path):
             pa.table({"key": pa.array([str(i).encode() for i in range(n)], pa.binary()),
                       "value": pa.array(values, pa.binary())}), batch_rows=500)
         assert r.rows == n
-    table = str(tmp_path / "orders")
     code = (SEED.replace("localhost:9092", brokers).replace('topics=["orders"]', f'topics=["{topic}"]')
             .replace('"s3://lake/orders"', repr(table)) + "\nprint(pipe.run())\n")
     script = tmp_path / "seed.py"
     script.write_text(code)
     for _ in range(2):
-        p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+        p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env)
         assert p.returncode == 0, p.stderr[-3000:]
-    got = deltalake.DeltaTable(table).to_pyarrow_table()
+    got = deltalake.DeltaTable(table, storage_options=storage).to_pyarrow_table()
     assert got.num_rows == n, "every record once"
     assert sorted(got.column("id").to_pylist()) == list(range(n))
     assert {(r["id"], r["total"]) for r in got.select(["id", "total"]).to_pylist()} == {(i, i * 1.5) for i in range(n)}
