@@ -154,7 +154,7 @@ PYTHON3 ?= python3
 
 $(PYVENV)/.ready:
 	$(PYTHON3) -m venv $(PYVENV)
-	$(PYVENV)/bin/pip install -q 'pyarrow>=14' 'pytest>=7' 'pydantic>=2' 'deltalake>=0.17' 'hatchling>=1.26'
+	$(PYVENV)/bin/pip install -q 'pyarrow>=14' 'pytest>=7' 'pydantic>=2' 'deltalake>=0.17' 'polars>=0.20' 'hatchling>=1.26'
 	touch $@
 
 python: $(PYVENV)/.ready

@@ -11,7 +11,8 @@ Three layers, each usable alone:
   writer, so Python and ``flightline connect`` cannot disagree.
 * :mod:`flightline.pipelines`: the seeds' pipeline API (``DeltaSink``,
   ``kafka_to_delta``, …): a pipeline is a generated config that the Go
-  engine (``flightline sync``) runs.
+  engine (``flightline sync``) runs; :mod:`flightline.transform` serves a
+  Python function (Arrow or polars) as a transform between its stages.
 
 The engine is the ``flightline`` binary the wheel ships as a script
 (:func:`find_flightline_bin`); nothing of it runs inside this interpreter.
