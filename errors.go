@@ -27,6 +27,14 @@ var (
 	// the failing call. gRPC: FailedPrecondition.
 	ErrFenced = errors.New("flightline: writer fenced by a newer writer")
 
+	// ErrReplaced marks a coordinator that tried to rejoin its claim of a
+	// pipeline (a retry after a broken stream) and found that a newer
+	// coordinator has claimed the pipeline since: that one is now the
+	// pipeline's, and this one must stop rather than claim it back.
+	// errors.Is(err, ErrFenced) holds too. gRPC: FailedPrecondition with
+	// the ErrorInfo reason REPLACED.
+	ErrReplaced error = &subError{msg: "flightline: replaced by a newer coordinator", parent: ErrFenced}
+
 	// ErrFailedPrecondition marks a destination or source that exists but
 	// is of a kind the endpoint cannot work with, e.g. a Unity Catalog
 	// table that is MANAGED (write credentials are vended for external
@@ -65,6 +73,15 @@ var (
 	// failure and stays retryable.)
 	ErrInternal = errors.New("flightline: internal error (a bug; see the endpoint's log)")
 )
+
+// subError is a sentinel that is also another: errors.Is(sub, parent).
+type subError struct {
+	msg    string
+	parent error
+}
+
+func (e *subError) Error() string { return e.msg }
+func (e *subError) Unwrap() error { return e.parent }
 
 // IsRetryable reports whether err may succeed when retried after a backoff,
 // possibly after re-reading the sink's checkpoint. Errors caused by the input

@@ -290,6 +290,16 @@ type Conn struct {
 // Caps returns the database's capabilities.
 func (c *Conn) Caps() Caps { return c.db.caps }
 
+// BindRaces reports whether the connection's driver races when it binds
+// parameters: the Flight SQL driver (arrow-adbc v1.11.0 over arrow-go
+// v18.9.0). Its PreparedStatement.Execute sends the parameters on a
+// DoPut stream that it never reads to the end; gRPC then finishes that
+// stream from a goroutine of its own, which writes the grpc.Header
+// target the driver also hands to the GetFlightInfo that follows, and the
+// race detector sees two writes. Callers that can spell their values as
+// literals (Incremental.Inline) avoid binding there.
+func (c *Conn) BindRaces() bool { return c.db.cfg.Driver == FlightSQL }
+
 // Raw is the underlying ADBC connection, for what this package does not
 // cover. Do not Close it.
 func (c *Conn) Raw() adbcapi.Connection { return c.c }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -53,6 +54,21 @@ type Incremental struct {
 	Placeholder func(n int) string
 	// Quote quotes an identifier; nil means Quote.
 	Quote func(string) string
+	// Inline, when set, spells a position value as an SQL literal (ok
+	// false: bind it). Query inlines the position when both its values
+	// have a literal. The Flight SQL driver needs it (InlineInt): its
+	// parameter binding races (see Conn.BindRaces).
+	Inline func(v any) (lit string, ok bool)
+}
+
+// InlineInt spells an int64 position value as an SQL literal: digits and
+// a sign only, so nothing a checkpoint carries can change the query.
+func InlineInt(v any) (string, bool) {
+	i, ok := v.(int64)
+	if !ok || i == math.MinInt64 { // some parsers read -9223372036854775808 as minus an overflow
+		return "", false
+	}
+	return strconv.FormatInt(i, 10), true
 }
 
 // Position is where a read stands: the (cursor, tiebreak) of the last row
@@ -167,7 +183,12 @@ func (q Incremental) Query(p Position) (string, []any) {
 	c, k := quote(q.Cursor), quote(q.Tiebreak)
 	sql := "SELECT " + cols + " FROM " + tbl + " WHERE " + c + " IS NOT NULL"
 	var args []any
-	if p.Started() {
+	cl, okC := q.inline(p.Cursor)
+	kl, okK := q.inline(p.Tiebreak)
+	switch {
+	case p.Started() && okC && okK:
+		sql += " AND (" + c + " > " + cl + " OR (" + c + " = " + cl + " AND " + k + " > " + kl + "))"
+	case p.Started():
 		ph := q.Placeholder
 		if strings.HasPrefix(ph(1), "$") { // numbered: each value once
 			sql += " AND (" + c + " > " + ph(1) + " OR (" + c + " = " + ph(1) + " AND " + k + " > " + ph(2) + "))"
@@ -179,6 +200,13 @@ func (q Incremental) Query(p Position) (string, []any) {
 	}
 	sql += " ORDER BY " + c + ", " + k + " LIMIT " + strconv.Itoa(q.Limit)
 	return sql, args
+}
+
+func (q Incremental) inline(v any) (string, bool) {
+	if q.Inline == nil || v == nil {
+		return "", false
+	}
+	return q.Inline(v)
 }
 
 // Page is one page of an incremental read: the batches the query returned,

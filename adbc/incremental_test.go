@@ -1,6 +1,7 @@
 package adbc
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -34,4 +35,25 @@ func TestPositionTimestamp(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, ts.Truncate(time.Microsecond).Equal(v.(time.Time)), "column %d: %v", i, v)
 	}
+}
+
+// Inline spells integer positions as literals and binds nothing; other
+// values, and an int64 some parsers cannot read back, are still bound.
+func TestIncrementalInline(t *testing.T) {
+	q := Incremental{Table: Table{Name: "t"}, Cursor: "wm", Tiebreak: "id", Limit: 10,
+		Placeholder: func(int) string { return "?" }, Inline: InlineInt}
+	sql, args := q.Query(Position{Cursor: int64(-4), Tiebreak: int64(17)})
+	require.Equal(t, `SELECT * FROM "t" WHERE "wm" IS NOT NULL AND ("wm" > -4 OR ("wm" = -4 AND "id" > 17)) ORDER BY "wm", "id" LIMIT 10`, sql)
+	require.Empty(t, args)
+
+	sql, args = q.Query(Position{Cursor: "x' OR 1=1 --", Tiebreak: int64(17)})
+	require.Contains(t, sql, `"wm" > ? OR ("wm" = ? AND "id" > ?)`)
+	require.Equal(t, []any{"x' OR 1=1 --", "x' OR 1=1 --", int64(17)}, args)
+
+	_, args = q.Query(Position{Cursor: int64(math.MinInt64), Tiebreak: int64(1)})
+	require.Len(t, args, 3)
+
+	sql, args = q.Query(Position{})
+	require.NotContains(t, sql, "AND")
+	require.Empty(t, args)
 }

@@ -3,6 +3,8 @@ package coordinator
 import (
 	"bytes"
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -52,6 +54,14 @@ type Coordinator struct {
 	// checkpoint tells which of them the sink committed. Run's goroutine
 	// only.
 	unacked []sent
+
+	// claimID names this Coordinator's claims of the pipeline (see
+	// flightsink.Claim); claimed is set once the sink has acknowledged a
+	// batch, i.e. once a claim of ours is known to have been made, after
+	// which a retry rejoins it unless takeover. Run's goroutine only.
+	claimID  string
+	claimed  bool
+	takeover bool
 
 	mu    sync.Mutex
 	stats Stats
@@ -156,6 +166,18 @@ func StopTimeout(d time.Duration) Option {
 	}
 }
 
+// Takeover makes every attempt claim the pipeline anew, as every attempt
+// did before issue 41: a retry then fences a coordinator of the same
+// pipeline started after this one. By default (false) only the first
+// attempt claims; once the sink has acknowledged a batch, a retry rejoins
+// this Coordinator's claim, and when a newer coordinator has claimed the
+// pipeline since, Run stops with flightline.ErrReplaced instead (where the
+// sink takes a claim: a flightsink.Claimer, i.e. a remote sink; an
+// in-process sink is claimed anew by every attempt).
+func Takeover(on bool) Option {
+	return func(c *Coordinator) error { c.takeover = on; return nil }
+}
+
 // WithLogger sets the logger; nil means slog.Default(), the default.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *Coordinator) error {
@@ -204,6 +226,9 @@ func New(src flightsrc.Source, sink flightsink.Sink, stream string, p flightsink
 	_, remoteSrc := src.(*flightsrc.Client)
 	_, remoteSink := sink.(*flightsink.Client)
 	c.validate = remoteSrc && !remoteSink
+	var id [16]byte
+	_, _ = crand.Read(id[:]) // never fails (crypto/rand)
+	c.claimID = hex.EncodeToString(id[:])
 	return c, nil
 }
 
@@ -222,7 +247,13 @@ func (c *Coordinator) Stats() Stats {
 // backoff. A stop reads no further batch but waits, up to StopTimeout, for
 // the sink to acknowledge those it was already given, then ends the sink's
 // stream normally.
+//
+// Only Run's first attempt claims the pipeline anew (see Takeover): a
+// retry after the sink has acknowledged a batch rejoins this run's claim,
+// and Run returns an error wrapping flightline.ErrReplaced when a newer
+// coordinator has claimed the pipeline since.
 func (c *Coordinator) Run(ctx context.Context) error {
+	c.claimed = false // a fresh run claims anew
 	attempt := 0
 	for {
 		progressed, err := c.runOnce(ctx)
@@ -233,6 +264,10 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		if err == nil {
 			c.log.Info("stream ended; pipeline complete", "pipeline", c.pipeline.ID)
 			return nil
+		}
+		if errors.Is(err, flightline.ErrReplaced) {
+			c.log.Error("a newer coordinator has claimed the pipeline; this run stops (start it again to take the pipeline back)", "pipeline", c.pipeline.ID, "err", err)
+			return err
 		}
 		if !flightline.IsRetryable(err) {
 			c.log.Error("pipeline failed", "pipeline", c.pipeline.ID, "err", err)
@@ -294,7 +329,7 @@ func (c *Coordinator) runOnce(ctx context.Context) (progressed bool, err error) 
 			return false, fmt.Errorf("preparing source: %w", err)
 		}
 	}
-	w, cp, err := c.sink.Open(ctx, c.pipeline)
+	w, cp, err := c.open(ctx)
 	if err != nil {
 		return false, fmt.Errorf("opening sink: %w", err)
 	}
@@ -360,6 +395,9 @@ func (c *Coordinator) runOnce(ctx context.Context) (progressed bool, err error) 
 		}
 	}()
 	wg.Wait()
+	if progressed {
+		c.claimed = true
+	}
 	c.unacked = c.unacked[:0]
 	if failed != nil {
 		c.unacked = append(c.unacked, *failed)
@@ -378,6 +416,16 @@ func (c *Coordinator) runOnce(ctx context.Context) (progressed bool, err error) 
 		return progressed, prodErr
 	}
 	return progressed, nil
+}
+
+// open opens the sink's pipeline: with this Coordinator's claim where the
+// sink takes one, as a rejoin once a claim of ours is known to have been
+// made (and not Takeover).
+func (c *Coordinator) open(ctx context.Context) (flightsink.Writer, []byte, error) {
+	if cl, ok := c.sink.(flightsink.Claimer); ok {
+		return cl.OpenClaim(ctx, c.pipeline, flightsink.Claim{ID: c.claimID, Rejoin: c.claimed && !c.takeover})
+	}
+	return c.sink.Open(ctx, c.pipeline)
 }
 
 type sent struct {
@@ -403,6 +451,7 @@ func (c *Coordinator) settle(cp []byte) {
 	if n < 0 {
 		return
 	}
+	c.claimed = true // the sink committed a batch of ours: our claim was made
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, s := range c.unacked[:n+1] {

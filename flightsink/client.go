@@ -95,12 +95,23 @@ func (c *Client) Guarantee(ctx context.Context) (Guarantee, error) {
 // its expectation: if another writer moved the pipeline in between, the
 // first commit fails with flightline.ErrConflict.
 func (c *Client) Open(ctx context.Context, p Pipeline) (Writer, []byte, error) {
+	return c.OpenClaim(ctx, p, Claim{})
+}
+
+// OpenClaim implements Claimer: Open, with cl sent in the DoPut command.
+// The pipeline is claimed when the stream starts, with the first batch;
+// a rejoin the server refuses fails that batch's Submit or Ack (or
+// WriteBatch) with flightline.ErrReplaced.
+func (c *Client) OpenClaim(ctx context.Context, p Pipeline, cl Claim) (Writer, []byte, error) {
+	if cl.Rejoin && cl.ID == "" {
+		return nil, nil, fmt.Errorf("%w: a rejoin needs a claim id", flightline.ErrInvalidInput)
+	}
 	cp, err := c.Checkpoint(ctx, p)
 	if err != nil {
 		return nil, nil, err
 	}
 	exp := base64.StdEncoding.EncodeToString(cp)
-	cmd, _ := json.Marshal(PutCommand{PipelineID: p.ID, Target: p.Target, ResumeAfter: &exp})
+	cmd, _ := json.Marshal(PutCommand{PipelineID: p.ID, Target: p.Target, ResumeAfter: &exp, Claim: cl.ID, Rejoin: cl.Rejoin})
 	sctx, cancel := context.WithCancel(context.Background())
 	return &remoteWriter{c: c, desc: &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: cmd}, ctx: sctx, cancel: cancel, ready: make(chan struct{})}, cp, nil
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -44,7 +45,12 @@ import (
 // found by the newer writer's first commit, which then fails with
 // ErrConflict (re-open and re-read the checkpoint) instead of duplicating.
 // The pipeline's checkpoint is the Next-merge of its commits' checkpoints,
-// in sequence order. A crash leaves at most a temporary file, which Open
+// in sequence order; each commit file stores that merge as it stands after
+// the commit (and says so: DirMetaMerged), so Checkpoint reads only the
+// newest commit file of the pipeline (and those of other pipelines after
+// it), whatever the number of files. Files written before DirMetaMerged
+// existed hold the batch's own checkpoint: when the newest one is such a
+// file, Checkpoint merges every commit, as Open does. A crash leaves at most a temporary file, which Open
 // removes once it is a minute old.
 type Dir struct {
 	root string
@@ -54,6 +60,10 @@ type Dir struct {
 	// testHookOpenScanned, when set, runs in Open between the scan of the
 	// target and the link of the epoch marker.
 	testHookOpenScanned func()
+	// reads counts the commit files opened, for tests.
+	reads atomic.Int64
+	// legacyFiles, for tests, writes commit files as before DirMetaMerged.
+	legacyFiles bool
 }
 
 // Metadata keys of Dir files.
@@ -61,6 +71,10 @@ const (
 	DirMetaPipeline   = "flightline.pipeline"
 	DirMetaEpoch      = "flightline.epoch"
 	DirMetaCheckpoint = "flightline.checkpoint" // standard base64
+	// DirMetaMerged is "true" in files whose DirMetaCheckpoint is the
+	// pipeline's whole checkpoint after the commit (the merge with every
+	// earlier commit), not only the batch's.
+	DirMetaMerged = "flightline.checkpoint_merged"
 )
 
 // NewDir returns a Dir sink rooted at root, creating it if needed.
@@ -97,6 +111,7 @@ type entry struct {
 	pipeline string
 	epoch    uint64
 	cp       []byte
+	merged   bool // cp is the pipeline's whole checkpoint (DirMetaMerged)
 	schema   *arrow.Schema
 	rows     int64
 }
@@ -122,7 +137,7 @@ func (d *Dir) scan(dir string, after uint64) ([]entry, error) {
 		if err != nil || seq <= after {
 			continue
 		}
-		e, err := d.readEntry(filepath.Join(dir, name))
+		e, err := d.readEntry(filepath.Join(dir, name), true)
 		if err != nil {
 			return nil, err
 		}
@@ -133,7 +148,10 @@ func (d *Dir) scan(dir string, after uint64) ([]entry, error) {
 	return out, nil
 }
 
-func (d *Dir) readEntry(path string) (entry, error) {
+// readEntry reads a commit file: its metadata and, when rows, the row
+// count of its record batches.
+func (d *Dir) readEntry(path string, rows bool) (entry, error) {
+	d.reads.Add(1)
 	f, err := os.Open(path)
 	if err != nil {
 		return entry{}, fmt.Errorf("%w: dir sink: %v", flightline.ErrUnavailable, err)
@@ -145,12 +163,15 @@ func (d *Dir) readEntry(path string) (entry, error) {
 	}
 	defer r.Close()
 	md := r.Schema().Metadata()
-	e := entry{pipeline: metaGet(md, DirMetaPipeline), schema: r.Schema()}
+	e := entry{pipeline: metaGet(md, DirMetaPipeline), schema: r.Schema(), merged: metaGet(md, DirMetaMerged) == "true"}
 	e.epoch, _ = strconv.ParseUint(metaGet(md, DirMetaEpoch), 10, 64)
 	if s := metaGet(md, DirMetaCheckpoint); s != "" {
 		if e.cp, err = base64.StdEncoding.DecodeString(s); err != nil {
 			return entry{}, fmt.Errorf("dir sink: bad checkpoint in %s: %w", path, err)
 		}
+	}
+	if !rows {
+		return e, nil
 	}
 	for i := range r.NumRecords() {
 		rec, err := r.RecordBatch(i)
@@ -258,11 +279,40 @@ func claim(dir, pipeline string, epoch uint64) (bool, error) {
 
 func stripMeta(s *arrow.Schema) *arrow.Schema { return arrow.NewSchema(s.Fields(), nil) }
 
-// Checkpoint implements Sink.
+// Checkpoint implements Sink. It reads the commit files from the newest
+// back to the newest of p that carries a checkpoint, their metadata only;
+// that file's checkpoint is p's, unless the file predates DirMetaMerged.
 func (d *Dir) Checkpoint(_ context.Context, p Pipeline) ([]byte, error) {
 	dir, err := d.dir(p)
 	if err != nil {
 		return nil, err
+	}
+	des, err := os.ReadDir(dir) // sorted by name: by sequence number
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: dir sink: %v", flightline.ErrUnavailable, err)
+	}
+	for i := len(des) - 1; i >= 0; i-- {
+		name := des[i].Name()
+		if len(name) != 26 || !strings.HasSuffix(name, ".arrow") {
+			continue
+		}
+		if _, err := strconv.ParseUint(name[:20], 10, 64); err != nil {
+			continue
+		}
+		e, err := d.readEntry(filepath.Join(dir, name), false)
+		if err != nil {
+			return nil, err
+		}
+		if e.pipeline != p.ID || e.cp == nil {
+			continue // another pipeline's commit, or an epoch marker
+		}
+		if e.merged {
+			return e.cp, nil
+		}
+		break // an older file: merge every commit
 	}
 	st, err := d.state(dir, p.ID)
 	return st.cp, err
@@ -367,12 +417,13 @@ func (w *dirWriter) WriteBatch(_ context.Context, rec arrow.RecordBatch, cp []by
 		return fmt.Errorf("%w: target %q has schema %s, batch has %s", flightline.ErrSchemaMismatch, w.p.Target, w.schema, rec.Schema())
 	}
 	for {
-		ok, err := w.link([]arrow.RecordBatch{rec}, cp, true)
+		next := Next(w.cp, cp) // link fails if another commit of p moved w.cp
+		ok, err := w.link([]arrow.RecordBatch{rec}, next, true)
 		if err != nil {
 			return err
 		}
 		if ok {
-			w.cp = Next(w.cp, cp)
+			w.cp = next
 			if w.schema == nil && rec.NumRows() > 0 {
 				w.schema = stripMeta(rec.Schema())
 			}
@@ -533,6 +584,10 @@ func (w *dirWriter) writeTemp(recs []arrow.RecordBatch, cp []byte) (string, erro
 	if cp != nil {
 		keys = append(keys, DirMetaCheckpoint)
 		vals = append(vals, base64.StdEncoding.EncodeToString(cp))
+		if !w.d.legacyFiles {
+			keys = append(keys, DirMetaMerged)
+			vals = append(vals, "true")
+		}
 	}
 	var fields []arrow.Field
 	if len(recs) > 0 {

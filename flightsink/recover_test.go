@@ -164,6 +164,8 @@ func TestSinkBoundsNames(t *testing.T) {
 		{Type: flight.DescriptorPATH, Path: []string{huge}},
 		{Type: flight.DescriptorPATH, Path: []string{"p", huge}},
 		{Type: flight.DescriptorCMD, Cmd: []byte(`{"pipeline_id":"` + huge + `"}`)},
+		{Type: flight.DescriptorCMD, Cmd: []byte(`{"pipeline_id":"p","claim":"` + huge + `"}`)},
+		{Type: flight.DescriptorCMD, Cmd: []byte(`{"pipeline_id":"p","rejoin":true}`)}, // a rejoin names its claim
 	} {
 		_, err := doputtest.OverFlight(ctx, conn, doputtest.FlightData(desc, valid))
 		require.Equal(t, codes.InvalidArgument, status.Code(err))

@@ -38,6 +38,7 @@ type Server struct {
 	validate bool  // ValidateBatch every batch before the Writer sees it
 	maxBatch int64 // bound on what one IPC message may make the reader allocate
 	group    GroupLimits
+	claims   claimRegistry
 
 	onReceive func() // test hook: the prefetch goroutine received a message
 }
@@ -116,6 +117,14 @@ func NewServer(sink Sink, opts ...ServerOption) *Server {
 // with the checkpoint in its app_metadata, and acknowledges each commit, in
 // order, with a PutResult whose app_metadata is that checkpoint.
 //
+// Claims: the server records, per pipeline and target, the newest claim
+// it made and the descriptor's claim id (PutCommand.Claim). A rejoin
+// (PutCommand.Rejoin) whose id is not the newest recorded claim's is
+// refused with flightline.ErrReplaced before anything is claimed; a
+// stream fenced by a newer claim recorded here fails with ErrReplaced too.
+// The check, the sink's Open and the record are one step per pipeline
+// (docs/protocol.md, "Rejoining a claim"). The record lives in memory.
+//
 // Group commit: a goroutine receives the stream's messages ahead of the
 // commits (at most the group bound of them). When the Writer is a
 // GroupWriter and, once a commit returns, more than one batch has already
@@ -165,32 +174,22 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 	}
 	defer rdr.Release()
 
-	p, expect, check, err := parseDescriptor(rdr.LatestFlightDescriptor())
+	req, err := parseDescriptor(rdr.LatestFlightDescriptor())
 	if err != nil {
 		return err
 	}
+	p := req.p
 	pipeline = p.ID
-	if check {
-		// A writer that has not seen the latest checkpoint must not claim
-		// (and so fence) the pipeline's live writer: look before claiming.
-		cur, err := s.sink.Checkpoint(ctx, p)
-		if err != nil {
-			return fmt.Errorf("reading the checkpoint of pipeline %q: %w", flighterr.Clip(p.ID), err)
-		}
-		if !SameCheckpoint(expect, cur) {
-			return fmt.Errorf("%w: pipeline %q has moved since the writer read its checkpoint; re-read it and resume", flightline.ErrConflict, flighterr.Clip(p.ID))
-		}
-	}
-	w, last, err := s.sink.Open(ctx, p)
+	w, last, mine, err := s.claim(ctx, req)
 	if err != nil {
-		return fmt.Errorf("opening pipeline %q: %w", flighterr.Clip(p.ID), err)
+		return err
 	}
 	defer func() {
 		if cerr := w.Close(context.WithoutCancel(ctx)); cerr != nil && err == nil {
 			err = cerr
 		}
 	}()
-	if check && !SameCheckpoint(expect, last) {
+	if req.check && !SameCheckpoint(req.expect, last) {
 		// It moved between the look and the claim.
 		return fmt.Errorf("%w: pipeline %q has moved since the writer read its checkpoint; re-read it and resume", flightline.ErrConflict, flighterr.Clip(p.ID))
 	}
@@ -236,6 +235,12 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 				}
 			}
 			if err != nil {
+				if errors.Is(err, flightline.ErrFenced) && !errors.Is(err, flightline.ErrReplaced) {
+					// Say who fenced it, when this server made the newer claim.
+					if rerr := s.claims.replaced(p, req.claim.ID, mine); rerr != nil {
+						return fmt.Errorf("%w (the sink: %v)", rerr, err)
+					}
+				}
 				return fmt.Errorf("committing batch of pipeline %q: %w", flighterr.Clip(p.ID), err)
 			}
 			for _, b := range group {
@@ -263,6 +268,40 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 		return fmt.Errorf("%w: reading DoPut stream: %v", flightline.ErrInvalidInput, err)
 	}
 	return nil
+}
+
+// claim opens req's pipeline on the sink under its claim lock: a rejoin is
+// refused with ErrReplaced when a newer claim is recorded; with
+// resume_after, the checkpoint is compared before the sink's Open, so a
+// writer that has not seen the latest checkpoint never fences the live
+// one; then the claim is recorded. It returns the Writer, the checkpoint
+// Open returned and the claim's number.
+func (s *Server) claim(ctx context.Context, req putRequest) (Writer, []byte, uint64, error) {
+	p := req.p
+	unlock, err := s.claims.lock(ctx, p)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	defer unlock()
+	if req.claim.Rejoin {
+		if err := s.claims.check(p, req.claim.ID); err != nil {
+			return nil, nil, 0, err
+		}
+	}
+	if req.check {
+		cur, err := s.sink.Checkpoint(ctx, p)
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("reading the checkpoint of pipeline %q: %w", flighterr.Clip(p.ID), err)
+		}
+		if !SameCheckpoint(req.expect, cur) {
+			return nil, nil, 0, fmt.Errorf("%w: pipeline %q has moved since the writer read its checkpoint; re-read it and resume", flightline.ErrConflict, flighterr.Clip(p.ID))
+		}
+	}
+	w, last, err := s.sink.Open(ctx, p)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("opening pipeline %q: %w", flighterr.Clip(p.ID), err)
+	}
+	return w, last, s.claims.record(p, req.claim.ID), nil
 }
 
 // DoAction answers "checkpoint" and "describe".

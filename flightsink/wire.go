@@ -35,10 +35,18 @@ type PipelineRequest struct {
 // Aborted if the pipeline's checkpoint differs once it has claimed it, so a
 // writer can never append after a checkpoint it did not see. Absent, no
 // check is made.
+//
+// Claim names the writer's claim (Claim.ID: e.g. one run of a
+// coordinator) and Rejoin asks to claim the pipeline only if the newest
+// claim the server recorded for it is that one (Claim.Rejoin); see
+// docs/protocol.md, "Rejoining a claim". Both are optional: a server that
+// predates them ignores them and claims as usual.
 type PutCommand struct {
 	PipelineID  string  `json:"pipeline_id"`
 	Target      string  `json:"target,omitempty"`
 	ResumeAfter *string `json:"resume_after,omitempty"` // base64 (standard, padded)
+	Claim       string  `json:"claim,omitempty"`
+	Rejoin      bool    `json:"rejoin,omitempty"`
 }
 
 // Describe is the JSON body of the "describe" action's Result.
@@ -71,46 +79,62 @@ func CheckDirTarget(t string) error {
 	return nil
 }
 
-// parseDescriptor reads the pipeline and optional expectation from a DoPut
-// descriptor: PATH [pipeline_id] or [pipeline_id, target], or CMD with a
-// PutCommand.
-func parseDescriptor(d *flight.FlightDescriptor) (p Pipeline, expect []byte, check bool, err error) {
+// putRequest is what a DoPut descriptor asks for.
+type putRequest struct {
+	p      Pipeline
+	expect []byte // resume_after, when check
+	check  bool
+	claim  Claim
+}
+
+// parseDescriptor reads the pipeline, the optional expectation and the
+// optional claim from a DoPut descriptor: PATH [pipeline_id] or
+// [pipeline_id, target], or CMD with a PutCommand.
+func parseDescriptor(d *flight.FlightDescriptor) (r putRequest, err error) {
 	if d == nil {
-		return p, nil, false, fmt.Errorf("%w: DoPut without a FlightDescriptor", flightline.ErrInvalidInput)
+		return r, fmt.Errorf("%w: DoPut without a FlightDescriptor", flightline.ErrInvalidInput)
 	}
 	switch d.Type {
 	case flight.DescriptorPATH:
 		if len(d.Path) < 1 || len(d.Path) > 2 || d.Path[0] == "" {
-			return p, nil, false, fmt.Errorf("%w: DoPut descriptor path must be [pipeline_id] or [pipeline_id, target], got %d elements", flightline.ErrInvalidInput, len(d.Path))
+			return r, fmt.Errorf("%w: DoPut descriptor path must be [pipeline_id] or [pipeline_id, target], got %d elements", flightline.ErrInvalidInput, len(d.Path))
 		}
-		p.ID = d.Path[0]
+		r.p.ID = d.Path[0]
 		if len(d.Path) == 2 {
-			p.Target = d.Path[1]
+			r.p.Target = d.Path[1]
 		}
-		return p, nil, false, checkNames(p)
+		return r, checkNames(r.p)
 	case flight.DescriptorCMD:
 		var c PutCommand
 		if err := json.Unmarshal(d.Cmd, &c); err != nil {
-			return p, nil, false, fmt.Errorf("%w: DoPut command is not JSON: %s", flightline.ErrInvalidInput, flighterr.Clip(err.Error()))
+			return r, fmt.Errorf("%w: DoPut command is not JSON: %s", flightline.ErrInvalidInput, flighterr.Clip(err.Error()))
 		}
 		if c.PipelineID == "" {
-			return p, nil, false, fmt.Errorf("%w: DoPut command without pipeline_id", flightline.ErrInvalidInput)
+			return r, fmt.Errorf("%w: DoPut command without pipeline_id", flightline.ErrInvalidInput)
 		}
-		p = Pipeline{ID: c.PipelineID, Target: c.Target}
-		if err := checkNames(p); err != nil {
-			return p, nil, false, err
+		r.p = Pipeline{ID: c.PipelineID, Target: c.Target}
+		if err := checkNames(r.p); err != nil {
+			return r, err
 		}
+		if len(c.Claim) > endpoint.MaxNameSize {
+			return r, fmt.Errorf("%w: claim of %d bytes; at most %d are allowed", flightline.ErrInvalidInput, len(c.Claim), endpoint.MaxNameSize)
+		}
+		if c.Rejoin && c.Claim == "" {
+			return r, fmt.Errorf("%w: DoPut command with rejoin but without claim", flightline.ErrInvalidInput)
+		}
+		r.claim = Claim{ID: c.Claim, Rejoin: c.Rejoin}
 		if c.ResumeAfter == nil {
-			return p, nil, false, nil
+			return r, nil
 		}
 		expect, err := base64.StdEncoding.DecodeString(*c.ResumeAfter)
 		if err != nil {
-			return p, nil, false, fmt.Errorf("%w: resume_after is not base64: %v", flightline.ErrInvalidInput, err)
+			return r, fmt.Errorf("%w: resume_after is not base64: %v", flightline.ErrInvalidInput, err)
 		}
 		if len(expect) == 0 {
 			expect = nil
 		}
-		return p, expect, true, nil
+		r.expect, r.check = expect, true
+		return r, nil
 	}
-	return p, nil, false, fmt.Errorf("%w: unsupported descriptor type %v", flightline.ErrInvalidInput, d.Type)
+	return r, fmt.Errorf("%w: unsupported descriptor type %v", flightline.ErrInvalidInput, d.Type)
 }

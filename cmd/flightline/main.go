@@ -299,23 +299,30 @@ func serveFlight(ctx context.Context, svc flight.FlightServer, sf *serverFlags, 
 		return err
 	}
 	log.Info("listening", "addr", lis.Addr().String(), "tls", cfg.CertFile != "", "mtls", cfg.ClientCAFile != "", "auth", cfg.Token != "")
-	return serveUntil(ctx, gs, lis)
+	return serveUntil(ctx, gs, lis, log)
 }
 
-func serveUntil(ctx context.Context, gs *grpc.Server, lis net.Listener) error {
+// serveUntil serves until ctx ends (SIGTERM, SIGINT), then refuses new
+// calls, gives the open ones up to 10s to end and cuts those still open
+// (docs/chaining.md says so).
+func serveUntil(ctx context.Context, gs *grpc.Server, lis net.Listener, log *slog.Logger) error {
 	errc := make(chan error, 1)
 	go func() { errc <- gs.Serve(lis) }()
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
+		log.Info("stopping: new calls are refused; open streams end within 10s", "addr", lis.Addr().String())
 		done := make(chan struct{})
 		go func() { gs.GracefulStop(); close(done) }()
+		cut := false
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
 			gs.Stop()
+			cut = true
 		}
+		log.Info("stopped", "addr", lis.Addr().String(), "streams_cut", cut)
 		return nil
 	}
 }
@@ -399,6 +406,7 @@ func runPipeline(ctx context.Context, args []string) error {
 	target := fs.String("target", "", "target inside the sink (table, topic, directory); empty: the sink's default")
 	window := fs.Int("window", 4, "batches in flight between source and sink")
 	maxAttempts := fs.Int("max-attempts", 0, "give up after this many failed attempts in a row (0: never)")
+	takeover := fs.Bool("takeover", false, "claim the pipeline anew on every retry, fencing a coordinator started after this one (default: a retry rejoins this run's claim and stops if a newer coordinator claimed the pipeline; see docs/chaining.md)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -442,7 +450,7 @@ func runPipeline(ctx context.Context, args []string) error {
 	defer stopMetrics()
 	co, err := coordinator.New(src, sink, *stream, flightsink.Pipeline{ID: *pipeline, Target: *target},
 		coordinator.Window(*window), coordinator.WithLogger(log), coordinator.WithMetrics(m.Registry()), coordinator.MaxAttempts(*maxAttempts),
-		coordinator.WithChain(chain...))
+		coordinator.WithChain(chain...), coordinator.Takeover(*takeover))
 	if err != nil {
 		return err
 	}

@@ -118,7 +118,7 @@ func serveCommand(ctx context.Context, args []string) error {
 		go func() {
 			defer wg.Done()
 			defer closeFn()
-			if errs[i] = serveUntil(ctx, gs, lis); errs[i] != nil {
+			if errs[i] = serveUntil(ctx, gs, lis, ev.log); errs[i] != nil {
 				errs[i] = fmt.Errorf("%s: %w", e.ref(), errs[i])
 				cancel()
 			}

@@ -7,7 +7,8 @@
 // replayed batch is a no-op; a crash between commit and ack loses nothing
 // and duplicates nothing; a schema mismatch writes nothing; a zombie writer
 // is fenced, its replays included; the newest claim wins on a target that
-// has no data yet; Checkpoint does not fence; one pipeline id writes two
+// has no data yet; over Flight, a rejoin of a claim is refused once a
+// newer claim was made; Checkpoint does not fence; one pipeline id writes two
 // targets without fencing itself; pipelines commit concurrently; mergeable
 // checkpoints are merged per key; a batch without a checkpoint is refused.
 //
@@ -134,6 +135,10 @@ func run(t *testing.T, h Harness) {
 		t.Run("NewestClaimWinsOnFreshTarget", func(t *testing.T) { testFreshClaimedTwice(t, h) })
 		t.Run("CheckpointDoesNotFence", func(t *testing.T) { testCheckpointNoFence(t, h) })
 		t.Run("MergeablePositions", func(t *testing.T) { testMergeable(t, h) })
+		if h.remote {
+			// The claims a rejoin checks are the Flight server's record.
+			t.Run("RejoinRefusedAfterNewerClaim", func(t *testing.T) { testRejoin(t, h) })
+		}
 		if h.NewInstance != nil && !h.remote {
 			// In process only: over Flight a stream's resume_after check
 			// refuses its first batch (ABORTED) whenever another instance
@@ -408,6 +413,53 @@ func testZombie(t *testing.T, h Harness) {
 	cp, err = h.NewSink(t).Checkpoint(e.ctx, e.p)
 	require.NoError(t, err)
 	require.Equal(t, string(CP(12)), string(cp))
+}
+
+// testRejoin: a writer that rejoins its claim (a coordinator retrying
+// after its stream broke) writes on while no newer claim was made, and is
+// refused with ErrReplaced, committing nothing, once one was; a fresh
+// claim (a coordinator started again) wins as always.
+func testRejoin(t *testing.T, h Harness) {
+	e := setup(t, h)
+	s := h.NewSink(t) // one server: it keeps the record of claims
+	cl, ok := s.(flightsink.Claimer)
+	require.True(t, ok, "the Flight client takes claims")
+	open := func(id string, rejoin bool) flightsink.Writer {
+		w, _, err := cl.OpenClaim(e.ctx, e.p, flightsink.Claim{ID: id, Rejoin: rejoin})
+		require.NoError(t, err)
+		return w
+	}
+	b := open("b", false)
+	require.NoError(t, e.write(b, 0, 5))
+	_ = b.Close(e.ctx) // B's stream broke
+
+	b = open("b", true)
+	require.NoError(t, e.write(b, 5, 7), "no newer claim: B's rejoin writes on")
+
+	d := open("d", false) // D, started while B was cut off
+	require.NoError(t, e.write(d, 7, 9))
+	err := e.write(b, 9, 10)
+	requireFenced(t, err, "B's open stream after D claimed")
+	_ = b.Close(e.ctx)
+
+	b = open("b", true)
+	err = e.write(b, 9, 10)
+	require.ErrorIs(t, err, flightline.ErrReplaced, "B's rejoin after D claimed")
+	require.ErrorIs(t, err, flightline.ErrFenced)
+	require.Contains(t, err.Error(), "claimed by a newer coordinator")
+	_ = b.Close(e.ctx)
+	require.NoError(t, e.write(d, 9, 12), "D is not fenced by B's refused rejoin")
+
+	b = open("b", false) // B started again: a fresh claim wins
+	require.NoError(t, e.write(b, 12, 14))
+	err = e.write(d, 14, 15)
+	requireFenced(t, err, "D's stream after B claimed anew")
+	if errors.Is(err, flightline.ErrFenced) {
+		require.ErrorIs(t, err, flightline.ErrReplaced, "a stream fenced by a newer claim says so")
+	}
+	_ = d.Close(e.ctx)
+	require.NoError(t, b.Close(e.ctx))
+	require.Equal(t, seq(0, 14), sorted(h.IDs(t, e.p)))
 }
 
 // writeCP writes the batch of ids [from, to) with checkpoint cp.

@@ -44,7 +44,10 @@ const Domain = "flightline"
 const (
 	ReasonSchemaMismatch = "SCHEMA_MISMATCH"
 	ReasonFenced         = "FENCED"
-	ReasonConflict       = "CHECKPOINT_CONFLICT"
+	// ReasonReplaced tells flightline.ErrReplaced (a rejoin refused: a
+	// newer coordinator claimed the pipeline) from a plain ErrFenced.
+	ReasonReplaced = "REPLACED"
+	ReasonConflict = "CHECKPOINT_CONFLICT"
 	// ReasonPrecondition tells flightline.ErrFailedPrecondition from
 	// ErrFenced, which share FailedPrecondition.
 	ReasonPrecondition = "PRECONDITION"
@@ -57,6 +60,8 @@ func reason(err error) string {
 	switch {
 	case errors.Is(err, flightline.ErrSchemaMismatch):
 		return ReasonSchemaMismatch
+	case errors.Is(err, flightline.ErrReplaced):
+		return ReasonReplaced
 	case errors.Is(err, flightline.ErrFenced):
 		return ReasonFenced
 	case errors.Is(err, flightline.ErrConflict):
@@ -129,6 +134,8 @@ func FromStatus(prefix string, err error) error {
 		sentinel = flightline.ErrFenced
 		if hasReason(st, ReasonPrecondition) {
 			sentinel = flightline.ErrFailedPrecondition
+		} else if hasReason(st, ReasonReplaced) {
+			sentinel = flightline.ErrReplaced
 		}
 	case codes.Aborted:
 		sentinel = flightline.ErrConflict
