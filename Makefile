@@ -66,9 +66,10 @@ TESTTIME_FOLLOW = $(TESTTIME) -follow -save $(TEST_OUT)
 # BigQuery integration tests.
 TEST_SKIP := ^TestIntegrationSoak$$|^TestIntegrationNetem$$|$(BQ_INTEGRATION)
 # Packages go test runs at once. The integration package runs first: it is
-# the longest, and most of its time is spent waiting on services and
-# processes, so the unit packages run beside it.
-TEST_P ?= 3
+# the longest, so the unit packages run one at a time beside it and are
+# done long before it is. More than 2 on a 2-core machine puts two unit
+# packages beside the kill tests, whose recovery bounds are measured.
+TEST_P ?= 2
 
 $(TESTTIME): integration/testtime/main.go
 	@CGO_ENABLED=0 $(GO) build -o $@ ./integration/testtime

@@ -165,6 +165,18 @@ func TestGroupCommitEffect(t *testing.T) {
 	}
 	t.Log("\n" + out.String())
 
+	// What the table's ratios rest on: something was measured, and group
+	// commit grouped (fewer commits than one per batch, in every round).
+	require.NotEmpty(t, commits, "no sink was measured: every one's service is missing")
+	for k, grouped := range commits {
+		if !k.grouped {
+			continue
+		}
+		one := commits[key{k.sink, k.rows, false}]
+		for i := range grouped {
+			require.Less(t, grouped[i], one[i], "%s, %d rows a batch, round %d: group commit made no fewer commits than one per batch", k.sink, k.rows, i)
+		}
+	}
 }
 
 // gcCPU is the CPU time (user and system) this process has used.

@@ -208,6 +208,7 @@ func TestCrashSplitProcessesKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test: skipped in -short mode")
 	}
+	Need(t, "FLIGHTLINE_PYTHON", "python with pyarrow") // for the final check, before the kills
 	bin := flightlineBin(t)
 	dir := t.TempDir()
 	const rows = 300_000
