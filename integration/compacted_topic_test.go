@@ -37,6 +37,7 @@ func TestIntegrationCompactedTopic(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test: skipped in -short mode")
 	}
+	t.Parallel() // own topic, tables, directories and ports; see services.go
 	brokers := Need(t, "FLIGHTLINE_KAFKA_BROKERS", "Kafka broker")
 	kcat := Need(t, "FLIGHTLINE_KCAT", "kcat")
 	bin := flightlineBin(t)
