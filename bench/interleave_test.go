@@ -104,6 +104,18 @@ type ratioResult struct {
 	PerRoundMedian float64 `json:"per_round_median"`
 }
 
+// peerMissing reports a comparison's peer that cannot run here: a failure
+// under FLIGHTLINE_REQUIRE_SERVICES=1 (the services are supposed to be
+// up, so a table without the peer would pass for a complete one), a line
+// saying it is left out otherwise.
+func peerMissing(tb testing.TB, why string) {
+	tb.Helper()
+	if os.Getenv("FLIGHTLINE_REQUIRE_SERVICES") == "1" {
+		tb.Fatal(why + " (FLIGHTLINE_REQUIRE_SERVICES=1)")
+	}
+	tb.Log(why + "; left out of the comparison")
+}
+
 // interleave runs benchRounds() rounds of every side and reports medians and
 // ratios. A side that skips while another runs fails the benchmark: a
 // ratio against a peer that dropped out (its service, pyarrow or a Kafka
