@@ -61,9 +61,8 @@ TEST_OUT ?= $(CURDIR)/test-out
 TESTTIME := bin/testtime
 PHASE = integration/testtime/phase.sh $(TEST_OUT)/phases
 TESTTIME_FOLLOW = $(TESTTIME) -follow -save $(TEST_OUT)
-# Not in make test: the soak (make soak), tc netem (make chaos) and, until
-# their phase, the
-# BigQuery integration tests.
+# Not in make test's main phase: the soak (make soak), tc netem (make
+# chaos) and the BigQuery integration tests (their own phase).
 TEST_SKIP := ^TestIntegrationSoak$$|^TestIntegrationNetem$$|$(BQ_INTEGRATION)
 # Packages go test runs at once. The integration package runs first: it is
 # the longest, so the unit packages run one at a time beside it and are
