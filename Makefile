@@ -50,11 +50,13 @@ CHAOS_SUMMARY = $(GO) run ./integration/chaossummary $(CHAOS_REPORT)
 # make test runs in phases, each through $(PHASE) NAME CMD, which records
 # its seconds for the phase table printed at the end (with the chaos table,
 # the slowest tests, each package's wall time and the test totals, from the
-# go test -json output testtime saved). Adding a phase is one line of the
+# go test -json output testtime saved). vet/build runs beside the services'
+# start, which on a fresh machine is mostly downloads and builds of other
+# languages' code. Adding a phase is one line of the
 # recipe: `$(PHASE) NAME $(MAKE) --no-print-directory TARGET && \`.
 # The go test phases pipe -json through testtime -follow, which prints what
 # go test prints without -v (ok/FAIL lines, build errors, a failing test's
-# output); the recipe runs under pipefail, so the status is go test's.
+# output); each runs under pipefail, so the status is go test's.
 # The heavy matrices (100 kills per sink, the 30-kill crash loops, the soak,
 # long fuzzing) run in make chaos / make soak: see docs/testing.md.
 TEST_OUT ?= $(CURDIR)/test-out
@@ -75,9 +77,10 @@ $(TESTTIME): integration/testtime/main.go
 
 test: $(TESTTIME)
 	@rm -rf $(TEST_OUT) $(CHAOS_REPORT); mkdir -p $(TEST_OUT); \
-	$(PHASE) services-up $(SERVICES) up && set -a && . integration/services/run/env && set +a && \
+	$(PHASE) vet-build $(MAKE) --no-print-directory test-vet >$(TEST_OUT)/vet-build.log 2>&1 & vet=$$!; \
+	$(PHASE) services-up $(SERVICES) up; up=$$?; wait $$vet; vetrc=$$?; cat $(TEST_OUT)/vet-build.log; \
+	[ $$up = 0 ] && [ $$vetrc = 0 ] && set -a && . integration/services/run/env && set +a && \
 	export FLIGHTLINE_REQUIRE_SERVICES=1 FLIGHTLINE_CHAOS_REPORT=$(CHAOS_REPORT) && \
-	$(PHASE) vet-build $(MAKE) --no-print-directory test-vet && \
 	$(PHASE) unit+integration $(MAKE) --no-print-directory test-go && \
 	$(PHASE) fuzz $(MAKE) --no-print-directory fuzz && \
 	$(PHASE) bigquery $(MAKE) --no-print-directory test-bigquery; rc=$$?; \
