@@ -1161,9 +1161,12 @@ func TestIntegrationQuickSourceRestart(t *testing.T) {
 				}
 			}
 			if len(owned) < r.parts {
-				// Let it commit checkpoints of the subset only.
+				// Let it commit checkpoints of the subset only: wait for
+				// a commit after C started reading (C is the only source).
 				r.waitLogged("source", "kafka reader starting", time.Minute)
-				time.Sleep(2 * time.Second)
+				before := string(r.committed(ctx).Encode())
+				require.Eventually(t, func() bool { return string(r.committed(ctx).Encode()) != before }, time.Minute, 50*time.Millisecond,
+					"no commit while the restarted source served a subset\n%s", r.dump())
 				t.Logf("serving a subset: committed %s", r.committed(ctx).Encode())
 			} else {
 				// A coin flip per try (see above): 12 misses in a row are
