@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -138,7 +139,7 @@ type testResult struct {
 
 // pkgResult is one package's run.
 type pkgResult struct {
-	name         string
+	name, file   string // a package run in several files (phases) is several runs
 	action       string
 	elapsed      float64 // as go test reports it
 	first, last  time.Time
@@ -191,7 +192,12 @@ func runSummary(w io.Writer, files []string, phases string, top int, requireRun 
 	})
 	fmt.Fprintf(w, "\npackage wall time (packages with tests):\n")
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	var run, skipped, failed, withTests int
+	runs := map[string]int{} // runs of each package
+	for _, p := range list {
+		runs[p.name]++
+	}
+	var run, skipped, failed int
+	withTests := map[string]bool{}
 	var badSkips []testResult
 	for _, p := range list {
 		run += p.run
@@ -199,8 +205,12 @@ func runSummary(w io.Writer, files []string, phases string, top int, requireRun 
 		if p.run+p.skipped == 0 {
 			continue
 		}
-		withTests++
-		fmt.Fprintf(tw, "  %7.1fs\t%s\t%d run, %d skipped\t%s\n", wall(p), shortPkg(p.name), p.run, p.skipped, p.action)
+		withTests[p.name] = true
+		label := shortPkg(p.name)
+		if runs[p.name] > 1 {
+			label += " (" + strings.TrimSuffix(p.file, ".json") + ")"
+		}
+		fmt.Fprintf(tw, "  %7.1fs\t%s\t%d run, %d skipped\t%s\n", wall(p), label, p.run, p.skipped, p.action)
 	}
 	tw.Flush()
 	for _, t := range tests {
@@ -212,7 +222,7 @@ func runSummary(w io.Writer, files []string, phases string, top int, requireRun 
 		}
 	}
 	fmt.Fprintf(w, "\ntotals: %d packages (%d with tests), %d tests run (subtests included), %d skipped, %d failed\n",
-		len(pkgs), withTests, run, skipped, failed)
+		len(runs), len(withTests), run, skipped, failed)
 	if req != nil {
 		fmt.Fprintf(w, "skipped tests in packages matching %q: %d\n", requireRun, len(badSkips))
 		for _, t := range badSkips {
@@ -252,10 +262,10 @@ func readEvents(name string, tests *[]testResult, pkgs map[string]*pkgResult) er
 		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Package == "" {
 			continue
 		}
-		p := pkgs[e.Package]
+		p := pkgs[name+"\x00"+e.Package]
 		if p == nil {
-			p = &pkgResult{name: e.Package, first: e.Time}
-			pkgs[e.Package] = p
+			p = &pkgResult{name: e.Package, file: filepath.Base(name), first: e.Time}
+			pkgs[name+"\x00"+e.Package] = p
 		}
 		if !e.Time.IsZero() {
 			if p.first.IsZero() || e.Time.Before(p.first) {

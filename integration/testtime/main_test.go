@@ -70,6 +70,16 @@ func TestSummary(t *testing.T) {
 	require.Regexp(t, `3.0s +example.com/a +1 run, 1 skipped +pass`, s)
 	require.Contains(t, s, "totals: 2 packages (2 with tests), 3 tests run (subtests included), 2 skipped, 2 failed")
 
+	// A package run in two phases is two runs, each with its own wall time.
+	again := filepath.Join(dir, "bigquery.json")
+	require.NoError(t, os.WriteFile(again, []byte(strings.ReplaceAll(events, "10:00", "11:00")), 0o644))
+	out.Reset()
+	_, err = runSummary(&out, []string{run, again}, "", 2, "")
+	require.NoError(t, err)
+	require.Regexp(t, `10.0s +example.com/integration \(run\) +2 run, 1 skipped +fail`, out.String())
+	require.Regexp(t, `10.0s +example.com/integration \(bigquery\) +2 run, 1 skipped +fail`, out.String())
+	require.Contains(t, out.String(), "totals: 2 packages (2 with tests), 6 tests run")
+
 	out.Reset()
 	ok, err = runSummary(&out, []string{run}, "", 25, "/integration$")
 	require.NoError(t, err)
