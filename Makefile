@@ -7,7 +7,7 @@ SERVICES := integration/services/services.sh
 GOTESTFLAGS ?= -race -count=1 -timeout 60m
 
 .PHONY: python test-python
-.PHONY: all build demo test test-unit test-interop services-up services-down bench bench-report fuzz chaos chaos-kill chaos-fuzz fuzz-long vet soak
+.PHONY: all build demo test test-vet test-go test-bigquery test-unit test-interop services-up services-down bench bench-report fuzz chaos chaos-kill chaos-fuzz fuzz-long vet soak
 
 # The fuzz targets of the wire boundary (package:Target). Their seed corpus
 # (internal/doputtest) replays in every `go test`; `make fuzz` mutates each
@@ -48,20 +48,67 @@ BQ_INTEGRATION := ^TestIntegrationBigQuery
 CHAOS_REPORT ?= $(CURDIR)/chaos-report.jsonl
 CHAOS_SUMMARY = $(GO) run ./integration/chaossummary $(CHAOS_REPORT)
 
-test:
-	@$(SERVICES) up
-	@set -a; . integration/services/run/env; set +a; \
-	export FLIGHTLINE_REQUIRE_SERVICES=1 FLIGHTLINE_CHAOS_REPORT=$(CHAOS_REPORT); rm -f $(CHAOS_REPORT); \
-	bq=$$($(GO) list $(BQ_PKGS)) && rest=$$($(GO) list ./... | grep -vxF "$$bq") && \
-	$(GO) vet ./... && CGO_ENABLED=0 $(GO) build ./... && CGO_ENABLED=0 $(GO) test -count=1 ./adbc/ && \
-	CGO_ENABLED=1 $(GO) test $(GOTESTFLAGS) -skip '$(BQ_INTEGRATION)' $$rest && \
-	$(MAKE) --no-print-directory fuzz && \
-	$(SERVICES) wait bigquery && (for p in $$bq integration; do \
+# make test runs in phases, each through $(PHASE) NAME CMD, which records
+# its seconds for the phase table printed at the end (with the chaos table,
+# the slowest tests, each package's wall time and the test totals, from the
+# go test -json output testtime saved). vet/build runs beside the services'
+# start, which on a fresh machine is mostly downloads and builds of other
+# languages' code. Adding a phase is one line of the
+# recipe: `$(PHASE) NAME $(MAKE) --no-print-directory TARGET && \`.
+# The go test phases pipe -json through testtime -follow, which prints what
+# go test prints without -v (ok/FAIL lines, build errors, a failing test's
+# output); each runs under pipefail, so the status is go test's.
+# The heavy matrices (100 kills per sink, the 30-kill crash loops, the soak,
+# long fuzzing) run in make chaos / make soak: see docs/testing.md.
+TEST_OUT ?= $(CURDIR)/test-out
+TESTTIME := bin/testtime
+PHASE = integration/testtime/phase.sh $(TEST_OUT)/phases
+TESTTIME_FOLLOW = $(TESTTIME) -follow -save $(TEST_OUT)
+# Not in make test's main phase: the soak (make soak), tc netem (make
+# chaos) and the BigQuery integration tests (their own phase).
+TEST_SKIP := ^TestIntegrationSoak$$|^TestIntegrationNetem$$|$(BQ_INTEGRATION)
+# Packages go test runs at once. The integration package runs first: it is
+# the longest, so the unit packages run one at a time beside it and are
+# done long before it is. More than 2 on a 2-core machine puts two unit
+# packages beside the kill tests, whose recovery bounds are measured.
+TEST_P ?= 2
+
+$(TESTTIME): integration/testtime/main.go
+	@CGO_ENABLED=0 $(GO) build -o $@ ./integration/testtime
+
+test: $(TESTTIME)
+	@rm -rf $(TEST_OUT) $(CHAOS_REPORT); mkdir -p $(TEST_OUT); \
+	$(PHASE) vet-build $(MAKE) --no-print-directory test-vet >$(TEST_OUT)/vet-build.log 2>&1 & vet=$$!; \
+	$(PHASE) services-up $(SERVICES) up; up=$$?; wait $$vet; vetrc=$$?; cat $(TEST_OUT)/vet-build.log; \
+	[ $$up = 0 ] && [ $$vetrc = 0 ] && set -a && . integration/services/run/env && set +a && \
+	export FLIGHTLINE_REQUIRE_SERVICES=1 FLIGHTLINE_CHAOS_REPORT=$(CHAOS_REPORT) && \
+	$(PHASE) unit+integration $(MAKE) --no-print-directory test-go && \
+	$(PHASE) fuzz $(MAKE) --no-print-directory fuzz && \
+	$(PHASE) python $(MAKE) --no-print-directory test-python && \
+	$(PHASE) bigquery $(MAKE) --no-print-directory test-bigquery; rc=$$?; \
+	$(CHAOS_SUMMARY); $(PHASE) services-down $(SERVICES) down; \
+	$(TESTTIME) -phases $(TEST_OUT)/phases -require-run '/integration$$' $(TEST_OUT)/*.json || \
+		{ [ $$rc != 0 ] || rc=1; }; exit $$rc
+
+# make test's phases, also on their own (with the services' env exported).
+test-vet:
+	$(GO) vet ./... && CGO_ENABLED=0 $(GO) build ./... && CGO_ENABLED=0 $(GO) test -count=1 ./adbc/
+
+test-go: $(TESTTIME)
+	@set -o pipefail; mkdir -p $(TEST_OUT); \
+	bq=$$($(GO) list $(BQ_PKGS)) && rest=$$($(GO) list ./... | grep -vxF "$$bq" | grep -vx '.*/integration') && \
+	CGO_ENABLED=1 $(GO) test -json -p $(TEST_P) $(GOTESTFLAGS) -skip '$(TEST_SKIP)' ./integration/ $$rest | \
+		$(TESTTIME_FOLLOW)/go-test.json
+
+# The BigQuery packages one at a time, each on an emulator started afresh
+# (see BQ_PKGS), then the BigQuery integration tests.
+test-bigquery: $(TESTTIME)
+	@set -o pipefail; mkdir -p $(TEST_OUT); \
+	$(SERVICES) wait bigquery && for p in $$($(GO) list $(BQ_PKGS)) integration; do \
 		$(SERVICES) restart bigquery && set -a && . integration/services/run/env && set +a || exit 1; \
-		if [ $$p = integration ]; then CGO_ENABLED=1 $(GO) test $(GOTESTFLAGS) -run '$(BQ_INTEGRATION)' ./integration/ || exit 1; \
-		else CGO_ENABLED=1 $(GO) test $(GOTESTFLAGS) $$p || exit 1; fi; \
-	done); rc=$$?; \
-	$(CHAOS_SUMMARY); $(SERVICES) down; exit $$rc
+		if [ $$p = integration ]; then run=(-run '$(BQ_INTEGRATION)' ./integration/); else run=($$p); fi; \
+		CGO_ENABLED=1 $(GO) test -json $(GOTESTFLAGS) "$${run[@]}" | $(TESTTIME_FOLLOW)/bigquery.json || exit 1; \
+	done
 
 # The whole Delta interop test with Apache Spark (pyspark + delta-spark in
 # their own venv; `make test` runs its fast part: the demo's and a
@@ -73,7 +120,9 @@ test-interop:
 		-run '^TestInteropSpark$$' ./integration/ ; rc=$$?; $(SERVICES) down; exit $$rc
 
 # Longer runs than `make test` has time for. Each recipe line stands alone
-# (starts what it needs, stops it). The kill tests: 100 kill -9s of a random
+# (starts what it needs, stops it). The single-process and older split
+# crash loops at full length (24–32 kills each, 10 in make test). The kill
+# tests: 100 kill -9s of a random
 # process of a three-process Kafka pipeline per exactly-once sink, Delta on
 # S3 and Databricks (fake catalog, moto) included (FLIGHTLINE_KILL_SEED=N
 # replays a run's kill schedule).
@@ -92,11 +141,16 @@ test-interop:
 chaos: chaos-kill chaos-fuzz
 	@$(CHAOS_SUMMARY)
 
+# The tests FLIGHTLINE_CHAOS=1 makes longer (make test runs them short:
+# 10 kills per crash loop; see docs/testing.md).
+CHAOS_TESTS := TestIntegrationSplitKill9|TestIntegrationQuickSourceRestart|TestIntegrationPostgresRestart|TestIntegrationS3Faults|TestIntegrationKafkaBrokerKill|TestIntegrationDiskFull|TestIntegrationDatabricksS3Faults|TestIntegrationSnowflakeRestart|TestIntegrationPartitions|TestIntegrationNetem|TestIntegrationScaleOut|TestIntegrationScaleOutPostgres|TestIntegrationPostgresCrashKill9|TestIntegrationS3CrashKill9|TestIntegrationDeltaCrashKill9|TestIntegrationKafkaDeltaCrashKill9|TestIntegrationKafkaDeltaSplitKill9|TestIntegrationKafkaSinkCrashKill9|TestIntegrationBigQueryCrashKill9|TestCrashDemoKill9|TestCrashSplitProcessesKill9
+
 chaos-kill:
-	@$(SERVICES) up kafka postgres python s3 moto adbc fakesnow && set -a && . integration/services/run/env && set +a && \
+	@$(SERVICES) up kafka postgres python s3 moto adbc fakesnow bigquery && $(SERVICES) wait bigquery && \
+	set -a && . integration/services/run/env && set +a && \
 	rm -f $(CHAOS_REPORT) && FLIGHTLINE_CHAOS_REPORT=$(CHAOS_REPORT) \
-	FLIGHTLINE_REQUIRE_SERVICES=1 FLIGHTLINE_CHAOS=1 $(GO) test -race -count=1 -timeout 120m -v \
-		-run '^(TestIntegrationSplitKill9|TestIntegrationQuickSourceRestart|TestIntegrationPostgresRestart|TestIntegrationS3Faults|TestIntegrationKafkaBrokerKill|TestIntegrationDiskFull|TestIntegrationDatabricksS3Faults|TestIntegrationSnowflakeRestart|TestIntegrationPartitions|TestIntegrationNetem|TestIntegrationScaleOut|TestIntegrationScaleOutPostgres)$$' ./integration/ ; rc=$$?; \
+	FLIGHTLINE_REQUIRE_SERVICES=1 FLIGHTLINE_CHAOS=1 $(GO) test -race -count=1 -timeout 180m -v \
+		-run '^($(CHAOS_TESTS))$$' ./integration/ ; rc=$$?; \
 	$(CHAOS_SUMMARY); $(SERVICES) down; exit $$rc
 
 # The soak: Kafka → Delta, PostgreSQL and Kafka at half their measured peak

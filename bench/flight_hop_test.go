@@ -127,7 +127,7 @@ func BenchmarkFlightHop(b *testing.B) {
 			side{"pyarrow-doget", func(b *testing.B) { peer.run(b, "get", int64Batch) }},
 			side{"pyarrow-doput", func(b *testing.B) { peer.run(b, "put", int64Batch) }})
 	} else {
-		b.Log("pyarrow peer skipped: FLIGHTLINE_PYTHON unset (integration/services/services.sh up python)")
+		peerMissing(b, "pyarrow peer: FLIGHTLINE_PYTHON unset (integration/services/services.sh up python)")
 	}
 	interleave(b, comparison{unit: "MB/s", perOp: hopMB(int64Batch), external: []string{"pyarrow-doget", "pyarrow-doput"}, ratios: []pair{
 		{"doget", "tcp"}, {"doput", "tcp"}, {"doget", "pyarrow-doget"}, {"doput", "pyarrow-doput"},

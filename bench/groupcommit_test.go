@@ -84,7 +84,8 @@ func (c *countingWriter) WriteBatches(ctx context.Context, b []flightsink.Batch)
 
 // TestGroupCommitEffect measures rows/s with and without group commit. It
 // runs only with FLIGHTLINE_BENCH_GROUP=1 (and the services the sinks
-// need; a sink whose service is missing is left out of the table).
+// need; a sink whose service is missing is left out of the table, or
+// fails the test under FLIGHTLINE_REQUIRE_SERVICES=1).
 // FLIGHTLINE_BENCH_GROUP_ROUNDS (default 3), _WINDOW (default 4, the
 // coordinator's), _SCALE (default 2: 200 1k-row, 40 10k-row and 8
 // 100k-row batches a measurement) and _SINKS (default
@@ -165,6 +166,18 @@ func TestGroupCommitEffect(t *testing.T) {
 	}
 	t.Log("\n" + out.String())
 
+	// What the table's ratios rest on: something was measured, and group
+	// commit grouped (fewer commits than one per batch, in every round).
+	require.NotEmpty(t, commits, "no sink was measured: every one's service is missing")
+	for k, grouped := range commits {
+		if !k.grouped {
+			continue
+		}
+		one := commits[key{k.sink, k.rows, false}]
+		for i := range grouped {
+			require.Less(t, grouped[i], one[i], "%s, %d rows a batch, round %d: group commit made no fewer commits than one per batch", k.sink, k.rows, i)
+		}
+	}
 }
 
 // gcCPU is the CPU time (user and system) this process has used.
@@ -196,7 +209,7 @@ func gcSinks(t *testing.T, kind string) (func() (flightsink.Sink, flightsink.Pip
 	case "postgres":
 		dsn := os.Getenv("FLIGHTLINE_PG_DSN")
 		if dsn == "" {
-			t.Log("postgres: FLIGHTLINE_PG_DSN unset; left out")
+			peerMissing(t, "postgres: FLIGHTLINE_PG_DSN unset")
 			return nil, false
 		}
 		return func() (flightsink.Sink, flightsink.Pipeline, func()) {
@@ -208,7 +221,7 @@ func gcSinks(t *testing.T, kind string) (func() (flightsink.Sink, flightsink.Pip
 	case "kafka":
 		v := os.Getenv("FLIGHTLINE_KAFKA_BROKERS")
 		if v == "" {
-			t.Log("kafka: FLIGHTLINE_KAFKA_BROKERS unset; left out")
+			peerMissing(t, "kafka: FLIGHTLINE_KAFKA_BROKERS unset")
 			return nil, false
 		}
 		return func() (flightsink.Sink, flightsink.Pipeline, func()) {

@@ -104,8 +104,23 @@ type ratioResult struct {
 	PerRoundMedian float64 `json:"per_round_median"`
 }
 
+// peerMissing reports a comparison's peer that cannot run here: a failure
+// under FLIGHTLINE_REQUIRE_SERVICES=1 (the services are supposed to be
+// up, so a table without the peer would pass for a complete one), a line
+// saying it is left out otherwise.
+func peerMissing(tb testing.TB, why string) {
+	tb.Helper()
+	if os.Getenv("FLIGHTLINE_REQUIRE_SERVICES") == "1" {
+		tb.Fatal(why + " (FLIGHTLINE_REQUIRE_SERVICES=1)")
+	}
+	tb.Log(why + "; left out of the comparison")
+}
+
 // interleave runs benchRounds() rounds of every side and reports medians and
-// ratios. A side that skips is left out of the ratios.
+// ratios. A side that skips while another runs fails the benchmark: a
+// ratio against a peer that dropped out (its service, pyarrow or a Kafka
+// client missing) would be reported as if it had been compared; when every
+// side skips, the benchmark skips.
 func interleave(b *testing.B, c comparison, sides ...side) {
 	rounds := benchRounds()
 	vals := map[string][]float64{}
@@ -115,6 +130,7 @@ func interleave(b *testing.B, c comparison, sides ...side) {
 	for r := range extraRound {
 		extraRound[r] = map[string]map[string]float64{}
 	}
+	var skipped []string // sides that skipped (their log says why)
 	for r := range rounds {
 		perRound[r] = map[string]float64{}
 		for _, k := range roundOrder(len(sides), r) {
@@ -127,6 +143,11 @@ func interleave(b *testing.B, c comparison, sides ...side) {
 				s.run(b)
 				cpu = cpuSeconds() - c0 // of the last (the reported) call
 			})
+			if last != nil && last.Skipped() {
+				if !slices.Contains(skipped, s.name) {
+					skipped = append(skipped, s.name)
+				}
+			}
 			if !ok || last == nil || last.Skipped() || last.N == 0 {
 				continue
 			}
@@ -162,6 +183,12 @@ func interleave(b *testing.B, c comparison, sides ...side) {
 				perRound[r][s.name] = x
 			}
 		}
+	}
+	if len(skipped) > 0 {
+		if len(vals) == 0 {
+			b.Skipf("every side skipped: %v", skipped)
+		}
+		b.Fatalf("sides skipped while others ran, so their ratios would be missing: %v", skipped)
 	}
 	res := interleaveResult{Bench: b.Name(), Unit: c.unit, Rounds: rounds, Values: vals, Median: map[string]float64{}}
 	for _, s := range sides {

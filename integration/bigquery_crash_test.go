@@ -22,9 +22,9 @@ import (
 // TestIntegrationBigQueryCrashKill9 runs `flightline run --source kafka:…
 // --sink bigquery:…` (the Kafka → BigQuery pipeline) against the real
 // broker and the BigQuery emulator while records keep arriving, kill -9s
-// it 30 times, each at a random point shortly after the run commits
-// something new (most of them; see below), restarting it each time; a
-// last run catches up. The records update keys: key k<j> is written many times,
+// it 10 times (30 under FLIGHTLINE_CHAOS=1), each at a random point
+// shortly after the run commits something new (most of them; see below),
+// restarting it each time; a last run catches up. The records update keys: key k<j> is written many times,
 // always to one partition, with a growing value. The sink is at-least-once
 // (each run resumes from the group's offsets and replays what followed),
 // made idempotent by its MERGE on the key column. Read back through the
@@ -112,7 +112,7 @@ func TestIntegrationBigQueryCrashKill9(t *testing.T) {
 	// when everything produced so far is already in the table, at a random
 	// point instead. A run that commits nothing new for two minutes while
 	// records wait is a stall, and fails the test.
-	const kills = 30
+	kills := killCount(10, 30)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 17))
 	m, _, _ := latest()
 	midWrite := 0

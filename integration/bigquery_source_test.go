@@ -97,15 +97,20 @@ func TestIntegrationBigQuerySourceToDelta(t *testing.T) {
 	insert(first, total)
 	p = start(t, bin, args...)
 	waitFor(p, total)
-	time.Sleep(2 * time.Second) // anything past total would be a duplicate
-	got := ids()
+	// A sentinel past the last cursor value: the source reads in cursor
+	// order, so once it is in Delta every poll that could have re-read
+	// earlier rows (a wrong resume point, the cursor's boundary read
+	// again) has written them. No time window.
+	exec1(fmt.Sprintf("INSERT INTO %s (id, wm, v) VALUES (%d, %d, 'sentinel')", table, total, total))
+	waitFor(p, total+1)
 	p.kill()
+	got := ids()
 	seen := map[string]int{}
 	for _, id := range got {
 		seen[id]++
 	}
-	for i := range total {
+	for i := range total + 1 {
 		require.Equal(t, 1, seen[strconv.Itoa(i)], "id %d", i)
 	}
-	require.Len(t, got, total)
+	require.Len(t, got, total+1)
 }

@@ -218,7 +218,8 @@ func normaliseTypes(m map[string]string) map[string]string {
 }
 
 // TestIntegrationDeltaCrashKill9 runs generator → Delta in one flightline
-// process and kill -9s it at random points at least 30 times, restarting
+// process and kill -9s it at random points (10 times; 30 under
+// FLIGHTLINE_CHAOS=1), restarting
 // it each time; then a bounded run finishes a little past the committed
 // checkpoint, and delta-rs must find every id in [0, N) exactly once. On
 // local disk and S3; the S3 credentials reach the child through the AWS
@@ -254,7 +255,7 @@ func crashDelta(t *testing.T, source func(rows int64) string, sinkSpec, uri stri
 		return []string{"run", "--source", source(rows), "--sink", sinkSpec, "--stream", "orders",
 			"--pipeline", pipeline, "--log-level", "warn"}
 	}
-	const kills = 30
+	kills := killCount(10, 30)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 17))
 	for i := range kills {
 		p := start(t, bin, args(0)...) // unbounded: it cannot finish before its kill

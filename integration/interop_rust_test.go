@@ -38,6 +38,7 @@ func runRust(t *testing.T, args ...string) map[string]any {
 // checkpoints into a Go sink, matches acks, resumes from the checkpoint
 // action and replays; Go checks every row landed exactly once.
 func TestInteropRustSink(t *testing.T) {
+	t.Parallel() // own topic, tables, directories and ports; see services.go
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
 	sink := flightsink.NewMemory()
@@ -62,6 +63,7 @@ func TestInteropRustSink(t *testing.T) {
 // TestInteropRustSource: the Rust arrow-flight crate reads a Go source with
 // DoGet after a checkpoint and checks ids and per-batch checkpoints.
 func TestInteropRustSource(t *testing.T) {
+	t.Parallel() // own topic, tables, directories and ports; see services.go
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
 	gen, err := flightsrc.NewGenerator(flightsrc.GenRows(10_000), flightsrc.GenBatchRows(700), flightsrc.GenAllocator(mem))

@@ -43,6 +43,7 @@ var quiet = slog.New(slog.DiscardHandler)
 // a Go sink, reads the acks, asks for the checkpoint, replays, and sees the
 // documented errors. Go then checks every row landed exactly once.
 func TestInteropPythonSink(t *testing.T) {
+	t.Parallel() // own topic, tables, directories and ports; see services.go
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the servers stopped
 	sink := flightsink.NewMemory()
@@ -71,6 +72,7 @@ func TestInteropPythonSink(t *testing.T) {
 // TestInteropPythonSource: pyarrow.flight lists a Go source's streams and
 // reads one with DoGet from a resume checkpoint.
 func TestInteropPythonSource(t *testing.T) {
+	t.Parallel() // own topic, tables, directories and ports; see services.go
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the servers stopped
 	gen, err := flightsrc.NewGenerator(flightsrc.GenRows(12_345), flightsrc.GenBatchRows(1000), flightsrc.GenAllocator(mem))

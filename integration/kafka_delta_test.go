@@ -92,7 +92,8 @@ func deltaSinkSpec(t *testing.T, uri string, storage objstore.Options, extra str
 // TestIntegrationKafkaDeltaCrashKill9 runs `flightline run --source kafka:…
 // --sink delta:…` on the real broker (3 partitions, records arriving while
 // it runs, a member of a consumer group with a static instance id) and
-// kill -9s it at random points 30 times, restarting it each time; a last
+// kill -9s it at random points 10 times (30 under FLIGHTLINE_CHAOS=1),
+// restarting it each time; a last
 // run catches up to the end of the topic. delta-rs must find every record
 // exactly once by key. On local disk and on S3 (versitygw).
 func TestIntegrationKafkaDeltaCrashKill9(t *testing.T) {
@@ -108,7 +109,8 @@ func TestIntegrationKafkaDeltaCrashKill9(t *testing.T) {
 			defer cancel()
 			adm, topic := kafkaTopic(t, ctx, brokers, "kdcrash-"+loc.name, 3)
 			uri := loc.uri(t, "kafka_orders")
-			const n, kills = 24_000, 30
+			const n = 24_000
+			kills := killCount(10, 30)
 			produced := make(chan struct{})
 			go func() {
 				defer close(produced)
@@ -162,7 +164,8 @@ func TestIntegrationKafkaDeltaCrashKill9(t *testing.T) {
 // a consumer-group member), the Delta sink (serve-sink) and the
 // coordinator (run) as three processes talking Flight over loopback, on
 // the real broker with records arriving, and kill -9s a random one of
-// them 30 times, restarting it each time. delta-rs must find every record
+// them 10 times (30 under FLIGHTLINE_CHAOS=1), restarting it each time.
+// delta-rs must find every record
 // exactly once by key.
 func TestIntegrationKafkaDeltaSplitKill9(t *testing.T) {
 	if testing.Short() {
@@ -175,7 +178,8 @@ func TestIntegrationKafkaDeltaSplitKill9(t *testing.T) {
 	defer cancel()
 	adm, topic := kafkaTopic(t, ctx, brokers, "kdsplit", 3)
 	uri := filepath.Join(t.TempDir(), "orders")
-	const n, kills = 20_000, 30
+	const n = 20_000
+	kills := killCount(10, 30)
 	produced := make(chan struct{})
 	go func() {
 		defer close(produced)

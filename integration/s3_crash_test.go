@@ -24,7 +24,8 @@ import (
 
 // TestIntegrationS3CrashKill9 runs `flightline run --source kafka:…
 // --sink s3:…` on the real broker and versitygw, while records keep
-// arriving, and kill -9s it at least 30 times at random points, restarting
+// arriving, and kill -9s it 10 times (32 under FLIGHTLINE_CHAOS=1) at random
+// points, restarting
 // it each time; a last run catches up. The S3 sink keeps no checkpoint: each
 // run resumes from the consumer group's offsets (the coordinator's advisory
 // commits), so it replays whatever was written since the last group commit.
@@ -99,7 +100,7 @@ func TestIntegrationS3CrashKill9(t *testing.T) {
 		return out
 	}
 
-	const kills = 32
+	kills := killCount(10, 32)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 8))
 	for i := range kills {
 		p := start(t, bin, args...)

@@ -7,6 +7,13 @@
 // `make test` exports. Without it they skip with a message, unless
 // FLIGHTLINE_REQUIRE_SERVICES=1 (set by `make test`), where a missing
 // service fails the test instead of quietly skipping it.
+//
+// Tests that call t.Parallel (each with its own topic, tables, directories
+// and ports, no t.Setenv and no package-level setting) run after every
+// sequential test of the package, two at a time (-parallel defaults to
+// GOMAXPROCS), so they never run beside a kill test that measures its
+// recovery time. Only cheap tests without time bounds of their own are
+// marked: a kill test measuring recovery must not share the CPU with them.
 package integration
 
 import (

@@ -703,6 +703,7 @@ func TestSoakBinaryIsNotRace(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the CLI twice")
 	}
+	t.Parallel() // own topic, tables, directories and ports; see services.go
 	requireNoRace(t, soakBin(t))
 	out, err := exec.Command("go", "version", "-m", flightlineBin(t)).CombinedOutput()
 	require.NoError(t, err)

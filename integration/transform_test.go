@@ -116,6 +116,7 @@ func TestIntegrationPythonTransformDelta(t *testing.T) {
 // coordinator → a Go DoExchange service (serving a built-in filter) →
 // Delta; delta-rs reads the selected columns of the kept rows, once each.
 func TestIntegrationGoTransformChainDelta(t *testing.T) {
+	t.Parallel() // own topic, tables, directories and ports; see services.go
 	Need(t, "FLIGHTLINE_PYTHON", "python with deltalake")
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	smem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -153,6 +154,7 @@ func TestIntegrationGoTransformChainDelta(t *testing.T) {
 // splitting every answer into pieces of at most 128 rows → Delta. The
 // coordinator joins the pieces; delta-rs finds every kept row once.
 func TestIntegrationPolarsTransformDelta(t *testing.T) {
+	t.Parallel() // own topic, tables, directories and ports; see services.go
 	Need(t, "FLIGHTLINE_PYTHON", "python with deltalake")
 	url, _ := startTransform(t, Need(t, "FLIGHTLINE_POLARS_PYTHON", "python with polars"), "polars", 0, "--max-rows", "128")
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -188,6 +190,7 @@ func TestIntegrationPolarsTransformDelta(t *testing.T) {
 // without a checkpoint refused with INVALID_ARGUMENT, a wrong token with
 // UNAUTHENTICATED.
 func TestInteropPythonTransformClient(t *testing.T) {
+	t.Parallel() // own topic, tables, directories and ports; see services.go
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
 	f, err := transform.Filter("quantity", transform.Ge, "5", mem)

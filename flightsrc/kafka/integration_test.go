@@ -179,11 +179,20 @@ func TestIntegrationKafkaRebalance(t *testing.T) {
 	sink := &mergeSink{Memory: flightsink.NewMemory(), t: t}
 	defer sink.Release()
 
-	const n = 30000
-	prodDone := make(chan struct{})
-	go func() { // keep producing while instances come and go
-		defer close(prodDone)
-		for i := 0; i < n; i += 1000 {
+	// Keep producing while instances come and go (at least 10,000
+	// records); the count produced comes back on produced.
+	stopProducing, produced := make(chan struct{}), make(chan int, 1)
+	go func() {
+		i := 0
+		for ; ; i += 1000 {
+			select {
+			case <-stopProducing:
+				if i >= 10_000 {
+					produced <- i
+					return
+				}
+			default:
+			}
 			produce(t, brokers, topic, i, 1000, 0, kgo.ProducerBatchCompression(kgo.Lz4Compression()))
 			time.Sleep(100 * time.Millisecond)
 		}
@@ -214,14 +223,43 @@ func TestIntegrationKafkaRebalance(t *testing.T) {
 		require.NoError(t, in.src.Close()) // leaves the group: a rebalance
 	}
 
+	// waitCommit waits until instance name commits records (of one of
+	// parts, when given) after the sink's first since commits, and
+	// returns the number of commits then and the partitions name has
+	// committed records of so far: each step below waits for the
+	// rebalance before it to be done, not for a time.
+	waitCommit := func(name string, since int, parts map[int32]bool, why string) (int, map[int32]bool) {
+		pipeline := group + "#" + name
+		require.Eventually(t, func() bool {
+			sink.mu.Lock()
+			defer sink.mu.Unlock()
+			for _, c := range sink.commits[since:] {
+				if c.pipeline == pipeline && c.first >= 0 && (parts == nil || parts[c.part]) {
+					return true
+				}
+			}
+			return false
+		}, 90*time.Second, 20*time.Millisecond, why)
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		owned := map[int32]bool{}
+		for _, c := range sink.commits {
+			if c.pipeline == pipeline && c.first >= 0 {
+				owned[c.part] = true
+			}
+		}
+		return len(sink.commits), owned
+	}
 	a := startInstance("a")
-	time.Sleep(1500 * time.Millisecond)
+	since, _ := waitCommit("a", 0, nil, "a never committed")
 	b := startInstance("b") // rebalance: b takes some partitions from a
-	time.Sleep(2 * time.Second)
+	since, ofB := waitCommit("b", since, nil, "b never committed: no rebalance gave it partitions")
 	stop(b) // rebalance: a takes them back
-	time.Sleep(1 * time.Second)
+	since, _ = waitCommit("a", since, ofB, "a did not take over b's partitions")
 	b = startInstance("b") // and once more
-	<-prodDone
+	waitCommit("b", since, nil, "the restarted b never committed")
+	close(stopProducing)
+	n := <-produced
 	require.Eventually(t, func() bool { return countRows(sink.Memory, topic) >= n }, 90*time.Second, 50*time.Millisecond)
 	stop(a)
 	stop(b)

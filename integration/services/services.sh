@@ -2,7 +2,8 @@
 # Starts and stops the real services Flightline's tests need, on a fresh
 # Debian machine without Docker. Idempotent: `up` twice is `up` once.
 #
-#   services.sh up [svc...]   install (cached) and start services; all by default
+#   services.sh up [svc...]   install (cached) and start services; all by default,
+#                             all at once (each waits on its own readiness)
 #   services.sh wait [svc...] finish what `up` left running in the background
 #                             (the BigQuery emulator's build) and start it
 #   services.sh restart svc.. stop and start the named services afresh
@@ -12,7 +13,11 @@
 # Each service is one file svc/<name>.sh that appends <name> to SERVICES and
 # defines <name>_up and <name>_down; adding a service is adding a file.
 # `up` writes KEY=VALUE lines for the tests into $RUN/env; `make test` exports
-# them. Downloads are cached under $FLIGHTLINE_CACHE (default
+# them. `up` runs the services' _up functions in parallel, the BigQuery
+# emulator (whose first build is the longest thing of all) first; each
+# one's output goes to $RUN/up/<name>.log and is printed when it is done.
+# So the helpers below are safe to call concurrently: setenv, apt_install
+# and free_port take a lock. Downloads are cached under $FLIGHTLINE_CACHE (default
 # ~/.cache/flightline), state lives under integration/services/run/.
 set -euo pipefail
 
@@ -26,16 +31,34 @@ mkdir -p "$RUN" "$CACHE"
 
 log() { printf '[services] %s\n' "$*" >&2; }
 
-# setenv KEY VALUE records one variable for the tests.
+# setenv KEY VALUE records one variable for the tests (under a lock: the
+# services start in parallel; the rename keeps a reader from seeing half a
+# file).
 setenv() {
-	touch "$RUN/env"
-	grep -v "^$1=" "$RUN/env" > "$RUN/env.tmp" || true
-	printf '%s=%s\n' "$1" "$2" >> "$RUN/env.tmp"
-	mv "$RUN/env.tmp" "$RUN/env"
+	(
+		flock 8
+		touch "$RUN/env"
+		grep -v "^$1=" "$RUN/env" > "$RUN/env.tmp" || true
+		printf '%s=%s\n' "$1" "$2" >> "$RUN/env.tmp"
+		mv "$RUN/env.tmp" "$RUN/env"
+	) 8>"$RUN/env.lock"
 }
 
-# free_port prints a TCP port on 127.0.0.1 that nothing listens on.
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# free_port prints a TCP port on 127.0.0.1 that nothing listens on, and
+# that no other free_port of this run handed out (services starting at
+# the same time would otherwise be able to draw the same one).
+free_port() {
+	(
+		flock 8
+		local p
+		for _ in $(seq 20); do
+			p="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+			grep -qx "$p" "$RUN/ports" 2>/dev/null || break
+		done
+		echo "$p" >> "$RUN/ports"
+		echo "$p"
+	) 8>"$RUN/ports.lock"
+}
 
 # wait_port HOST PORT SECONDS waits until something accepts connections.
 wait_port() {
@@ -46,16 +69,20 @@ wait_port() {
 	done
 }
 
-# apt_install PKG... installs Debian packages that are missing.
+# apt_install PKG... installs Debian packages that are missing (one at a
+# time: dpkg has one lock).
 apt_install() {
-	local missing=()
-	for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-	((${#missing[@]} == 0)) && return 0
-	log "apt-get install ${missing[*]}"
-	if [ ! -f "$CACHE/.apt-updated" ] || [ -n "$(find "$CACHE/.apt-updated" -mmin +720)" ]; then
-		DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 && touch "$CACHE/.apt-updated"
-	fi
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+	(
+		flock 8
+		local missing=()
+		for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+		((${#missing[@]} == 0)) && exit 0
+		log "apt-get install ${missing[*]}"
+		if [ ! -f "$CACHE/.apt-updated" ] || [ -n "$(find "$CACHE/.apt-updated" -mmin +720)" ]; then
+			DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 && touch "$CACHE/.apt-updated"
+		fi
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+	) 8>"$CACHE/apt.lock"
 }
 
 # running PIDFILE reports whether the process in PIDFILE is alive.
@@ -79,7 +106,33 @@ cmd="${1:-}"; shift || true
 want=("$@"); ((${#want[@]})) || want=("${SERVICES[@]}")
 case "$cmd" in
 up)
-	for s in "${want[@]}"; do log "up: $s"; "${s}_up"; done
+	# All at once, the BigQuery emulator first (its up only starts its
+	# build, or the emulator); each waits on its own readiness.
+	order=()
+	for s in "${want[@]}"; do
+		if [ "$s" = bigquery ]; then order=("$s" "${order[@]}"); else order+=("$s"); fi
+	done
+	mkdir -p "$RUN/up"
+	rm -f "$RUN/ports"
+	declare -A upid=() started=()
+	for s in "${order[@]}"; do
+		( "${s}_up" ) >"$RUN/up/$s.log" 2>&1 < /dev/null &
+		upid[$!]=$s; started[$s]=$SECONDS
+		if [ "$s" = bigquery ]; then sleep 0.5; fi # its go build first
+	done
+	log "up: ${order[*]} (in parallel)"
+	failed=()
+	while ((${#upid[@]})); do
+		rc=0; wait -n -p done "${!upid[@]}" || rc=$?
+		s="${upid[$done]}"; unset "upid[$done]"
+		sed "s/^/  /" "$RUN/up/$s.log" >&2
+		if ((rc)); then
+			failed+=("$s"); log "up: $s FAILED (exit $rc) after $((SECONDS - started[$s]))s; its log: $RUN/up/$s.log"
+		else
+			log "up: $s ready after $((SECONDS - started[$s]))s"
+		fi
+	done
+	if ((${#failed[@]})); then log "up failed: ${failed[*]}"; exit 1; fi
 	log "ready; test environment in $RUN/env"
 	;;
 wait)

@@ -6,8 +6,13 @@ SERVICES+=(bigquery)
 # Its build is heavy (10–26 minutes and about 6.5 GB on a 2-core machine, a
 # 268 MB binary), so it never runs in the foreground of `up`:
 #
-#   * `up` with the binary cached under $CACHE/bigquery-emulator-<version>/
-#     starts the emulator and records its env at once.
+#   * `up` with the binary cached under
+#     $CACHE/bigquery-emulator-<version>-<go version>/ starts the emulator
+#     and records its env at once. The Go version is in the key so that a
+#     new toolchain builds afresh (on a machine whose Go build cache is
+#     warm that is a link, not the 10–26 minutes); a binary in the older
+#     cache directory (no Go version in its name) is taken over when `go
+#     version` says it was built by this toolchain.
 #   * `up` without it starts the build in the background (CGO_ENABLED=0,
 #     nice, its own process group, log in build.log with timestamps) and
 #     returns. The build links into a temporary name and renames it into
@@ -25,6 +30,16 @@ SERVICES+=(bigquery)
 # `go install …@v0.8.1` fails on a deprecation lookup, so the build is a
 # scratch module that imports the emulator's command package.
 #
+# What the build spends its time on: the emulator's SQL engine is GoogleSQL
+# compiled to WebAssembly and transpiled to Go (github.com/goccy/
+# googlesqlwasm2go: 450 MB of generated Go source), on SQLite the same way
+# (ncruces/go-sqlite3) and modernc's libc/quickjs translations; one
+# package's compile takes most of the time and memory, and there is no
+# build tag to leave it out. There is no cgo in it (CGO_ENABLED=0). The
+# build drops the symbol table and DWARF (-ldflags=-s -w: a smaller binary
+# and a shorter link) and ignores the caller's GOFLAGS (a -race there
+# would make it many times slower).
+#
 # Environment for the tests:
 #   FLIGHTLINE_BQ_ENDPOINT  http://127.0.0.1:<http port>  (REST, no auth)
 #   FLIGHTLINE_BQ_GRPC      127.0.0.1:<grpc port>         (insecure gRPC)
@@ -33,7 +48,7 @@ BQ_EMULATOR_VERSION=v0.8.1
 BQ_PROJECT=flightline
 BQ_DATASET=flightline
 
-bq_dir() { printf '%s' "$CACHE/bigquery-emulator-$BQ_EMULATOR_VERSION"; }
+bq_dir() { printf '%s' "$CACHE/bigquery-emulator-$BQ_EMULATOR_VERSION-$(go env GOVERSION)"; }
 bq_bin() { printf '%s' "$(bq_dir)/bigquery-emulator"; }
 
 # bq_building reports whether a build of the cached binary is under way:
@@ -41,7 +56,19 @@ bq_bin() { printf '%s' "$(bq_dir)/bigquery-emulator"; }
 bq_building() {
 	local dir; dir="$(bq_dir)"
 	running "$dir/build.pid" && return 0
-	pgrep -f -- "go build -o $(bq_bin)( |$)" >/dev/null 2>&1
+	pgrep -f -- "go build .*-o $(bq_bin)( |$)" >/dev/null 2>&1
+}
+
+# bq_adopt takes over a binary of the older cache directory (named by the
+# emulator version only) when this toolchain built it.
+bq_adopt() {
+	local old="$CACHE/bigquery-emulator-$BQ_EMULATOR_VERSION/bigquery-emulator" bin
+	bin="$(bq_bin)"
+	[ ! -x "$bin" ] && [ -x "$old" ] || return 0
+	[ "$(go version "$old" 2>/dev/null | awk '{print $2}')" = "$(go env GOVERSION)" ] || return 0
+	mkdir -p "$(dirname "$bin")"
+	ln -f "$old" "$bin" 2>/dev/null || cp "$old" "$bin"
+	log "bigquery: took over the emulator built by this Go toolchain from $old"
 }
 
 # bq_build_start starts the background build unless the binary is there or
@@ -51,6 +78,7 @@ bq_build_start() {
 	mkdir -p "$dir"
 	(
 		flock 9
+		bq_adopt
 		[ -x "$bin" ] && exit 0
 		if bq_building; then log "bigquery: emulator build already running (log $dir/build.log)"; exit 0; fi
 		log "bigquery: building the emulator $BQ_EMULATOR_VERSION in the background (cached afterwards; log $dir/build.log)"
@@ -64,7 +92,7 @@ bq_build_start() {
 			[ -f go.mod ] || go mod init bqemubuild
 			printf "package main\n\nimport _ \"github.com/goccy/bigquery-emulator/cmd/bigquery-emulator\"\n\nfunc main() {}\n" > tools.go
 			go get "github.com/goccy/bigquery-emulator/cmd/bigquery-emulator@$version"
-			CGO_ENABLED=0 go build -o "$dir/bigquery-emulator.tmp" github.com/goccy/bigquery-emulator/cmd/bigquery-emulator
+			CGO_ENABLED=0 GOFLAGS= go build -ldflags="-s -w" -o "$dir/bigquery-emulator.tmp" github.com/goccy/bigquery-emulator/cmd/bigquery-emulator
 			mv -f "$dir/bigquery-emulator.tmp" "$dir/bigquery-emulator"
 			echo "build done $(date -u +%FT%TZ) rc=0"
 		' bq-build "$dir" "$BQ_EMULATOR_VERSION" >"$dir/build.log" 2>&1 < /dev/null &
@@ -99,6 +127,7 @@ bq_start() {
 }
 
 bigquery_up() {
+	bq_adopt
 	if [ -x "$(bq_bin)" ]; then
 		bq_start
 	else

@@ -10,6 +10,8 @@ SERVICES+=(fakesnow)
 FAKESNOW_PIP=('fakesnow[server]==0.12.1' 'snowflake-connector-python<5')
 
 fakesnow_up() {
+	# The Snowflake key-pair tests make encrypted PKCS#8 keys with openssl.
+	command -v openssl >/dev/null || apt_install openssl
 	local venv="$CACHE/venv-fakesnow" dir="$RUN/fakesnow" port
 	local stamp="$venv/.req-$(printf '%s\n' "${FAKESNOW_PIP[@]}" | sha256sum | cut -c1-16)"
 	if [ ! -f "$stamp" ]; then
