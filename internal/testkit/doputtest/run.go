@@ -17,7 +17,7 @@ import (
 
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/internal/endpoint"
-	"github.com/flightline/flightline/internal/flighttest"
+	"github.com/flightline/flightline/internal/testkit/flighttest"
 )
 
 // NewSink returns a fresh sink of the kind under test.
