@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/checkpoint"
 )
 
 // Dir is an exactly-once sink that writes each committed batch as one Arrow
@@ -359,7 +360,7 @@ func (w *dirWriter) WriteBatch(_ context.Context, rec arrow.RecordBatch, cp []by
 	if w.broken != nil {
 		return w.broken
 	}
-	if Replayed(w.cp, cp) {
+	if checkpoint.Replayed(w.cp, cp) {
 		// Fencing wins over replay: a fenced writer's replay fails too.
 		return w.checkFenced()
 	}

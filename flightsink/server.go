@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/internal/endpoint"
 	"github.com/flightline/flightline/internal/flighterr"
 	"github.com/flightline/flightline/internal/flightwire"
@@ -177,7 +178,7 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 		if err != nil {
 			return fmt.Errorf("reading the checkpoint of pipeline %q: %w", flighterr.Clip(p.ID), err)
 		}
-		if !SameCheckpoint(expect, cur) {
+		if !checkpoint.Same(expect, cur) {
 			return fmt.Errorf("%w: pipeline %q has moved since the writer read its checkpoint; re-read it and resume", flightline.ErrConflict, flighterr.Clip(p.ID))
 		}
 	}
@@ -190,7 +191,7 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 			err = cerr
 		}
 	}()
-	if check && !SameCheckpoint(expect, last) {
+	if check && !checkpoint.Same(expect, last) {
 		// It moved between the look and the claim.
 		return fmt.Errorf("%w: pipeline %q has moved since the writer read its checkpoint; re-read it and resume", flightline.ErrConflict, flighterr.Clip(p.ID))
 	}

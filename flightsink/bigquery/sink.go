@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/flightsink"
 )
 
@@ -451,7 +452,7 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 	if err := flightsink.CheckBatch(rec, cp); err != nil {
 		return err
 	}
-	if flightsink.Replayed(w.last, cp) {
+	if checkpoint.Replayed(w.last, cp) {
 		return nil
 	}
 	if err := w.prepare(ctx, rec.Schema()); err != nil {
@@ -460,7 +461,7 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 	if err := w.checkKeys(rec); err != nil {
 		return err
 	}
-	next := flightsink.Next(w.last, cp)
+	next := checkpoint.Next(w.last, cp)
 	var stage tableRef
 	t0 := time.Now()
 	if rec.NumRows() > 0 {
