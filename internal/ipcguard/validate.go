@@ -1,4 +1,4 @@
-package flightsink
+package ipcguard
 
 import (
 	"fmt"
@@ -17,10 +17,14 @@ import (
 // column has the batch's row count. The error wraps
 // flightline.ErrInvalidInput and names the column and the rule broken.
 //
+// It lives here, below both sides, so that sinks (flightsink.ValidateBatch
+// is it), the coordinator and transform services (transform/flighttransform)
+// all check a batch from outside the process the same way.
+//
 // Sinks rely on it: their writers read every value, and arrow-go's
 // accessors and Parquet and IPC writers index buffers without checks, so an
 // inconsistent batch would make them panic or write a file no reader
-// accepts. Server.DoPut calls it on every batch a client sends, before the
+// accepts. flightsink.Server.DoPut calls it on every batch a client sends, before the
 // Writer sees it; in-process callers whose batches come from outside the
 // process (a decoded stream, a C Data import) call it themselves: the
 // coordinator does when it moves batches from a remote source into an
