@@ -24,6 +24,7 @@ import (
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/internal/bqerr"
 )
 
 // DefaultCheckpointTable is the table, in the sink's dataset, holding the
@@ -324,11 +325,11 @@ func (s *Sink) createIfAbsent(ctx context.Context, ref tableRef, md *bigquery.Ta
 	return s.retry(ctx, "creating table "+ref.String(), func() error {
 		if _, err := t.Metadata(ctx); err == nil {
 			return nil
-		} else if !isNotFound(err) {
+		} else if !bqerr.IsNotFound(err) {
 			return err
 		}
 		err := t.Create(ctx, md)
-		if isAlreadyExists(err) {
+		if bqerr.IsAlreadyExists(err) {
 			return nil
 		}
 		return err
@@ -400,7 +401,7 @@ func (s *Sink) tableMetadata(ctx context.Context, ref tableRef) (*bigquery.Table
 	var md *bigquery.TableMetadata
 	err := s.retry(ctx, "reading table "+ref.String(), func() error {
 		m, err := s.bq.DatasetInProject(ref.project, ref.dataset).Table(ref.table).Metadata(ctx)
-		if isNotFound(err) {
+		if bqerr.IsNotFound(err) {
 			md = nil
 			return nil
 		}
@@ -564,7 +565,7 @@ func (w *writer) stageBatch(ctx context.Context, stage tableRef, rec arrow.Recor
 	md := &bigquery.TableMetadata{Schema: w.lay.tableSchema(true), ExpirationTime: time.Now().Add(s.o.stagingTTL)}
 	if err := s.retry(ctx, "creating staging table "+stage.String(), func() error {
 		err := s.bq.DatasetInProject(stage.project, stage.dataset).Table(stage.table).Create(ctx, md)
-		if isAlreadyExists(err) {
+		if bqerr.IsAlreadyExists(err) {
 			return nil
 		}
 		return err
@@ -677,7 +678,7 @@ func (s *Sink) runScript(ctx context.Context, sql string) error {
 func (s *Sink) dropTable(ctx context.Context, ref tableRef) error {
 	return s.retry(ctx, "dropping "+ref.String(), func() error {
 		err := s.bq.DatasetInProject(ref.project, ref.dataset).Table(ref.table).Delete(ctx)
-		if isNotFound(err) {
+		if bqerr.IsNotFound(err) {
 			return nil
 		}
 		return err

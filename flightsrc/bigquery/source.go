@@ -31,6 +31,7 @@ import (
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsrc"
+	"github.com/flightline/flightline/internal/bqerr"
 	"github.com/flightline/flightline/internal/incsrc"
 )
 
@@ -263,10 +264,10 @@ func (s *Source) describe(ctx context.Context) (*layout, error) {
 	var sc *arrow.Schema
 	err := s.retry(ctx, "reading table "+s.sqlName, func(ctx context.Context) error {
 		if _, err := s.bq.Dataset(s.dataset).Table(s.tableID).Metadata(ctx); err != nil {
-			if !isNotFound(err) {
+			if !bqerr.IsNotFound(err) {
 				return err
 			}
-			if _, derr := s.bq.Dataset(s.dataset).Metadata(ctx); isNotFound(derr) {
+			if _, derr := s.bq.Dataset(s.dataset).Metadata(ctx); bqerr.IsNotFound(derr) {
 				return fmt.Errorf("%w: bigquery source: dataset %s.%s does not exist", flightline.ErrNotFound, s.project, s.dataset)
 			}
 			return fmt.Errorf("%w: bigquery source: table %s does not exist", flightline.ErrNotFound, s.sqlName)
