@@ -542,6 +542,20 @@ func (w *dirWriter) writeTemp(recs []arrow.RecordBatch, cp []byte) (string, erro
 		fields = w.schema.Fields()
 	}
 	schema := arrow.NewSchema(fields, ptr(arrow.NewMetadata(keys, vals)))
+	if len(recs) > 1 && hasDictionary(fields) {
+		// An Arrow IPC file holds one dictionary per field, and a group's
+		// batches may each carry another (a stream's dictionary
+		// replacements): write the group as one batch, its dictionaries
+		// unified.
+		one, err := concatBatches(w.d.mem, recs)
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			return "", fmt.Errorf("%w: dir sink: merging the dictionaries of a group: %v", flightline.ErrInvalidInput, err)
+		}
+		defer one.Release()
+		recs = []arrow.RecordBatch{one}
+	}
 	iw, err := ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(w.d.mem))
 	for _, rec := range recs {
 		if err != nil {
@@ -568,5 +582,50 @@ func (w *dirWriter) writeTemp(recs []arrow.RecordBatch, cp []byte) (string, erro
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// hasDictionary reports whether any of fields, or a field nested in one,
+// is dictionary-encoded.
+func hasDictionary(fields []arrow.Field) bool {
+	for _, f := range fields {
+		if f.Type.ID() == arrow.DICTIONARY {
+			return true
+		}
+		if n, ok := f.Type.(arrow.NestedType); ok && hasDictionary(n.Fields()) {
+			return true
+		}
+	}
+	return false
+}
+
+// concatBatches returns one batch holding the rows of recs (of one
+// schema) in order, each dictionary column's dictionaries unified. The
+// caller releases it.
+func concatBatches(mem memory.Allocator, recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
+	schema := recs[0].Schema()
+	cols := make([]arrow.Array, schema.NumFields())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	var rows int64
+	for _, r := range recs {
+		rows += r.NumRows()
+	}
+	parts := make([]arrow.Array, len(recs))
+	for i := range cols {
+		for j, r := range recs {
+			parts[j] = r.Column(i)
+		}
+		c, err := array.Concatenate(parts, mem)
+		if err != nil {
+			return nil, fmt.Errorf("column %q: %w", schema.Field(i).Name, err)
+		}
+		cols[i] = c
+	}
+	return array.NewRecordBatch(schema, cols, rows), nil
+}
 
 func (w *dirWriter) Close(context.Context) error { return nil }
