@@ -266,6 +266,25 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 	return nil
 }
 
+// GetFlightInfo is not offered by a sink (UNIMPLEMENTED); a descriptor
+// that does not decode is INVALID_ARGUMENT, as it is on a source.
+func (s *Server) GetFlightInfo(_ context.Context, d *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	return nil, descriptorOnly(d, "GetFlightInfo")
+}
+
+// GetSchema is not offered by a sink (UNIMPLEMENTED); a descriptor that
+// does not decode is INVALID_ARGUMENT, as it is on a source.
+func (s *Server) GetSchema(_ context.Context, d *flight.FlightDescriptor) (*flight.SchemaResult, error) {
+	return nil, descriptorOnly(d, "GetSchema")
+}
+
+func descriptorOnly(d *flight.FlightDescriptor, method string) error {
+	if flightwire.Undecodable(d) {
+		return status.Error(codes.InvalidArgument, "the flight descriptor does not decode as a FlightDescriptor message")
+	}
+	return status.Errorf(codes.Unimplemented, "method %s not implemented by a Flightline sink", method)
+}
+
 // DoAction answers "checkpoint" and "describe".
 func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoActionServer) (err error) {
 	defer func() { err = flighterr.ToStatus(err) }()

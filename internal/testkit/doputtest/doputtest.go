@@ -576,6 +576,18 @@ func RawOverFlight(ctx context.Context, conn *grpc.ClientConn, b []byte) error {
 	}
 }
 
+// RawUnary calls the unary Flight method (e.g. "GetFlightInfo") of the
+// server at conn with b as the request message, as it is, and returns the
+// call's status error.
+func RawUnary(ctx context.Context, conn *grpc.ClientConn, method string, b []byte) error {
+	var out []byte
+	return conn.Invoke(ctx, "/arrow.flight.protocol.FlightService/"+method, b, &out, grpc.ForceCodecV2(rawCodec{}))
+}
+
+// UndecodableDescriptor is a request message that does not decode as a
+// FlightDescriptor: field 1 (type) as a varint that never ends.
+var UndecodableDescriptor = []byte{0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+
 // rawCodec sends []byte as they are and receives them so.
 type rawCodec struct{}
 
