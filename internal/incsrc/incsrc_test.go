@@ -3,9 +3,9 @@ package incsrc
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"reflect"
 	"strings"
-	"log/slog"
 	"testing"
 	"time"
 
