@@ -18,7 +18,7 @@
 // on the watermark are neither lost nor repeated.
 //
 // Pitfalls (inherent to watermark reading, documented in
-// docs/sinks/postgres.md): rows whose watermark is NULL are never read;
+// docs/sources/postgres.md): rows whose watermark is NULL are never read;
 // deletes are not seen; a transaction that commits a row with a watermark
 // below one already read (a sequence value taken before a concurrent,
 // earlier-committed transaction's) is missed. Use a watermark assigned at
