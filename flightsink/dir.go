@@ -21,6 +21,7 @@ import (
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/checkpoint"
+	"github.com/flightline/flightline/transform"
 )
 
 // Dir is an exactly-once sink that writes each committed batch as one Arrow
@@ -547,7 +548,7 @@ func (w *dirWriter) writeTemp(recs []arrow.RecordBatch, cp []byte) (string, erro
 		// batches may each carry another (a stream's dictionary
 		// replacements): write the group as one batch, its dictionaries
 		// unified.
-		one, err := concatBatches(w.d.mem, recs)
+		one, err := transform.Concat(w.d.mem, recs)
 		if err != nil {
 			f.Close()
 			os.Remove(f.Name())
@@ -595,37 +596,6 @@ func hasDictionary(fields []arrow.Field) bool {
 		}
 	}
 	return false
-}
-
-// concatBatches returns one batch holding the rows of recs (of one
-// schema) in order, each dictionary column's dictionaries unified. The
-// caller releases it.
-func concatBatches(mem memory.Allocator, recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
-	schema := recs[0].Schema()
-	cols := make([]arrow.Array, schema.NumFields())
-	defer func() {
-		for _, c := range cols {
-			if c != nil {
-				c.Release()
-			}
-		}
-	}()
-	var rows int64
-	for _, r := range recs {
-		rows += r.NumRows()
-	}
-	parts := make([]arrow.Array, len(recs))
-	for i := range cols {
-		for j, r := range recs {
-			parts[j] = r.Column(i)
-		}
-		c, err := array.Concatenate(parts, mem)
-		if err != nil {
-			return nil, fmt.Errorf("column %q: %w", schema.Field(i).Name, err)
-		}
-		cols[i] = c
-	}
-	return array.NewRecordBatch(schema, cols, rows), nil
 }
 
 func (w *dirWriter) Close(context.Context) error { return nil }
