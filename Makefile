@@ -10,7 +10,7 @@ GOTESTFLAGS ?= -race -count=1 -timeout 60m
 .PHONY: all build demo test test-vet test-go test-bigquery test-unit test-interop services-up services-down bench bench-report fuzz chaos chaos-kill chaos-fuzz fuzz-long vet soak
 
 # The fuzz targets of the wire boundary (package:Target). Their seed corpus
-# (internal/doputtest) replays in every `go test`; `make fuzz` mutates each
+# (internal/testkit/doputtest) replays in every `go test`; `make fuzz` mutates each
 # for FUZZTIME (part of `make test`), `make chaos` for CHAOSTIME.
 FUZZ_TARGETS := ./internal/ipcguard:FuzzCheck ./flightsink:FuzzDoPutNull ./flightsink:FuzzDoPutMemory \
 	./flightsink:FuzzDoPutDir ./flightsink/delta:FuzzDoPutDelta

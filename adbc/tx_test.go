@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flightline/flightline/adbc"
-	"github.com/flightline/flightline/internal/adbctest"
-	"github.com/flightline/flightline/internal/pgtest"
+	"github.com/flightline/flightline/internal/testkit/adbctest"
+	"github.com/flightline/flightline/internal/testkit/pgtest"
 )
 
 // TestIntegrationTableLookupInTransaction: looking up a missing table inside

@@ -20,7 +20,7 @@ import (
 	"github.com/flightline/flightline/flightsink"
 	adbcsink "github.com/flightline/flightline/flightsink/adbc"
 	"github.com/flightline/flightline/flightsink/postgres"
-	"github.com/flightline/flightline/internal/servicetest"
+	"github.com/flightline/flightline/internal/testkit/servicetest"
 )
 
 // BenchmarkADBCPostgres writes the rows of BenchmarkPostgres (pgRows in

@@ -24,7 +24,7 @@ import (
 	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/flightsrc/kafka"
-	"github.com/flightline/flightline/internal/servicetest"
+	"github.com/flightline/flightline/internal/testkit/servicetest"
 	"github.com/flightline/flightline/kafkadecode"
 )
 

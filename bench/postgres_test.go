@@ -20,7 +20,7 @@ import (
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsink/postgres"
 	"github.com/flightline/flightline/internal/pgarrow"
-	"github.com/flightline/flightline/internal/servicetest"
+	"github.com/flightline/flightline/internal/testkit/servicetest"
 )
 
 // Rows per benchmark operation, written as batches of pgBatchRows. The

@@ -22,7 +22,7 @@ import (
 	s3sink "github.com/flightline/flightline/flightsink/s3"
 	"github.com/flightline/flightline/internal/objstore"
 	"github.com/flightline/flightline/internal/parquetw"
-	"github.com/flightline/flightline/internal/s3test"
+	"github.com/flightline/flightline/internal/testkit/s3test"
 )
 
 // s3Rows rows per operation, in batches of pgBatchRows (the PostgreSQL

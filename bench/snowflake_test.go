@@ -18,7 +18,7 @@ import (
 	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsink/snowflake"
-	"github.com/flightline/flightline/internal/snowtest"
+	"github.com/flightline/flightline/internal/testkit/snowtest"
 )
 
 // sfRows is the rows per operation (FLIGHTLINE_BENCH_SF_ROWS overrides):

@@ -18,7 +18,7 @@ import (
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/internal/endpoint"
-	"github.com/flightline/flightline/internal/flighttest"
+	"github.com/flightline/flightline/internal/testkit/flighttest"
 	"github.com/flightline/flightline/transform"
 	"github.com/flightline/flightline/transform/flighttransform"
 )

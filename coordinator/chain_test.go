@@ -17,7 +17,7 @@ import (
 	"github.com/flightline/flightline/coordinator"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/internal/endpoint"
-	"github.com/flightline/flightline/internal/flighttest"
+	"github.com/flightline/flightline/internal/testkit/flighttest"
 	"github.com/flightline/flightline/transform"
 	"github.com/flightline/flightline/transform/flighttransform"
 )

@@ -13,9 +13,9 @@ import (
 	"github.com/flightline/flightline/coordinator"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsrc"
-	"github.com/flightline/flightline/internal/doputtest"
 	"github.com/flightline/flightline/internal/endpoint"
-	"github.com/flightline/flightline/internal/flighttest"
+	"github.com/flightline/flightline/internal/testkit/doputtest"
+	"github.com/flightline/flightline/internal/testkit/flighttest"
 )
 
 // rawSource is a Flight source that answers every DoGet with fixed

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/flightline/flightline/flightsink"
-	"github.com/flightline/flightline/internal/heaptest"
+	"github.com/flightline/flightline/internal/testkit/heaptest"
 )
 
 // The coordinator holds at most its window of batches: its live heap does

@@ -21,6 +21,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/checkpoint"
+	"github.com/flightline/flightline/transform"
 )
 
 // Dir is an exactly-once sink that writes each committed batch as one Arrow
@@ -409,7 +411,7 @@ func (w *dirWriter) WriteBatch(_ context.Context, rec arrow.RecordBatch, cp []by
 	if w.broken != nil {
 		return w.broken
 	}
-	if Replayed(w.cp, cp) {
+	if checkpoint.Replayed(w.cp, cp) {
 		// Fencing wins over replay: a fenced writer's replay fails too.
 		return w.checkFenced()
 	}
@@ -596,6 +598,20 @@ func (w *dirWriter) writeTemp(recs []arrow.RecordBatch, cp []byte) (string, erro
 		fields = w.schema.Fields()
 	}
 	schema := arrow.NewSchema(fields, ptr(arrow.NewMetadata(keys, vals)))
+	if len(recs) > 1 && hasDictionary(fields) {
+		// An Arrow IPC file holds one dictionary per field, and a group's
+		// batches may each carry another (a stream's dictionary
+		// replacements): write the group as one batch, its dictionaries
+		// unified.
+		one, err := transform.Concat(w.d.mem, recs)
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			return "", fmt.Errorf("%w: dir sink: merging the dictionaries of a group: %v", flightline.ErrInvalidInput, err)
+		}
+		defer one.Release()
+		recs = []arrow.RecordBatch{one}
+	}
 	iw, err := ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(w.d.mem))
 	for _, rec := range recs {
 		if err != nil {
@@ -622,5 +638,19 @@ func (w *dirWriter) writeTemp(recs []arrow.RecordBatch, cp []byte) (string, erro
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// hasDictionary reports whether any of fields, or a field nested in one,
+// is dictionary-encoded.
+func hasDictionary(fields []arrow.Field) bool {
+	for _, f := range fields {
+		if f.Type.ID() == arrow.DICTIONARY {
+			return true
+		}
+		if n, ok := f.Type.(arrow.NestedType); ok && hasDictionary(n.Fields()) {
+			return true
+		}
+	}
+	return false
+}
 
 func (w *dirWriter) Close(context.Context) error { return nil }

@@ -15,7 +15,7 @@ import (
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsink/sinktest"
 	"github.com/flightline/flightline/internal/endpoint"
-	"github.com/flightline/flightline/internal/flighttest"
+	"github.com/flightline/flightline/internal/testkit/flighttest"
 )
 
 // gateSink is a Dir sink whose writers record the size of every commit

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/checkpoint"
 )
 
 // Memory is an exactly-once sink that keeps committed batches in memory, for
@@ -121,7 +122,7 @@ func (w *memWriter) WriteBatch(_ context.Context, rec arrow.RecordBatch, cp []by
 	if pp.epoch != w.epoch {
 		return fmt.Errorf("%w: pipeline %q was reopened (epoch %d > %d)", flightline.ErrFenced, w.p.ID, pp.epoch, w.epoch)
 	}
-	if Replayed(pp.cp, cp) {
+	if checkpoint.Replayed(pp.cp, cp) {
 		return nil
 	}
 	t := m.targets[w.p.Target]

@@ -21,9 +21,9 @@ import (
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
-	"github.com/flightline/flightline/internal/doputtest"
 	"github.com/flightline/flightline/internal/endpoint"
-	"github.com/flightline/flightline/internal/flighttest"
+	"github.com/flightline/flightline/internal/testkit/doputtest"
+	"github.com/flightline/flightline/internal/testkit/flighttest"
 )
 
 // panicSink is a Memory sink whose writers panic on pipeline "boom".

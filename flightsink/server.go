@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/internal/endpoint"
 	"github.com/flightline/flightline/internal/flighterr"
 	"github.com/flightline/flightline/internal/flightwire"
@@ -189,7 +190,7 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 			err = cerr
 		}
 	}()
-	if req.check && !SameCheckpoint(req.expect, last) {
+	if req.check && !checkpoint.Same(req.expect, last) {
 		// It moved between the look and the claim.
 		return fmt.Errorf("%w: pipeline %q has moved since the writer read its checkpoint; re-read it and resume", flightline.ErrConflict, flighterr.Clip(p.ID))
 	}
@@ -293,7 +294,7 @@ func (s *Server) claim(ctx context.Context, req putRequest) (Writer, []byte, uin
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("reading the checkpoint of pipeline %q: %w", flighterr.Clip(p.ID), err)
 		}
-		if !SameCheckpoint(req.expect, cur) {
+		if !checkpoint.Same(req.expect, cur) {
 			return nil, nil, 0, fmt.Errorf("%w: pipeline %q has moved since the writer read its checkpoint; re-read it and resume", flightline.ErrConflict, flighterr.Clip(p.ID))
 		}
 	}
@@ -302,6 +303,25 @@ func (s *Server) claim(ctx context.Context, req putRequest) (Writer, []byte, uin
 		return nil, nil, 0, fmt.Errorf("opening pipeline %q: %w", flighterr.Clip(p.ID), err)
 	}
 	return w, last, s.claims.record(p, req.claim.ID), nil
+}
+
+// GetFlightInfo is not offered by a sink (UNIMPLEMENTED); a descriptor
+// that does not decode is INVALID_ARGUMENT, as it is on a source.
+func (s *Server) GetFlightInfo(_ context.Context, d *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	return nil, descriptorOnly(d, "GetFlightInfo")
+}
+
+// GetSchema is not offered by a sink (UNIMPLEMENTED); a descriptor that
+// does not decode is INVALID_ARGUMENT, as it is on a source.
+func (s *Server) GetSchema(_ context.Context, d *flight.FlightDescriptor) (*flight.SchemaResult, error) {
+	return nil, descriptorOnly(d, "GetSchema")
+}
+
+func descriptorOnly(d *flight.FlightDescriptor, method string) error {
+	if flightwire.Undecodable(d) {
+		return status.Error(codes.InvalidArgument, "the flight descriptor does not decode as a FlightDescriptor message")
+	}
+	return status.Errorf(codes.Unimplemented, "method %s not implemented by a Flightline sink", method)
 }
 
 // DoAction answers "checkpoint" and "describe".

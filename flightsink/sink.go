@@ -119,57 +119,12 @@ func GuaranteeOf(s Sink) Guarantee {
 	return AtLeastOnce
 }
 
-// Replayed reports whether a batch carrying cp was already committed by a
-// pipeline whose last committed checkpoint is last: cp equals last, or both
-// are mergeable Positions and last covers cp. Sinks call it (through
-// Begin) to make replays no-ops.
-func Replayed(last, cp []byte) bool {
-	if last == nil {
-		return false
-	}
-	if bytes.Equal(last, cp) {
-		return true
-	}
-	l, err := checkpoint.Parse(last)
-	if err != nil {
-		return false
-	}
-	c, err := checkpoint.Parse(cp)
-	if err != nil {
-		return false
-	}
-	return checkpoint.Covers(l, c)
-}
-
-// Next returns the checkpoint an exactly-once sink stores when it commits a
-// batch carrying cp on top of last: the per-key maximum of the two when both
-// are mergeable Positions (canonically encoded), otherwise cp itself. This
-// is the contract's merge rule: a source instance that owns only some of
-// the partitions (after a rebalance, or while a dead predecessor still
-// holds the others) never erases the positions of the rest. The result is
-// a new slice; neither argument is kept.
-func Next(last, cp []byte) []byte {
-	if last != nil {
-		l, errL := checkpoint.Parse(last)
-		c, errC := checkpoint.Parse(cp)
-		if errL == nil && errC == nil {
-			return checkpoint.Merge(l, c).Encode()
-		}
-	}
-	return bytes.Clone(cp)
-}
-
-// SameCheckpoint reports whether a and b name the same position: equal
-// bytes, or both mergeable Positions with equal positions (whatever their
-// encoding). The DoPut resume_after check uses it.
-func SameCheckpoint(a, b []byte) bool {
-	if bytes.Equal(a, b) {
-		return true
-	}
-	pa, errA := checkpoint.Parse(a)
-	pb, errB := checkpoint.Parse(b)
-	return errA == nil && errB == nil && checkpoint.Covers(pa, pb) && checkpoint.Covers(pb, pa)
-}
+// Next is checkpoint.Next, the merge rule a sink's stored checkpoint
+// follows.
+//
+// Deprecated: use checkpoint.Next; Next stays until cmd/flightline no
+// longer calls it.
+func Next(last, cp []byte) []byte { return checkpoint.Next(last, cp) }
 
 // CheckBatch runs the checks every Writer makes first, in one order, before
 // any I/O: a batch is required, and so is a non-empty checkpoint. Sinks
@@ -220,7 +175,7 @@ type Batch struct {
 //     CheckBatch, fencing (once, and it wins over replay: a fenced writer's
 //     group fails whole, replays included), replay, schema.
 //   - Replays are recognised batch by batch, as if the batches had been
-//     written one after another: batch i is a replay when Replayed(run, cp)
+//     written one after another: batch i is a replay when checkpoint.Replayed(run, cp)
 //     where run starts at the stored checkpoint and becomes Next(run, cp)
 //     after every batch that is not one. A replayed batch writes nothing;
 //     a group of replays only commits nothing.
@@ -334,7 +289,7 @@ func Fold(last []byte, batches []Batch) (fresh []bool, next []byte, n int) {
 	fresh = make([]bool, len(batches))
 	run := bytes.Clone(last)
 	for i, b := range batches {
-		if Replayed(run, b.CP) {
+		if checkpoint.Replayed(run, b.CP) {
 			continue
 		}
 		fresh[i] = true

@@ -21,7 +21,7 @@ import (
 	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/internal/endpoint"
-	"github.com/flightline/flightline/internal/flighttest"
+	"github.com/flightline/flightline/internal/testkit/flighttest"
 )
 
 // hostileServer serves a generator and returns a raw Flight client to it

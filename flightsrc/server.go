@@ -261,6 +261,9 @@ func (s *Server) info(st Stream, compact bool) (*flight.FlightInfo, error) {
 }
 
 func (s *Server) stream(ctx context.Context, d *flight.FlightDescriptor) (Stream, error) {
+	if flightwire.Undecodable(d) {
+		return Stream{}, status.Error(codes.InvalidArgument, "the flight descriptor does not decode as a FlightDescriptor message")
+	}
 	if d == nil || d.Type != flight.DescriptorPATH || len(d.Path) != 1 {
 		return Stream{}, status.Error(codes.InvalidArgument, "descriptor must be a PATH naming one stream")
 	}

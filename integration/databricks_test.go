@@ -13,7 +13,7 @@ import (
 	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/flightsink"
 	sinkdelta "github.com/flightline/flightline/flightsink/delta"
-	"github.com/flightline/flightline/internal/unitycatalog/uctest"
+	"github.com/flightline/flightline/internal/testkit/uctest"
 )
 
 // The Databricks (Unity Catalog) endpoints run as flightline processes

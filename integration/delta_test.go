@@ -27,7 +27,7 @@ import (
 	srcdelta "github.com/flightline/flightline/flightsrc/delta"
 	"github.com/flightline/flightline/internal/deltalog"
 	"github.com/flightline/flightline/internal/objstore"
-	"github.com/flightline/flightline/internal/s3test"
+	"github.com/flightline/flightline/internal/testkit/s3test"
 )
 
 // deltaLocation is where a Delta test writes: a temp dir, or a fresh

@@ -15,7 +15,7 @@ import (
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/internal/endpoint"
-	"github.com/flightline/flightline/internal/flighttest"
+	"github.com/flightline/flightline/internal/testkit/flighttest"
 )
 
 func runRust(t *testing.T, args ...string) map[string]any {

@@ -17,7 +17,7 @@ import (
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/internal/endpoint"
-	"github.com/flightline/flightline/internal/flighttest"
+	"github.com/flightline/flightline/internal/testkit/flighttest"
 )
 
 func runPython(t *testing.T, script string, args ...string) map[string]any {

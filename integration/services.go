@@ -19,7 +19,7 @@ package integration
 import (
 	"testing"
 
-	"github.com/flightline/flightline/internal/servicetest"
+	"github.com/flightline/flightline/internal/testkit/servicetest"
 )
 
 // Need returns the value of the environment variable naming a service, or

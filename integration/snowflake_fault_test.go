@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/flightline/flightline/internal/snowtest"
+	"github.com/flightline/flightline/internal/testkit/snowtest"
 )
 
 // The Snowflake emulator killed and restarted while data flows (issue 16).

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/flightline/flightline/internal/snowtest"
+	"github.com/flightline/flightline/internal/testkit/snowtest"
 )
 
 // TestIntegrationSnowflakeToDelta runs Snowflake (the emulator) → Delta

@@ -29,8 +29,8 @@ import (
 	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/internal/objstore"
-	"github.com/flightline/flightline/internal/s3test"
-	"github.com/flightline/flightline/internal/snowtest"
+	"github.com/flightline/flightline/internal/testkit/s3test"
+	"github.com/flightline/flightline/internal/testkit/snowtest"
 )
 
 // The split-process kill tests: the Kafka source (serve-source, a consumer

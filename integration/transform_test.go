@@ -21,7 +21,7 @@ import (
 	sinkdelta "github.com/flightline/flightline/flightsink/delta"
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/internal/endpoint"
-	"github.com/flightline/flightline/internal/flighttest"
+	"github.com/flightline/flightline/internal/testkit/flighttest"
 	"github.com/flightline/flightline/transform"
 	"github.com/flightline/flightline/transform/flighttransform"
 )

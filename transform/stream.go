@@ -274,7 +274,26 @@ func (c *checkedOut) join(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 			p.Release()
 		}
 	}()
-	cols := make([]arrow.Array, rec.NumCols())
+	out, err := Concat(c.mem, parts)
+	if err != nil {
+		return nil, fmt.Errorf("transform %s: joining %d split outputs: %w", c.name, len(parts), err)
+	}
+	return out, nil
+}
+
+// Concat returns one batch holding the rows of recs, which share one
+// schema, in order; a dictionary column's dictionaries are unified. recs
+// stay the caller's; the caller releases the result. mem nil means
+// memory.DefaultAllocator.
+func Concat(mem memory.Allocator, recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
+	if len(recs) == 0 {
+		return nil, errors.New("transform: Concat of no batches")
+	}
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	schema := recs[0].Schema()
+	cols := make([]arrow.Array, schema.NumFields())
 	defer func() {
 		for _, a := range cols {
 			if a != nil {
@@ -283,21 +302,21 @@ func (c *checkedOut) join(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 		}
 	}()
 	var rows int64
-	for _, p := range parts {
-		rows += p.NumRows()
+	for _, r := range recs {
+		rows += r.NumRows()
 	}
+	arrs := make([]arrow.Array, len(recs))
 	for i := range cols {
-		arrs := make([]arrow.Array, len(parts))
-		for j, p := range parts {
-			arrs[j] = p.Column(i)
+		for j, r := range recs {
+			arrs[j] = r.Column(i)
 		}
-		a, err := array.Concatenate(arrs, c.mem)
+		a, err := array.Concatenate(arrs, mem)
 		if err != nil {
-			return nil, fmt.Errorf("transform %s: joining %d split outputs: %w", c.name, len(parts), err)
+			return nil, fmt.Errorf("column %q: %w", schema.Field(i).Name, err)
 		}
 		cols[i] = a
 	}
-	return array.NewRecordBatch(rec.Schema(), cols, rows), nil
+	return array.NewRecordBatch(schema, cols, rows), nil
 }
 
 // merged is the checkpoint that stands for the inputs done, in order: the

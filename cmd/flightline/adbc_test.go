@@ -13,8 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/flightline/flightline/internal/adbctest"
-	"github.com/flightline/flightline/internal/pgtest"
+	"github.com/flightline/flightline/internal/testkit/adbctest"
+	"github.com/flightline/flightline/internal/testkit/pgtest"
 )
 
 func adbcSpec(drv string, q url.Values) string { return "adbc:" + drv + "?" + q.Encode() }

@@ -16,8 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/flightline/flightline/internal/pgtest"
-	"github.com/flightline/flightline/internal/servicetest"
+	"github.com/flightline/flightline/internal/testkit/pgtest"
+	"github.com/flightline/flightline/internal/testkit/servicetest"
 )
 
 // docs/config.md is what `flightline config doc` prints; regenerate it

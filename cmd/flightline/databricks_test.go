@@ -13,8 +13,8 @@ import (
 	"github.com/flightline/flightline/flightsink"
 	sinkdbx "github.com/flightline/flightline/flightsink/databricks"
 	"github.com/flightline/flightline/flightsrc"
+	"github.com/flightline/flightline/internal/testkit/uctest"
 	"github.com/flightline/flightline/internal/unitycatalog"
-	"github.com/flightline/flightline/internal/unitycatalog/uctest"
 )
 
 func TestDatabricksSpecs(t *testing.T) {

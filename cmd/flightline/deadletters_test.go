@@ -30,9 +30,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/flightline/flightline/internal/objstore"
-	"github.com/flightline/flightline/internal/pgtest"
-	"github.com/flightline/flightline/internal/s3test"
-	"github.com/flightline/flightline/internal/servicetest"
+	"github.com/flightline/flightline/internal/testkit/pgtest"
+	"github.com/flightline/flightline/internal/testkit/s3test"
+	"github.com/flightline/flightline/internal/testkit/servicetest"
 )
 
 // record is one produced record and what should become of it.

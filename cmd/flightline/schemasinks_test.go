@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flightline/flightline/internal/objstore"
-	"github.com/flightline/flightline/internal/s3test"
-	"github.com/flightline/flightline/internal/servicetest"
+	"github.com/flightline/flightline/internal/testkit/s3test"
+	"github.com/flightline/flightline/internal/testkit/servicetest"
 )
 
 // A pipeline landing Parquet on S3 registers its table in Glue (moto):

@@ -23,10 +23,10 @@ import (
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/internal/endpoint"
 	"github.com/flightline/flightline/internal/objstore"
-	"github.com/flightline/flightline/internal/pgtest"
-	"github.com/flightline/flightline/internal/s3test"
-	"github.com/flightline/flightline/internal/servicetest"
 	"github.com/flightline/flightline/internal/spec"
+	"github.com/flightline/flightline/internal/testkit/pgtest"
+	"github.com/flightline/flightline/internal/testkit/s3test"
+	"github.com/flightline/flightline/internal/testkit/servicetest"
 )
 
 // parseAs parses the options of an endpoint spec as kind s declares them.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/flightline/flightline/internal/servicetest"
+	"github.com/flightline/flightline/internal/testkit/servicetest"
 )
 
 // startStatusSync runs sync of an unbounded generator with --metrics-addr

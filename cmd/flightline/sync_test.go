@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/flightline/flightline/internal/pgtest"
-	"github.com/flightline/flightline/internal/servicetest"
+	"github.com/flightline/flightline/internal/testkit/pgtest"
+	"github.com/flightline/flightline/internal/testkit/servicetest"
 )
 
 const orderSchema = `{"type":"record","name":"order","fields":[

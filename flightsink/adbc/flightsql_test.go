@@ -13,7 +13,7 @@ import (
 	fadbc "github.com/flightline/flightline/adbc"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsink/sinktest"
-	"github.com/flightline/flightline/internal/adbctest"
+	"github.com/flightline/flightline/internal/testkit/adbctest"
 )
 
 func sqlIDs(t *testing.T, db *sql.DB, table string) []int64 {

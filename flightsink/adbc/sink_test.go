@@ -16,8 +16,8 @@ import (
 	"github.com/flightline/flightline/flightsink"
 	adbcsink "github.com/flightline/flightline/flightsink/adbc"
 	"github.com/flightline/flightline/flightsink/sinktest"
-	"github.com/flightline/flightline/internal/adbctest"
-	"github.com/flightline/flightline/internal/pgtest"
+	"github.com/flightline/flightline/internal/testkit/adbctest"
+	"github.com/flightline/flightline/internal/testkit/pgtest"
 )
 
 func newSink(t *testing.T, cfg fadbc.Config, opts ...adbcsink.Option) *adbcsink.Sink {

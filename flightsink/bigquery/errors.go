@@ -5,108 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
-	"strings"
 	"sync"
 	"time"
 
-	"google.golang.org/api/googleapi"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/internal/bqerr"
 )
 
-// retryable reports whether err is a quota or transient server error worth
-// retrying: HTTP 429 and 5xx, a 403 whose reason is a rate or quota limit,
-// a concurrent-update abort of a transaction, and the gRPC codes
-// UNAVAILABLE, RESOURCE_EXHAUSTED, ABORTED and INTERNAL.
+// retryable reports whether err is worth retrying: a transient error the
+// sink marks itself, or one of BigQuery's quota and transient errors
+// (bqerr.Retryable).
 func retryable(err error) bool {
-	if errors.As(err, new(transient)) {
-		return true
-	}
-	var ge *googleapi.Error
-	if errors.As(err, &ge) {
-		if ge.Code == http.StatusTooManyRequests || ge.Code >= 500 {
-			return true
-		}
-		for _, e := range ge.Errors {
-			switch e.Reason {
-			case "rateLimitExceeded", "quotaExceeded", "backendError", "internalError", "jobBackendError":
-				return true
-			}
-		}
-		return strings.Contains(ge.Message, "concurrent update")
-	}
-	if st, ok := status.FromError(err); ok {
-		switch st.Code() {
-		case codes.Unavailable, codes.ResourceExhausted, codes.Aborted, codes.Internal:
-			return true
-		}
-	}
-	return false
+	return errors.As(err, new(transient)) || bqerr.Retryable(err)
 }
 
-func isNotFound(err error) bool {
-	var ge *googleapi.Error
-	if errors.As(err, &ge) {
-		return ge.Code == http.StatusNotFound
-	}
-	return status.Code(err) == codes.NotFound
-}
-
-func isAlreadyExists(err error) bool {
-	var ge *googleapi.Error
-	if errors.As(err, &ge) {
-		return ge.Code == http.StatusConflict
-	}
-	return status.Code(err) == codes.AlreadyExists
-}
-
-// classify wraps a BigQuery error in the flightline error it means. The
-// service's message is kept (it names the column of a schema error); the
-// credentials never appear in it.
-func classify(err error, what string) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, flightline.ErrInvalidInput) || errors.Is(err, flightline.ErrSchemaMismatch) ||
-		errors.Is(err, flightline.ErrUnavailable) || errors.Is(err, flightline.ErrInternal) ||
-		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	kind := flightline.ErrUnavailable
-	var ge *googleapi.Error
-	switch {
-	case errors.As(err, &ge):
-		switch {
-		case ge.Code == http.StatusUnauthorized:
-			kind = flightline.ErrUnauthenticated
-		case ge.Code == http.StatusForbidden && !retryable(err):
-			kind = flightline.ErrPermissionDenied
-		case ge.Code == http.StatusNotFound:
-			kind = flightline.ErrNotFound
-		case ge.Code == http.StatusBadRequest:
-			kind = flightline.ErrSchemaMismatch
-		case ge.Code == http.StatusConflict:
-			kind = flightline.ErrConflict
-		}
-	default:
-		switch status.Code(err) {
-		case codes.Unauthenticated:
-			kind = flightline.ErrUnauthenticated
-		case codes.PermissionDenied:
-			kind = flightline.ErrPermissionDenied
-		case codes.NotFound:
-			kind = flightline.ErrNotFound
-		case codes.InvalidArgument:
-			kind = flightline.ErrSchemaMismatch
-		case codes.AlreadyExists:
-			kind = flightline.ErrConflict
-		}
-	}
-	return fmt.Errorf("%w: bigquery: %s: %v", kind, what, err)
-}
+// classify wraps a BigQuery error in the flightline error it means
+// (bqerr.Classify holds the mapping the sink and the source share).
+func classify(err error, what string) error { return bqerr.Classify(err, "bigquery", what) }
 
 // retry runs f until it succeeds, fails with an error that is not
 // retryable, or has failed s.o.retries times with backoff doubling from

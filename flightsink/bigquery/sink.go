@@ -22,7 +22,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/internal/bqerr"
 )
 
 // DefaultCheckpointTable is the table, in the sink's dataset, holding the
@@ -323,11 +325,11 @@ func (s *Sink) createIfAbsent(ctx context.Context, ref tableRef, md *bigquery.Ta
 	return s.retry(ctx, "creating table "+ref.String(), func() error {
 		if _, err := t.Metadata(ctx); err == nil {
 			return nil
-		} else if !isNotFound(err) {
+		} else if !bqerr.IsNotFound(err) {
 			return err
 		}
 		err := t.Create(ctx, md)
-		if isAlreadyExists(err) {
+		if bqerr.IsAlreadyExists(err) {
 			return nil
 		}
 		return err
@@ -399,7 +401,7 @@ func (s *Sink) tableMetadata(ctx context.Context, ref tableRef) (*bigquery.Table
 	var md *bigquery.TableMetadata
 	err := s.retry(ctx, "reading table "+ref.String(), func() error {
 		m, err := s.bq.DatasetInProject(ref.project, ref.dataset).Table(ref.table).Metadata(ctx)
-		if isNotFound(err) {
+		if bqerr.IsNotFound(err) {
 			md = nil
 			return nil
 		}
@@ -451,7 +453,7 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 	if err := flightsink.CheckBatch(rec, cp); err != nil {
 		return err
 	}
-	if flightsink.Replayed(w.last, cp) {
+	if checkpoint.Replayed(w.last, cp) {
 		return nil
 	}
 	if err := w.prepare(ctx, rec.Schema()); err != nil {
@@ -460,7 +462,7 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 	if err := w.checkKeys(rec); err != nil {
 		return err
 	}
-	next := flightsink.Next(w.last, cp)
+	next := checkpoint.Next(w.last, cp)
 	var stage tableRef
 	t0 := time.Now()
 	if rec.NumRows() > 0 {
@@ -563,7 +565,7 @@ func (w *writer) stageBatch(ctx context.Context, stage tableRef, rec arrow.Recor
 	md := &bigquery.TableMetadata{Schema: w.lay.tableSchema(true), ExpirationTime: time.Now().Add(s.o.stagingTTL)}
 	if err := s.retry(ctx, "creating staging table "+stage.String(), func() error {
 		err := s.bq.DatasetInProject(stage.project, stage.dataset).Table(stage.table).Create(ctx, md)
-		if isAlreadyExists(err) {
+		if bqerr.IsAlreadyExists(err) {
 			return nil
 		}
 		return err
@@ -676,7 +678,7 @@ func (s *Sink) runScript(ctx context.Context, sql string) error {
 func (s *Sink) dropTable(ctx context.Context, ref tableRef) error {
 	return s.retry(ctx, "dropping "+ref.String(), func() error {
 		err := s.bq.DatasetInProject(ref.project, ref.dataset).Table(ref.table).Delete(ctx)
-		if isNotFound(err) {
+		if bqerr.IsNotFound(err) {
 			return nil
 		}
 		return err

@@ -19,7 +19,7 @@ import (
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsink/sinktest"
 	"github.com/flightline/flightline/internal/bqrest"
-	"github.com/flightline/flightline/internal/servicetest"
+	"github.com/flightline/flightline/internal/testkit/servicetest"
 )
 
 // emu is the emulator `services.sh up bigquery` (then `wait bigquery`)

@@ -13,9 +13,9 @@ import (
 	"github.com/flightline/flightline/flightsink/databricks"
 	"github.com/flightline/flightline/internal/endpoint"
 	"github.com/flightline/flightline/internal/flighterr"
-	"github.com/flightline/flightline/internal/flighttest"
+	"github.com/flightline/flightline/internal/testkit/flighttest"
+	"github.com/flightline/flightline/internal/testkit/uctest"
 	"github.com/flightline/flightline/internal/unitycatalog"
-	"github.com/flightline/flightline/internal/unitycatalog/uctest"
 )
 
 // Every refusal of the catalog step, in process and as a gRPC code: none

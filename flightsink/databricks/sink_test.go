@@ -21,10 +21,10 @@ import (
 	"github.com/flightline/flightline/flightsink/sinktest"
 	"github.com/flightline/flightline/internal/deltalog"
 	"github.com/flightline/flightline/internal/endpoint"
-	"github.com/flightline/flightline/internal/flighttest"
 	"github.com/flightline/flightline/internal/objstore"
+	"github.com/flightline/flightline/internal/testkit/flighttest"
+	"github.com/flightline/flightline/internal/testkit/uctest"
 	"github.com/flightline/flightline/internal/unitycatalog"
-	"github.com/flightline/flightline/internal/unitycatalog/uctest"
 )
 
 // readIDs reads the id column of the Delta table at uri on moto directly

@@ -19,7 +19,7 @@ import (
 	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/flightsink"
 	delta "github.com/flightline/flightline/flightsink/delta"
-	"github.com/flightline/flightline/internal/heaptest"
+	"github.com/flightline/flightline/internal/testkit/heaptest"
 )
 
 // kafkaLike is the shape of the soak's Kafka → Delta batches.

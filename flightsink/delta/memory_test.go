@@ -8,7 +8,7 @@ import (
 
 	"github.com/flightline/flightline/flightsink"
 	delta "github.com/flightline/flightline/flightsink/delta"
-	"github.com/flightline/flightline/internal/heaptest"
+	"github.com/flightline/flightline/internal/testkit/heaptest"
 )
 
 // The Delta sink's live heap does not grow with the stream it commits:

@@ -20,7 +20,7 @@ import (
 	"github.com/flightline/flightline/flightsink/sinktest"
 	"github.com/flightline/flightline/internal/deltalog"
 	"github.com/flightline/flightline/internal/objstore"
-	"github.com/flightline/flightline/internal/s3test"
+	"github.com/flightline/flightline/internal/testkit/s3test"
 )
 
 // readIDs reads the id column of every active file of the table at uri

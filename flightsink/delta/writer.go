@@ -136,7 +136,7 @@ func (w *writer) write(ctx context.Context, batches []flightsink.Batch) (err err
 	var cp []byte
 	for i, b := range batches {
 		if fresh[i] {
-			cp = flightsink.Next(cp, b.CP)
+			cp = checkpoint.Next(cp, b.CP)
 		}
 	}
 	// A partition another instance moved is refused before any data file
@@ -352,7 +352,7 @@ func (w *writer) reconcile(ctx context.Context, cp []byte) (bool, error) {
 	if m, err := merged(w.snap, w.p.ID); err == nil {
 		w.last = m
 	}
-	if flightsink.Replayed(w.last, cp) {
+	if checkpoint.Replayed(w.last, cp) {
 		return true, nil
 	}
 	return false, nil

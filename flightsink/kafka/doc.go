@@ -13,7 +13,7 @@
 //     default partitioner. Other columns are ignored.
 //  3. One checkpoint record on the compacted checkpoint topic: key
 //     CheckpointKey (the pipeline id, or [pipeline id, target]), value the
-//     checkpoint merged with the last one (flightsink.Next), header
+//     checkpoint merged with the last one (checkpoint.Next), header
 //     flightline.target.
 //  4. Flush, then EndTransaction(TryCommit). Any failure before the commit
 //     aborts the transaction: read_committed consumers see all of it or
@@ -36,7 +36,7 @@
 // type) wraps flightline.ErrSchemaMismatch and ErrInvalidInput; a row whose
 // record would exceed the topic's max.message.bytes, or names a partition
 // the topic lacks, fails the batch with ErrInvalidInput naming the row.
-// Replays (flightsink.Replayed) produce no data: a transaction holding the
+// Replays (checkpoint.Replayed) produce no data: a transaction holding the
 // unchanged checkpoint record, which fails if the writer is fenced. A 0-row batch is a
 // transaction holding the checkpoint record alone.
 //

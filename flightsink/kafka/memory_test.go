@@ -10,7 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightline/flightline/flightsink"
-	"github.com/flightline/flightline/internal/heaptest"
+	"github.com/flightline/flightline/internal/testkit/heaptest"
 )
 
 // The Kafka sink's live heap does not grow with the stream it produces:

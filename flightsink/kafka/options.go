@@ -8,8 +8,6 @@ import (
 	"net"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/sasl"
-
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/internal/kafkaconn"
 )
@@ -36,10 +34,7 @@ type config struct {
 	create        bool
 	txnTimeout    time.Duration
 	batchTimeout  time.Duration
-	tls           *tls.Config
-	sasl          sasl.Mechanism
-	saslName      string
-	dial          func(ctx context.Context, network, host string) (net.Conn, error)
+	auth          kafkaconn.Config // TLS, SASL and Dial; Brokers and ClientID are set at connect
 	maxBufRecords int
 	log           *slog.Logger
 }
@@ -142,12 +137,12 @@ func MaxBufferedRecords(n int) Option {
 }
 
 // TLS connects to the brokers over TLS with cfg.
-func TLS(cfg *tls.Config) Option { return func(c *config) error { c.tls = cfg; return nil } }
+func TLS(cfg *tls.Config) Option { return func(c *config) error { c.auth.UseTLS(cfg); return nil } }
 
 // SASLPlain authenticates with SASL/PLAIN.
 func SASLPlain(user, pass string) Option {
 	return func(c *config) error {
-		c.sasl, c.saslName = kafkaconn.SASLPlain(user, pass), "PLAIN"
+		c.auth.UseSASLPlain(user, pass)
 		return nil
 	}
 }
@@ -155,17 +150,13 @@ func SASLPlain(user, pass string) Option {
 // SASLScram authenticates with SASL/SCRAM; mechanism is "SCRAM-SHA-256" or
 // "SCRAM-SHA-512".
 func SASLScram(mechanism, user, pass string) Option {
-	return func(c *config) error {
-		m, err := kafkaconn.SASLScram(mechanism, user, pass)
-		c.sasl, c.saslName = m, mechanism
-		return err
-	}
+	return func(c *config) error { return c.auth.UseSASLScram(mechanism, user, pass) }
 }
 
 // Dialer sets the function broker connections are dialed with (tests use
 // it to cut the network mid-transaction).
 func Dialer(fn func(ctx context.Context, network, host string) (net.Conn, error)) Option {
-	return func(c *config) error { c.dial = fn; return nil }
+	return func(c *config) error { c.auth.UseDialer(fn); return nil }
 }
 
 // Logger sets the logger; nil means slog.Default(), the default.

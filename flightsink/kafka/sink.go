@@ -61,7 +61,9 @@ func New(brokers []string, opts ...Option) (*Sink, error) {
 		return nil, fmt.Errorf("%w: kafka sink needs bootstrap servers", flightline.ErrInvalidInput)
 	}
 	s := &Sink{cfg: c, brokers: brokers, log: c.log.With("sink", "kafka")}
-	s.base = kafkaconn.Config{Brokers: brokers, ClientID: c.clientID, TLS: c.tls, SASL: c.sasl, SASLName: c.saslName, Dial: c.dial}.Opts(s.log)
+	conn := c.auth
+	conn.Brokers, conn.ClientID = brokers, c.clientID
+	s.base = conn.Opts(s.log)
 	cl, err := kgo.NewClient(s.base...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: kafka client: %v", flightline.ErrInvalidInput, err)
@@ -118,7 +120,7 @@ func (s *Sink) classify(err error, format string, args ...any) error {
 	if err == nil {
 		return nil
 	}
-	return kafkaconn.Classify(fmt.Errorf(format+": %w", append(args, err)...), s.cfg.saslName)
+	return kafkaconn.Classify(fmt.Errorf(format+": %w", append(args, err)...), s.cfg.auth.SASLName)
 }
 
 // Checkpoint implements flightsink.Sink: the value of the last committed

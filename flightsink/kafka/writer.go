@@ -448,7 +448,7 @@ func (w *writer) fail(parent context.Context, err error) error {
 		errors.Is(err, kgo.ErrRecordRetries) || errors.Is(err, kgo.ErrAborting)):
 		err = fmt.Errorf("%w: %w", flightline.ErrUnavailable, err)
 	}
-	err = kafkaconn.Classify(fmt.Errorf("kafka sink: pipeline %q, topic %q: %w", w.p.ID, w.topic, err), w.s.cfg.saslName)
+	err = kafkaconn.Classify(fmt.Errorf("kafka sink: pipeline %q, topic %q: %w", w.p.ID, w.topic, err), w.s.cfg.auth.SASLName)
 	if errors.Is(err, flightline.ErrFenced) {
 		w.broken = err
 	}

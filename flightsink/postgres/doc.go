@@ -6,7 +6,7 @@
 //     WHERE pipeline_id = $1 AND target = $2 — every instance's row of the
 //     (pipeline, target); a different epoch in the writer's instance row
 //     than the writer's means a newer Open of that instance: ErrFenced.
-//  2. A checkpoint already committed (flightsink.Replayed against the
+//  2. A checkpoint already committed (checkpoint.Replayed against the
 //     checkpoint merged over the instances) ends the transaction with
 //     nothing written; a partition another instance moved since the
 //     writer's Open is ErrConflict.
@@ -16,7 +16,7 @@
 //  4. COPY target (cols) FROM STDIN (FORMAT binary), the stream encoded
 //     directly from the Arrow columns (internal/pgarrow).
 //  5. The rows of step 1 again FOR UPDATE (instance order), its checks
-//     again, then UPDATE the instance's row with flightsink.Next (positions
+//     again, then UPDATE the instance's row with checkpoint.Next (positions
 //     merged per key) WHERE the epoch is still the writer's (zero rows:
 //     ErrFenced); COMMIT.
 //

@@ -18,7 +18,7 @@ import (
 	"github.com/flightline/flightline/flightsink/postgres"
 	"github.com/flightline/flightline/flightsink/sinktest"
 	"github.com/flightline/flightline/internal/flighterr"
-	"github.com/flightline/flightline/internal/pgtest"
+	"github.com/flightline/flightline/internal/testkit/pgtest"
 )
 
 // pos is a two-partition Positions checkpoint: "t/0" at a, "t/1" at b (a

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/flightline/flightline/flightsink"
-	"github.com/flightline/flightline/internal/heaptest"
-	"github.com/flightline/flightline/internal/pgtest"
+	"github.com/flightline/flightline/internal/testkit/heaptest"
+	"github.com/flightline/flightline/internal/testkit/pgtest"
 )
 
 // The PostgreSQL sink's live heap does not grow with the stream it copies:

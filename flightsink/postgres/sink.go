@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/internal/pgarrow"
 	"github.com/flightline/flightline/internal/pgerr"
@@ -474,7 +475,7 @@ func (w *writer) writeOnce(ctx context.Context, batches []flightsink.Batch) erro
 	var add []byte // what this commit adds: the fold of its new batches only
 	for i, b := range batches {
 		if fresh[i] {
-			add = flightsink.Next(add, b.CP)
+			add = checkpoint.Next(add, b.CP)
 		}
 	}
 	committed := false

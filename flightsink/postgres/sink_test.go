@@ -23,7 +23,7 @@ import (
 	"github.com/flightline/flightline/flightsink/postgres"
 	"github.com/flightline/flightline/flightsink/sinktest"
 	"github.com/flightline/flightline/internal/flighterr"
-	"github.com/flightline/flightline/internal/pgtest"
+	"github.com/flightline/flightline/internal/testkit/pgtest"
 )
 
 func newSink(t *testing.T, dsn string, opts ...postgres.Option) *postgres.Sink {

@@ -29,7 +29,7 @@ import (
 	"github.com/flightline/flightline/flightsink/sinktest"
 	"github.com/flightline/flightline/integration"
 	"github.com/flightline/flightline/internal/objstore"
-	"github.com/flightline/flightline/internal/s3test"
+	"github.com/flightline/flightline/internal/testkit/s3test"
 )
 
 // testLocation returns a fresh bucket/prefix on the test server and its

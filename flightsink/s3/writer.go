@@ -46,7 +46,7 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 	if len(cp) == 0 {
 		return fmt.Errorf("%w: s3 sink: batch without a checkpoint", flightline.ErrInvalidInput)
 	}
-	if flightsink.Replayed(w.last, cp) {
+	if checkpoint.Replayed(w.last, cp) {
 		return nil
 	}
 	sc := parquetw.StoredSchema(rec.Schema())

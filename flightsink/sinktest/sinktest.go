@@ -40,7 +40,7 @@ import (
 	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/internal/endpoint"
-	"github.com/flightline/flightline/internal/flighttest"
+	"github.com/flightline/flightline/internal/testkit/flighttest"
 )
 
 // Harness connects the suite to one sink implementation.

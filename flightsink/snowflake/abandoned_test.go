@@ -11,7 +11,7 @@ import (
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsink/sinktest"
 	"github.com/flightline/flightline/flightsink/snowflake"
-	"github.com/flightline/flightline/internal/snowtest"
+	"github.com/flightline/flightline/internal/testkit/snowtest"
 )
 
 // A statement of a batch's transaction that the writer abandoned (its

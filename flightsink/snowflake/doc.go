@@ -28,7 +28,7 @@
 //     FORCE = TRUE. The rows_loaded of COPY's result must equal the
 //     batch's rows, or the batch fails (ErrConflict) and rolls back.
 //  5. Advance (internal/sqlcheckpoint): UPDATE the checkpoint row to
-//     flightsink.Next(last, cp) WHERE pipeline_id = ? AND target = ? AND
+//     checkpoint.Next(last, cp) WHERE pipeline_id = ? AND target = ? AND
 //     epoch = ? AND checkpoint = <the one Lock read>. Zero rows changed
 //     means a newer writer claimed the target: roll back, ErrFenced
 //     (FAILED_PRECONDITION at the Flight boundary); or, with the epoch

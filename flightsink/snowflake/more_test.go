@@ -27,7 +27,7 @@ import (
 	"github.com/flightline/flightline/flightsrc"
 	sfsrc "github.com/flightline/flightline/flightsrc/snowflake"
 	"github.com/flightline/flightline/internal/flighterr"
-	"github.com/flightline/flightline/internal/snowtest"
+	"github.com/flightline/flightline/internal/testkit/snowtest"
 )
 
 // A zombie is fenced by a newer Open: its batches fail with ErrFenced

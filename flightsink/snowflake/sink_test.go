@@ -8,7 +8,7 @@ import (
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsink/sinktest"
 	"github.com/flightline/flightline/flightsink/snowflake"
-	"github.com/flightline/flightline/internal/snowtest"
+	"github.com/flightline/flightline/internal/testkit/snowtest"
 )
 
 // emulatorOpts are the options every test against fakesnow needs.

@@ -19,8 +19,8 @@ import (
 	"github.com/flightline/flightline/flightsrc"
 	adbcsrc "github.com/flightline/flightline/flightsrc/adbc"
 	"github.com/flightline/flightline/flightsrc/srctest"
-	"github.com/flightline/flightline/internal/adbctest"
-	"github.com/flightline/flightline/internal/pgtest"
+	"github.com/flightline/flightline/internal/testkit/adbctest"
+	"github.com/flightline/flightline/internal/testkit/pgtest"
 )
 
 func records(t *testing.T, _ string, rec arrow.RecordBatch) []srctest.Record {

@@ -195,12 +195,8 @@ func (r *reader) Next(ctx context.Context) (arrow.RecordBatch, []byte, error) {
 		ctx, stop := incsrc.MergeCancel(ctx, r.ctx)
 		defer stop()
 		if r.idle {
-			t := time.NewTimer(r.s.o.Interval)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return nil, nil, ctx.Err()
-			case <-t.C:
+			if err := incsrc.Sleep(ctx, r.s.o.Interval); err != nil {
+				return nil, nil, err
 			}
 		}
 		page, err := r.q.ReadPage(ctx, r.conn, r.s.o.Mem, r.schema, r.pos)

@@ -17,7 +17,7 @@ import (
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/flightsrc/srctest"
 	"github.com/flightline/flightline/internal/bqrest"
-	"github.com/flightline/flightline/internal/servicetest"
+	"github.com/flightline/flightline/internal/testkit/servicetest"
 )
 
 // emu is the emulator `services.sh up bigquery` (then `wait bigquery`)

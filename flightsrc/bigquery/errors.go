@@ -5,45 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"strings"
 	"time"
 
-	"google.golang.org/api/googleapi"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/internal/bqerr"
 )
 
-// retryable reports whether err is a quota or transient server error worth
-// retrying: HTTP 429 and 5xx, a 403 whose reason is a rate or quota limit,
-// the gRPC codes UNAVAILABLE, RESOURCE_EXHAUSTED, ABORTED and INTERNAL, and
-// a read behind its bound query.
+// retryable reports whether err is worth retrying: a read behind its bound
+// query, or one of BigQuery's quota and transient errors (bqerr.Retryable).
 func retryable(err error) bool {
-	if errors.As(err, new(behind)) {
-		return true
-	}
-	var ge *googleapi.Error
-	if errors.As(err, &ge) {
-		if ge.Code == http.StatusTooManyRequests || ge.Code >= 500 {
-			return true
-		}
-		for _, e := range ge.Errors {
-			switch e.Reason {
-			case "rateLimitExceeded", "quotaExceeded", "backendError", "internalError", "jobBackendError":
-				return true
-			}
-		}
-		return false
-	}
-	if st, ok := status.FromError(err); ok {
-		switch st.Code() {
-		case codes.Unavailable, codes.ResourceExhausted, codes.Aborted, codes.Internal:
-			return true
-		}
-	}
-	return false
+	return errors.As(err, new(behind)) || bqerr.Retryable(err)
 }
 
 // behind is a read that returned fewer rows than its bound query counted
@@ -53,55 +25,9 @@ type behind struct{ error }
 
 func (b behind) Unwrap() error { return b.error }
 
-func isNotFound(err error) bool {
-	var ge *googleapi.Error
-	if errors.As(err, &ge) {
-		return ge.Code == http.StatusNotFound
-	}
-	return status.Code(err) == codes.NotFound
-}
-
-// classify wraps a BigQuery error in the flightline error it means (errors
-// already classified pass through). The service's message is kept; the
-// credentials never appear in it.
-func classify(err error, what string) error {
-	if err == nil {
-		return nil
-	}
-	for _, known := range []error{flightline.ErrInvalidInput, flightline.ErrNotFound, flightline.ErrConflict,
-		flightline.ErrUnavailable, flightline.ErrInternal, flightline.ErrPermissionDenied, context.Canceled} {
-		if errors.Is(err, known) {
-			return err
-		}
-	}
-	kind := flightline.ErrUnavailable
-	var ge *googleapi.Error
-	switch {
-	case errors.As(err, &ge):
-		switch {
-		case ge.Code == http.StatusUnauthorized:
-			kind = flightline.ErrUnauthenticated
-		case ge.Code == http.StatusForbidden && !retryable(err):
-			kind = flightline.ErrPermissionDenied
-		case ge.Code == http.StatusNotFound:
-			kind = flightline.ErrNotFound
-		case ge.Code == http.StatusBadRequest:
-			kind = flightline.ErrInvalidInput
-		}
-	default:
-		switch status.Code(err) {
-		case codes.Unauthenticated:
-			kind = flightline.ErrUnauthenticated
-		case codes.PermissionDenied:
-			kind = flightline.ErrPermissionDenied
-		case codes.NotFound:
-			kind = flightline.ErrNotFound
-		case codes.InvalidArgument:
-			kind = flightline.ErrInvalidInput
-		}
-	}
-	return fmt.Errorf("%w: bigquery source: %s: %v", kind, what, err)
-}
+// classify wraps a BigQuery error in the flightline error it means
+// (bqerr.Classify holds the mapping the sink and the source share).
+func classify(err error, what string) error { return bqerr.Classify(err, "bigquery source", what) }
 
 // emulatorBusy reports an error of the emulator's one SQLite database held
 // by another writer ("database is locked"; it comes back as HTTP 400 or a

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -31,6 +30,7 @@ import (
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsrc"
+	"github.com/flightline/flightline/internal/bqerr"
 	"github.com/flightline/flightline/internal/incsrc"
 )
 
@@ -263,10 +263,10 @@ func (s *Source) describe(ctx context.Context) (*layout, error) {
 	var sc *arrow.Schema
 	err := s.retry(ctx, "reading table "+s.sqlName, func(ctx context.Context) error {
 		if _, err := s.bq.Dataset(s.dataset).Table(s.tableID).Metadata(ctx); err != nil {
-			if !isNotFound(err) {
+			if !bqerr.IsNotFound(err) {
 				return err
 			}
-			if _, derr := s.bq.Dataset(s.dataset).Metadata(ctx); isNotFound(derr) {
+			if _, derr := s.bq.Dataset(s.dataset).Metadata(ctx); bqerr.IsNotFound(derr) {
 				return fmt.Errorf("%w: bigquery source: dataset %s.%s does not exist", flightline.ErrNotFound, s.project, s.dataset)
 			}
 			return fmt.Errorf("%w: bigquery source: table %s does not exist", flightline.ErrNotFound, s.sqlName)
@@ -331,31 +331,14 @@ func sessionSchema(sess *storagepb.ReadSession) (*arrow.Schema, error) {
 }
 
 // Checkpoint is the source's checkpoint: the (cursor, tiebreak) of the last
-// row read, as text (INT64 in decimal); nil fields before the first row.
-type Checkpoint struct {
-	Cursor   *string `json:"cursor"`
-	Tiebreak *string `json:"tiebreak"`
-}
-
-// Encode returns the checkpoint's JSON.
-func (c Checkpoint) Encode() []byte {
-	b, _ := json.Marshal(c) // two *string fields: cannot fail
-	return b
-}
+// row read, as text; nil fields before the first row. Encode gives its
+// JSON, {"cursor":…,"tiebreak":…}.
+type Checkpoint = incsrc.Checkpoint
 
 // ParseCheckpoint decodes a checkpoint made by Encode; nil or empty means
 // from the start.
 func ParseCheckpoint(b []byte) (Checkpoint, error) {
-	var c Checkpoint
-	if len(b) == 0 {
-		return c, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil || dec.More() || (c.Cursor == nil) != (c.Tiebreak == nil) {
-		return Checkpoint{}, fmt.Errorf("%w: not a bigquery source checkpoint: %q", flightline.ErrInvalidInput, b)
-	}
-	return c, nil
+	return incsrc.ParseCheckpoint(b, "bigquery source")
 }
 
 // literal is v as a GoogleSQL literal of an INT64 (isInt) or STRING column.
@@ -454,12 +437,8 @@ func (r *reader) Next(ctx context.Context) (arrow.RecordBatch, []byte, error) {
 		return nil, nil, err
 	}
 	if r.idle {
-		t := time.NewTimer(r.s.o.poll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, nil, ctx.Err()
-		case <-t.C:
+		if err := incsrc.Sleep(ctx, r.s.o.poll); err != nil {
+			return nil, nil, err
 		}
 	}
 	rec, err := r.fetch(ctx)

@@ -20,8 +20,8 @@ import (
 	"github.com/flightline/flightline/flightsrc/databricks"
 	"github.com/flightline/flightline/flightsrc/delta"
 	"github.com/flightline/flightline/flightsrc/srctest"
+	"github.com/flightline/flightline/internal/testkit/uctest"
 	"github.com/flightline/flightline/internal/unitycatalog"
-	"github.com/flightline/flightline/internal/unitycatalog/uctest"
 )
 
 // The source conformance suite through the catalog: each stream is a table

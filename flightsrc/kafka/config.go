@@ -11,7 +11,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/internal/kafkaconn"
@@ -67,10 +66,7 @@ type config struct {
 	reset         Reset
 	clientID      string
 	readCommitted bool
-	tls           *tls.Config
-	sasl          sasl.Mechanism
-	saslName      string
-	dial          func(ctx context.Context, network, host string) (net.Conn, error)
+	auth          kafkaconn.Config // TLS, SASL and Dial; Brokers and ClientID are set at connect
 	valueDecoder  func() (kafkadecode.ValueDecoder, error)
 	deadLetters   DeadLetterHandler
 	membership    bool
@@ -139,12 +135,12 @@ func ClientID(id string) Option { return func(c *config) error { c.clientID = id
 func ReadUncommitted() Option { return func(c *config) error { c.readCommitted = false; return nil } }
 
 // TLS connects to the brokers over TLS with cfg.
-func TLS(cfg *tls.Config) Option { return func(c *config) error { c.tls = cfg; return nil } }
+func TLS(cfg *tls.Config) Option { return func(c *config) error { c.auth.UseTLS(cfg); return nil } }
 
 // SASLPlain authenticates with SASL/PLAIN.
 func SASLPlain(user, pass string) Option {
 	return func(c *config) error {
-		c.sasl, c.saslName = kafkaconn.SASLPlain(user, pass), "PLAIN"
+		c.auth.UseSASLPlain(user, pass)
 		return nil
 	}
 }
@@ -152,26 +148,20 @@ func SASLPlain(user, pass string) Option {
 // SASLScram authenticates with SASL/SCRAM; mechanism is "SCRAM-SHA-256" or
 // "SCRAM-SHA-512".
 func SASLScram(mechanism, user, pass string) Option {
-	return func(c *config) error {
-		m, err := kafkaconn.SASLScram(mechanism, user, pass)
-		if err != nil {
-			return err
-		}
-		c.sasl = m
-		c.saslName = mechanism
-		return nil
-	}
+	return func(c *config) error { return c.auth.UseSASLScram(mechanism, user, pass) }
 }
 
 // Dialer sets the function broker connections are dialed with (tests use
 // it to cut the network).
 func Dialer(fn func(ctx context.Context, network, host string) (net.Conn, error)) Option {
-	return func(c *config) error { c.dial = fn; return nil }
+	return func(c *config) error { c.auth.UseDialer(fn); return nil }
 }
 
 // conn is the connection configuration the sink shares.
 func (c *config) conn() kafkaconn.Config {
-	return kafkaconn.Config{Brokers: c.brokers, ClientID: c.clientID, TLS: c.tls, SASL: c.sasl, SASLName: c.saslName, Dial: c.dial}
+	conn := c.auth
+	conn.Brokers, conn.ClientID = c.brokers, c.clientID
+	return conn
 }
 
 // ValueDecoder decodes record values into a struct column with a decoder

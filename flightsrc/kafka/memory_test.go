@@ -14,7 +14,7 @@ import (
 	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/flightsrc/kafka"
-	"github.com/flightline/flightline/internal/heaptest"
+	"github.com/flightline/flightline/internal/testkit/heaptest"
 	"github.com/flightline/flightline/kafkadecode"
 )
 

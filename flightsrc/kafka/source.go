@@ -479,7 +479,7 @@ func (s *Source) retry(ctx context.Context, what string, op func() error) error 
 }
 
 // classify wraps err with the flightline sentinel callers branch on.
-func (s *Source) classify(err error) error { return kafkaconn.Classify(err, s.cfg.saslName) }
+func (s *Source) classify(err error) error { return kafkaconn.Classify(err, s.cfg.auth.SASLName) }
 
 func deref(s *string) string {
 	if s == nil {

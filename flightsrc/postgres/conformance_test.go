@@ -12,7 +12,7 @@ import (
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/flightsrc/postgres"
 	"github.com/flightline/flightline/flightsrc/srctest"
-	"github.com/flightline/flightline/internal/pgtest"
+	"github.com/flightline/flightline/internal/testkit/pgtest"
 )
 
 // The PostgreSQL source on real PostgreSQL: one table per stream, read by a

@@ -15,7 +15,7 @@ import (
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/flightsrc/postgres"
 	"github.com/flightline/flightline/internal/endpoint"
-	"github.com/flightline/flightline/internal/pgtest"
+	"github.com/flightline/flightline/internal/testkit/pgtest"
 )
 
 // The source served through Flight DoGet: rows, then heartbeats carrying

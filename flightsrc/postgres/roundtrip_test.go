@@ -18,7 +18,7 @@ import (
 	sinkpg "github.com/flightline/flightline/flightsink/postgres"
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/flightsrc/postgres"
-	"github.com/flightline/flightline/internal/pgtest"
+	"github.com/flightline/flightline/internal/testkit/pgtest"
 )
 
 // mapped lists every mapped Arrow type with the Arrow type the source reads

@@ -18,7 +18,7 @@
 // on the watermark are neither lost nor repeated.
 //
 // Pitfalls (inherent to watermark reading, documented in
-// docs/sinks/postgres.md): rows whose watermark is NULL are never read;
+// docs/sources/postgres.md): rows whose watermark is NULL are never read;
 // deletes are not seen; a transaction that commits a row with a watermark
 // below one already read (a sequence value taken before a concurrent,
 // earlier-committed transaction's) is missed. Use a watermark assigned at
@@ -245,9 +245,7 @@ func ParseCheckpoint(b []byte) (Checkpoint, error) {
 	if len(b) == 0 {
 		return c, nil
 	}
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil || (c.Watermark == nil) != (c.Key == nil) {
+	if !incsrc.DecodeCheckpoint(b, &c) || (c.Watermark == nil) != (c.Key == nil) {
 		return Checkpoint{}, fmt.Errorf("%w: not a postgres source checkpoint: %q", flightline.ErrInvalidInput, b)
 	}
 	return c, nil
@@ -304,12 +302,8 @@ func (r *reader) Next(ctx context.Context) (arrow.RecordBatch, []byte, error) {
 	ctx, stop := incsrc.MergeCancel(ctx, r.ctx)
 	defer stop()
 	if r.idle {
-		t := time.NewTimer(r.s.o.Interval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, nil, ctx.Err()
-		case <-t.C:
+		if err := incsrc.Sleep(ctx, r.s.o.Interval); err != nil {
+			return nil, nil, err
 		}
 	}
 	rec, n, err := r.fetch(ctx)

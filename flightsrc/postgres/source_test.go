@@ -13,7 +13,7 @@ import (
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/flightsrc/postgres"
-	"github.com/flightline/flightline/internal/pgtest"
+	"github.com/flightline/flightline/internal/testkit/pgtest"
 )
 
 func newSource(t *testing.T, mem memory.Allocator, opts ...postgres.Option) *postgres.Source {

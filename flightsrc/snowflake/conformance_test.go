@@ -16,7 +16,7 @@ import (
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/flightsrc/snowflake"
 	"github.com/flightline/flightline/flightsrc/srctest"
-	"github.com/flightline/flightline/internal/snowtest"
+	"github.com/flightline/flightline/internal/testkit/snowtest"
 )
 
 // The Snowflake source on the emulator: one table per stream, read by a

@@ -42,7 +42,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -259,30 +258,13 @@ func kindOf(dt arrow.DataType) (kind, error) {
 // Checkpoint is the source's checkpoint: the (cursor, tiebreak) of the last
 // row read, as text; nil fields before the first row. Timestamps are
 // RFC 3339 with nanoseconds (UTC for zoned columns), dates YYYY-MM-DD.
-type Checkpoint struct {
-	Cursor   *string `json:"cursor"`
-	Tiebreak *string `json:"tiebreak"`
-}
-
-// Encode returns the checkpoint's JSON.
-func (c Checkpoint) Encode() []byte {
-	b, _ := json.Marshal(c) // two *string fields: cannot fail
-	return b
-}
+// Encode gives its JSON, {"cursor":…,"tiebreak":…}.
+type Checkpoint = incsrc.Checkpoint
 
 // ParseCheckpoint decodes a checkpoint made by Encode; nil or empty means
 // from the start.
 func ParseCheckpoint(b []byte) (Checkpoint, error) {
-	var c Checkpoint
-	if len(b) == 0 {
-		return c, nil
-	}
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil || (c.Cursor == nil) != (c.Tiebreak == nil) {
-		return Checkpoint{}, fmt.Errorf("%w: not a snowflake source checkpoint: %q", flightline.ErrInvalidInput, b)
-	}
-	return c, nil
+	return incsrc.ParseCheckpoint(b, "snowflake source")
 }
 
 // Read implements flightsrc.Source. ctx bounds only the table's
@@ -333,12 +315,8 @@ func (r *reader) Next(ctx context.Context) (arrow.RecordBatch, []byte, error) {
 		return nil, nil, err
 	}
 	if r.idle {
-		t := time.NewTimer(r.s.o.Interval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, nil, ctx.Err()
-		case <-t.C:
+		if err := incsrc.Sleep(ctx, r.s.o.Interval); err != nil {
+			return nil, nil, err
 		}
 	}
 	rec, err := r.fetch(ctx)

@@ -14,7 +14,7 @@ import (
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/flightsrc/snowflake"
-	"github.com/flightline/flightline/internal/snowtest"
+	"github.com/flightline/flightline/internal/testkit/snowtest"
 )
 
 // A timestamp cursor with ties and a string tiebreak: reading two rows at a

@@ -139,8 +139,13 @@ func FromStatus(prefix string, err error) error {
 		}
 	case codes.Aborted:
 		sentinel = flightline.ErrConflict
-	case codes.Unavailable, codes.ResourceExhausted:
+	case codes.Unavailable:
 		sentinel = flightline.ErrUnavailable
+	case codes.ResourceExhausted:
+		// A message over the peer's size limit (gRPC refuses it before
+		// any handler runs): the same batch is refused again however
+		// often it is sent, so it is not retryable (docs/protocol.md).
+		sentinel = flightline.ErrInvalidInput
 	case codes.Unauthenticated:
 		sentinel = flightline.ErrUnauthenticated
 	case codes.PermissionDenied:

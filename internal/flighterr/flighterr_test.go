@@ -49,6 +49,15 @@ func TestFailedPreconditionIsNotFenced(t *testing.T) {
 	require.ErrorIs(t, FromStatus("x", status.Error(codes.FailedPrecondition, "old")), flightline.ErrFenced)
 }
 
+// RESOURCE_EXHAUSTED is a message over the peer's size limit: sending it
+// again cannot succeed (docs/protocol.md), so it is not retryable.
+func TestResourceExhaustedIsNotRetryable(t *testing.T) {
+	back := FromStatus("DoPut", status.Error(codes.ResourceExhausted, "grpc: received message larger than max (600 vs. 500)"))
+	require.ErrorIs(t, back, flightline.ErrInvalidInput)
+	require.False(t, flightline.IsRetryable(back))
+	require.Equal(t, codes.ResourceExhausted, status.Code(back), "the code survives a second hop")
+}
+
 func TestUnknownIsInternal(t *testing.T) {
 	st := ToStatus(errors.New("disk on fire"))
 	require.Equal(t, codes.Internal, status.Code(st))

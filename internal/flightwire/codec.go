@@ -35,6 +35,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/proto" // registers the codec Codec delegates to
@@ -66,13 +67,34 @@ func (Codec) Marshal(v any) (mem.BufferSlice, error) {
 
 // Unmarshal implements encoding.CodecV2. A malformed FlightData is not an
 // error here (gRPC would report it as INTERNAL): it is kept in the message
-// and Reader reports it as malformed input.
+// and Reader reports it as malformed input. Likewise a FlightDescriptor
+// that does not decode (GetFlightInfo, GetSchema, PollFlightInfo) becomes
+// the descriptor Undecodable reports, which the handler refuses with
+// INVALID_ARGUMENT.
 func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
 	if m, ok := v.(*inData); ok {
 		m.unmarshal(data)
 		return nil
 	}
-	return protoCodec.Unmarshal(data, v)
+	err := protoCodec.Unmarshal(data, v)
+	if d, ok := v.(*flight.FlightDescriptor); ok && err != nil {
+		d.Reset()
+		d.Type = flight.DescriptorUNKNOWN
+		d.Cmd = []byte(undecodable)
+		return nil
+	}
+	return err
+}
+
+// undecodable is the command of the descriptor Unmarshal leaves in place
+// of one that does not decode.
+const undecodable = "\x00flightwire: undecodable descriptor"
+
+// Undecodable reports whether d is what Codec.Unmarshal left of a
+// descriptor that did not decode: the caller answers INVALID_ARGUMENT
+// (gRPC itself would answer INTERNAL, which clients retry).
+func Undecodable(d *flight.FlightDescriptor) bool {
+	return d != nil && d.Type == flight.DescriptorUNKNOWN && len(d.Path) == 0 && string(d.Cmd) == undecodable
 }
 
 type enabledKey struct{}

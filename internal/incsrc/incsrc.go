@@ -5,12 +5,19 @@
 // and checks. Each source keeps its own exported Option functions (they
 // are its API and carry its documentation) and builds them from these.
 //
+// It also holds what their readers share: the (cursor, tiebreak)
+// checkpoint of the Snowflake and BigQuery sources (Checkpoint), the strict
+// decoding every incremental checkpoint gets (DecodeCheckpoint), and the
+// idle reader's wait (Sleep).
+//
 // ID is how a source names a table once parsed (pgx.Identifier, the parts
 // of a Snowflake name, adbc.Table).
 package incsrc
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"time"
@@ -145,4 +152,55 @@ func MergeCancel(a, b context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(a)
 	stop := context.AfterFunc(b, cancel)
 	return ctx, func() { stop(); cancel() }
+}
+
+// Sleep waits d, or until ctx is done (then it returns ctx.Err()): an idle
+// reader's wait before it polls again.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// DecodeCheckpoint decodes the JSON checkpoint b into v, a pointer to a
+// struct: unknown fields and anything after the object are refused. It
+// reports whether b decoded.
+func DecodeCheckpoint(b []byte, v any) bool {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v) == nil && !dec.More()
+}
+
+// Checkpoint is the checkpoint of a source read in (cursor, tiebreak)
+// order: the values of the last row read, as text; nil fields before the
+// first row. The Snowflake and BigQuery sources use it (the PostgreSQL
+// source's has the same shape under the names watermark and key).
+type Checkpoint struct {
+	Cursor   *string `json:"cursor"`
+	Tiebreak *string `json:"tiebreak"`
+}
+
+// Encode returns the checkpoint's JSON: {"cursor":…,"tiebreak":…}.
+func (c Checkpoint) Encode() []byte {
+	b, _ := json.Marshal(c) // two *string fields: cannot fail
+	return b
+}
+
+// ParseCheckpoint decodes a checkpoint made by Encode; nil or empty means
+// from the start. Anything else, or only one of the two fields, is
+// ErrInvalidInput naming kind ("snowflake source").
+func ParseCheckpoint(b []byte, kind string) (Checkpoint, error) {
+	var c Checkpoint
+	if len(b) == 0 {
+		return c, nil
+	}
+	if !DecodeCheckpoint(b, &c) || (c.Cursor == nil) != (c.Tiebreak == nil) {
+		return Checkpoint{}, fmt.Errorf("%w: not a %s checkpoint: %q", flightline.ErrInvalidInput, kind, b)
+	}
+	return c, nil
 }

@@ -1,8 +1,11 @@
 package incsrc
 
 import (
+	"context"
 	"errors"
 	"log/slog"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,4 +72,47 @@ func TestRefused(t *testing.T) {
 	require.ErrorContains(t, err, `table "t" needs a cursor and a tiebreak column`)
 	_, err = New[string, Option[string]]("x source", nil)
 	require.ErrorContains(t, err, "x source needs at least one Table")
+}
+
+func TestCheckpoint(t *testing.T) {
+	s := func(v string) *string { return &v }
+	for _, c := range []struct {
+		in   string
+		want *Checkpoint
+	}{
+		{"", &Checkpoint{}},
+		{`{"cursor":"5","tiebreak":"a"}`, &Checkpoint{Cursor: s("5"), Tiebreak: s("a")}},
+		{`{"cursor":null,"tiebreak":null}`, &Checkpoint{}},
+		{`{"cursor":"5"}`, nil},
+		{`{"cursor":"5","tiebreak":"a","x":1}`, nil},
+		{`{"cursor":"5","tiebreak":"a"}{}`, nil},
+		{`{"cursor":"5","tiebreak":"a"} trailing`, nil},
+		{`[1]`, nil},
+	} {
+		got, err := ParseCheckpoint([]byte(c.in), "test source")
+		if c.want == nil {
+			if !errors.Is(err, flightline.ErrInvalidInput) || !strings.Contains(err.Error(), "test source") {
+				t.Errorf("ParseCheckpoint(%s) = %v, want ErrInvalidInput naming the kind", c.in, err)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, *c.want) {
+			t.Errorf("ParseCheckpoint(%s) = %+v, %v", c.in, got, err)
+			continue
+		}
+		if back, err := ParseCheckpoint(got.Encode(), "test source"); err != nil || !reflect.DeepEqual(back, got) {
+			t.Errorf("round trip of %s: %+v, %v", c.in, back, err)
+		}
+	}
+}
+
+func TestSleep(t *testing.T) {
+	if err := Sleep(context.Background(), time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Sleep on a cancelled context = %v", err)
+	}
 }

@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/flightline/flightline/internal/doputtest"
 	"github.com/flightline/flightline/internal/ipcguard"
+	"github.com/flightline/flightline/internal/testkit/doputtest"
 )
 
 func TestValidMessagesPass(t *testing.T) {

@@ -78,22 +78,39 @@ func (c Config) Opts(log *slog.Logger) []kgo.Opt {
 	return opts
 }
 
-// SASLPlain returns the SASL/PLAIN mechanism for user and pass.
-func SASLPlain(user, pass string) sasl.Mechanism {
-	return plain.Auth{User: user, Pass: pass}.AsMechanism()
+// UseTLS connects over TLS with cfg (nil: plaintext). The Kafka source's
+// and sink's TLS options call it.
+func (c *Config) UseTLS(cfg *tls.Config) { c.TLS = cfg }
+
+// UseSASLPlain authenticates with SASL/PLAIN as user. The Kafka source's
+// and sink's SASLPlain options call it.
+func (c *Config) UseSASLPlain(user, pass string) {
+	c.SASL, c.SASLName = plain.Auth{User: user, Pass: pass}.AsMechanism(), "PLAIN"
 }
 
-// SASLScram returns the SASL/SCRAM mechanism named mechanism
-// ("SCRAM-SHA-256" or "SCRAM-SHA-512").
-func SASLScram(mechanism, user, pass string) (sasl.Mechanism, error) {
+// UseSASLScram authenticates with the SASL/SCRAM mechanism named
+// mechanism ("SCRAM-SHA-256" or "SCRAM-SHA-512") as user; another name is
+// ErrInvalidInput and leaves c as it was. The Kafka source's and sink's
+// SASLScram options call it.
+func (c *Config) UseSASLScram(mechanism, user, pass string) error {
 	a := scram.Auth{User: user, Pass: pass}
+	var m sasl.Mechanism
 	switch mechanism {
 	case "SCRAM-SHA-256":
-		return a.AsSha256Mechanism(), nil
+		m = a.AsSha256Mechanism()
 	case "SCRAM-SHA-512":
-		return a.AsSha512Mechanism(), nil
+		m = a.AsSha512Mechanism()
+	default:
+		return fmt.Errorf("%w: SASL mechanism %q: want SCRAM-SHA-256 or SCRAM-SHA-512", flightline.ErrInvalidInput, mechanism)
 	}
-	return nil, fmt.Errorf("%w: SASL mechanism %q: want SCRAM-SHA-256 or SCRAM-SHA-512", flightline.ErrInvalidInput, mechanism)
+	c.SASL, c.SASLName = m, mechanism
+	return nil
+}
+
+// UseDialer dials broker connections with fn (tests cut the network with
+// it).
+func (c *Config) UseDialer(fn func(ctx context.Context, network, host string) (net.Conn, error)) {
+	c.Dial = fn
 }
 
 // Classify wraps err with the flightline sentinel callers branch on.

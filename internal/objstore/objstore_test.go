@@ -13,7 +13,7 @@ import (
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/internal/objstore"
-	"github.com/flightline/flightline/internal/s3test"
+	"github.com/flightline/flightline/internal/testkit/s3test"
 )
 
 // race runs 16 concurrent PutIfAbsent of one key: exactly one wins.

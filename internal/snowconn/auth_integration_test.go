@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flightline/flightline/internal/snowconn"
-	"github.com/flightline/flightline/internal/snowtest"
+	"github.com/flightline/flightline/internal/testkit/snowtest"
 )
 
 // Each authenticator logs in and runs a statement on the emulator. The

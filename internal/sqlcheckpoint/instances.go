@@ -6,7 +6,6 @@ import (
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/checkpoint"
-	"github.com/flightline/flightline/flightsink"
 )
 
 // DefaultInstance is the instance of a sink given no instance name: the
@@ -271,7 +270,7 @@ func (e *MovedError) Unwrap() error { return flightline.ErrConflict }
 // replay); replay is true when cp is covered by the merged checkpoint (the
 // caller writes nothing, rolls back and acks); it fails with a MovedError
 // (ErrConflict) when cp names a key another instance moved since the claim.
-// last is the merged checkpoint (for flightsink.Fold).
+// last is the merged checkpoint (for checkpoint.Replayed).
 func (t *Instances) Lock(ctx context.Context, c RowsConn, l *Lease, cp []byte) (last []byte, replay bool, err error) {
 	rs, err := t.rows(ctx, c, t.read, l.Pipeline, l.Target)
 	if err != nil {
@@ -281,7 +280,7 @@ func (t *Instances) Lock(ctx context.Context, c RowsConn, l *Lease, cp []byte) (
 	if err != nil {
 		return nil, false, err
 	}
-	if flightsink.Replayed(last, cp) {
+	if checkpoint.Replayed(last, cp) {
 		return last, true, nil
 	}
 	if k, at, base := l.moved(rs, cp); k != "" {
@@ -294,7 +293,7 @@ func (t *Instances) Lock(ctx context.Context, c RowsConn, l *Lease, cp []byte) (
 // again what Lock checked (ErrFenced; a MovedError for a key another
 // instance moved since the claim, which now includes a replay that another
 // instance's commit made of this batch since Lock), and stores
-// flightsink.Next(own, cp) in the instance's row with a compare-and-set on
+// checkpoint.Next(own, cp) in the instance's row with a compare-and-set on
 // its epoch. cp is what this commit adds (the fold of its new batches'
 // checkpoints only, never the merged one: an instance's row holds the
 // positions it wrote). Run it last in the write transaction, after the
@@ -311,7 +310,7 @@ func (t *Instances) Advance(ctx context.Context, c RowsConn, l *Lease, cp []byte
 	if k, at, base := l.moved(rs, cp); k != "" {
 		return &MovedError{Pipeline: l.Pipeline, Target: l.Target, Instance: l.Instance, Key: k, At: at, Base: base}
 	}
-	n, err := c.Exec(ctx, t.store, flightsink.Next(own.cp, cp), l.Pipeline, l.Target, l.Instance, l.Epoch)
+	n, err := c.Exec(ctx, t.store, checkpoint.Next(own.cp, cp), l.Pipeline, l.Target, l.Instance, l.Epoch)
 	if err != nil {
 		return fmt.Errorf("%s: update checkpoint of pipeline %q target %q instance %q: %w", t.d.Name, l.Pipeline, l.Target, l.Instance, err)
 	}

@@ -35,7 +35,7 @@ import (
 	"strings"
 
 	"github.com/flightline/flightline"
-	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/checkpoint"
 )
 
 // DefaultTable is the checkpoint table's name when a sink is given none.
@@ -283,10 +283,10 @@ func (t *Table) Lock(ctx context.Context, c Conn, pipeline, target string, epoch
 	case cur != epoch:
 		return nil, false, &FencedError{Pipeline: pipeline, Target: target, Epoch: epoch, Current: cur}
 	}
-	return last, flightsink.Replayed(last, cp), nil
+	return last, checkpoint.Replayed(last, cp), nil
 }
 
-// Advance stores flightsink.Next(last, cp) last in the write transaction,
+// Advance stores checkpoint.Next(last, cp) last in the write transaction,
 // after the data, with a compare-and-set on the epoch (and, where the
 // dialect says CompareCheckpoint, on last, the checkpoint Lock read). When
 // no row changes it fails and the caller rolls back: with
@@ -297,7 +297,7 @@ func (t *Table) Lock(ctx context.Context, c Conn, pipeline, target string, epoch
 // committed in between): a retry then finds the batch covered, or not,
 // and writes it at most once.
 func (t *Table) Advance(ctx context.Context, c Conn, pipeline, target string, epoch int64, last, cp []byte) error {
-	q, args := t.store, []any{flightsink.Next(last, cp), pipeline, target, epoch}
+	q, args := t.store, []any{checkpoint.Next(last, cp), pipeline, target, epoch}
 	if t.d.CompareCheckpoint {
 		q = t.storeIfNull
 		if last != nil {

@@ -14,8 +14,8 @@ import (
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/checkpoint"
-	"github.com/flightline/flightline/internal/pgtest"
 	"github.com/flightline/flightline/internal/sqlcheckpoint"
+	"github.com/flightline/flightline/internal/testkit/pgtest"
 )
 
 // pgTable opens the test PostgreSQL through database/sql and creates a

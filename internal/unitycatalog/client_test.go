@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/internal/testkit/uctest"
 	"github.com/flightline/flightline/internal/unitycatalog"
-	"github.com/flightline/flightline/internal/unitycatalog/uctest"
 )
 
 func pat(t *testing.T, s *uctest.Server) *unitycatalog.Client {

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flightline/flightline"
-	"github.com/flightline/flightline/internal/servicetest"
+	"github.com/flightline/flightline/internal/testkit/servicetest"
 )
 
 func newMoto(t *testing.T, table string, parts ...string) *Registrar {

@@ -17,7 +17,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/flightline/flightline"
-	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/internal/endpoint"
 	"github.com/flightline/flightline/internal/flighterr"
 	"github.com/flightline/flightline/internal/flightwire"
@@ -196,7 +195,7 @@ func (x *exchange) recv(ctx context.Context, stream flight.FlightService_DoExcha
 	defer rdr.Release()
 	for rdr.Next() {
 		rec := rdr.RecordBatch()
-		if err := flightsink.ValidateBatch(rec); err != nil {
+		if err := ipcguard.ValidateBatch(rec); err != nil {
 			x.put(ctx, item{err: fmt.Errorf("transform %s sent an invalid batch: %w", x.c.url, err)})
 			return
 		}

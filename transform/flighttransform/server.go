@@ -16,7 +16,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/flightline/flightline"
-	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/internal/endpoint"
 	"github.com/flightline/flightline/internal/flighterr"
 	"github.com/flightline/flightline/internal/flightwire"
@@ -68,7 +67,7 @@ func NewServer(t transform.Transform, opts ...ServerOption) *Server {
 }
 
 // DoExchange runs one exchange: it decodes the input batches (each message
-// checked by ipcguard, each batch validated with flightsink.ValidateBatch;
+// checked by ipcguard, each batch validated with ipcguard.ValidateBatch;
 // a batch without app_metadata or failing either check ends the call with
 // INVALID_ARGUMENT), feeds them to the Transform, and writes its outputs
 // with their checkpoints as app_metadata. The output schema is sent with
@@ -164,7 +163,7 @@ func (s *serverInput) Next(context.Context) (arrow.RecordBatch, []byte, error) {
 	if len(cp) == 0 {
 		return nil, nil, fmt.Errorf("%w: input batch %d has no checkpoint in its app_metadata", flightline.ErrInvalidInput, s.n)
 	}
-	if err := flightsink.ValidateBatch(rec); err != nil {
+	if err := ipcguard.ValidateBatch(rec); err != nil {
 		return nil, nil, fmt.Errorf("input batch %d: %w", s.n, err)
 	}
 	rec.Retain()

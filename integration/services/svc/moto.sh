@@ -4,7 +4,7 @@ SERVICES+=(moto)
 # temporary credentials from moto's STS. moto has heavy, pinned
 # dependencies, so it gets its own venv under $CACHE rather than the shared
 # requirements.txt. moto does not enforce session policies or credential
-# expiry: the fake catalog's S3 proxy (internal/unitycatalog/uctest) rejects
+# expiry: the fake catalog's S3 proxy (internal/testkit/uctest) rejects
 # expired vended keys. `up` is idempotent; `down` stops only the server this
 # script started.
 MOTO_VERSION=5.2.5

@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightline/flightline/internal/servicetest"
 	"github.com/flightline/flightline/internal/snowconn"
+	"github.com/flightline/flightline/internal/testkit/servicetest"
 )
 
 // Database and Schema are where the tests write.

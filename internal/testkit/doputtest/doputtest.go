@@ -198,6 +198,22 @@ func Dictionaries(mem memory.Allocator) arrow.RecordBatch {
 	return b.NewRecordBatch()
 }
 
+// Values is a valid batch of rows (id int64, value binary): the shape of
+// a Kafka record, which sinks that need a key or a value column store.
+func Values(mem memory.Allocator) arrow.RecordBatch {
+	b := array.NewRecordBuilder(mem, schemaOf(
+		arrow.Field{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		arrow.Field{Name: "value", Type: arrow.BinaryTypes.Binary, Nullable: true}))
+	defer b.Release()
+	ib := b.Field(0).(*array.Int64Builder)
+	vb := b.Field(1).(*array.BinaryBuilder)
+	for i := range rows {
+		ib.Append(int64(i))
+		vb.Append([]byte(fmt.Sprintf(`{"n":%d}`, i)))
+	}
+	return b.NewRecordBatch()
+}
+
 // Valid returns the valid streams the cases start from, one per shape,
 // plain and compressed: the fuzz targets' seeds and the "still serving"
 // check.
@@ -207,7 +223,7 @@ func Valid() []Case {
 	for _, v := range []struct {
 		name string
 		mk   func(memory.Allocator) arrow.RecordBatch
-	}{{"strings", Strings}, {"int64s", Int64s}, {"lists", Lists}, {"structs", Structs}, {"dictionaries", Dictionaries}} {
+	}{{"strings", Strings}, {"int64s", Int64s}, {"lists", Lists}, {"structs", Structs}, {"dictionaries", Dictionaries}, {"values", Values}} {
 		rec := v.mk(mem)
 		out = append(out, Case{v.name, Encode(rec.Schema(), []arrow.RecordBatch{rec})})
 		rec.Release()
@@ -575,6 +591,18 @@ func RawOverFlight(ctx context.Context, conn *grpc.ClientConn, b []byte) error {
 		}
 	}
 }
+
+// RawUnary calls the unary Flight method (e.g. "GetFlightInfo") of the
+// server at conn with b as the request message, as it is, and returns the
+// call's status error.
+func RawUnary(ctx context.Context, conn *grpc.ClientConn, method string, b []byte) error {
+	var out []byte
+	return conn.Invoke(ctx, "/arrow.flight.protocol.FlightService/"+method, b, &out, grpc.ForceCodecV2(rawCodec{}))
+}
+
+// UndecodableDescriptor is a request message that does not decode as a
+// FlightDescriptor: field 1 (type) as a varint that never ends.
+var UndecodableDescriptor = []byte{0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 
 // rawCodec sends []byte as they are and receives them so.
 type rawCodec struct{}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightline/flightline/internal/servicetest"
+	"github.com/flightline/flightline/internal/testkit/servicetest"
 	"github.com/jackc/pgx/v5"
 )
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/internal/endpoint"
-	"github.com/flightline/flightline/internal/flighttest"
+	"github.com/flightline/flightline/internal/testkit/flighttest"
 )
 
 // NewSink returns a fresh sink of the kind under test.
@@ -32,7 +33,8 @@ type runner func(ctx context.Context, msgs []*flight.FlightData) ([][]byte, erro
 // commits nothing (the case's pipeline has no checkpoint), leaves no byte
 // of the server's checked allocator behind and the Go heap where it was; then that the server still
 // commits every valid stream (but those named in unsupported, of types the
-// sink cannot store), and that the Go heap is back where it was.
+// sink cannot store), and that the Go heap is back where it was. Every
+// run writes targets of its own (c<i>_<tag>, v<i>_<tag>).
 func Run(t *testing.T, newSink NewSink, unsupported ...string) {
 	for _, mode := range []string{"in-process", "in-process-wire", "flight"} {
 		t.Run(mode, func(t *testing.T) {
@@ -67,9 +69,12 @@ func Run(t *testing.T, newSink NewSink, unsupported ...string) {
 				}
 			}
 			ctx := context.Background()
+			// Targets are new to every run: sinks on a shared service
+			// (a database, a broker) keep what earlier runs wrote.
+			tag := strconv.FormatInt(time.Now().UnixNano()%(36*36*36*36*36*36), 36)
 			before := heapInUse()
 			for i, c := range Cases() {
-				p := flightsink.Pipeline{ID: fmt.Sprintf("case-%d", i), Target: fmt.Sprintf("c%d", i)}
+				p := flightsink.Pipeline{ID: fmt.Sprintf("case-%d-%s", i, tag), Target: fmt.Sprintf("c%d_%s", i, tag)}
 				desc := &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{p.ID, p.Target}}
 				caseBefore := heapInUse()
 				acks, err := run(ctx, FlightData(desc, c.Messages))
@@ -95,7 +100,7 @@ func Run(t *testing.T, newSink NewSink, unsupported ...string) {
 				if slices.Contains(unsupported, v.Name) {
 					continue
 				}
-				p := flightsink.Pipeline{ID: fmt.Sprintf("valid-%d", i), Target: fmt.Sprintf("v%d", i)}
+				p := flightsink.Pipeline{ID: fmt.Sprintf("valid-%d-%s", i, tag), Target: fmt.Sprintf("v%d_%s", i, tag)}
 				desc := &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{p.ID, p.Target}}
 				acks, err := run(ctx, FlightData(desc, v.Messages))
 				if err != nil || len(acks) != 1 || !bytes.Equal(acks[0], Checkpoint(1)) {

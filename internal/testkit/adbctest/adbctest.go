@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flightline/flightline/adbc"
-	"github.com/flightline/flightline/internal/pgtest"
-	"github.com/flightline/flightline/internal/servicetest"
+	"github.com/flightline/flightline/internal/testkit/pgtest"
+	"github.com/flightline/flightline/internal/testkit/servicetest"
 )
 
 // PostgresDriver is the path of the PostgreSQL C driver; the test skips

@@ -1,0 +1,17 @@
+package kafka_test
+
+import (
+	"testing"
+
+	"github.com/flightline/flightline/flightsink"
+	kafkasink "github.com/flightline/flightline/flightsink/kafka"
+	"github.com/flightline/flightline/internal/testkit/doputtest"
+)
+
+// The malformed-DoPut corpus, in-process and over Flight (docs/sinks.md).
+func TestIntegrationMalformedDoPut(t *testing.T) {
+	doputtest.Run(t, func(tb testing.TB) flightsink.Sink {
+		return newSink(tb.(*testing.T), kafkasink.CreateMissingTopics(1, 1))
+	},
+		"strings", "int64s", "lists", "structs", "dictionaries", "strings lz4", "strings zstd") // no "value" column
+}

@@ -1,0 +1,20 @@
+package s3
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/internal/testkit/doputtest"
+)
+
+// The malformed-DoPut corpus, in-process and over Flight (docs/sinks.md).
+func TestIntegrationMalformedDoPut(t *testing.T) {
+	loc, opts := testLocation(t)
+	doputtest.Run(t, func(tb testing.TB) flightsink.Sink {
+		s, err := New(loc, StorageOptions(opts))
+		require.NoError(tb, err)
+		return s
+	})
+}
