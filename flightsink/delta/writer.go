@@ -42,6 +42,7 @@ type writer struct {
 	// once the snapshot has moved past the newer claim nothing else would
 	// tell a later replay that it comes from a fenced writer.
 	fenced error
+	bg     background
 }
 
 func (w *writer) domainAction() *deltalog.DomainMetadata {
@@ -111,6 +112,8 @@ type staged struct {
 }
 
 func (w *writer) write(ctx context.Context, batches []flightsink.Batch) (err error) {
+	w.bg.mu.Lock()
+	defer w.bg.mu.Unlock()
 	if w.closed {
 		return fmt.Errorf("%w: writer of %q is closed", flightline.ErrInvalidInput, w.p.ID)
 	}
@@ -207,6 +210,7 @@ func (w *writer) write(ctx context.Context, batches []flightsink.Batch) (err err
 				return err
 			}
 			w.committed(next)
+			w.afterCommit()
 			return nil
 		}
 		if !errors.Is(err, deltalog.ErrVersionExists) {
@@ -365,11 +369,19 @@ func (w *writer) committed(st state) {
 	} else {
 		w.last = st.cp()
 	}
+	w.maybeCheckpoint()
+}
+
+// maybeCheckpoint writes the checkpoint of w.snap when its version is a
+// multiple of the effective interval, and then starts a due cleanup.
+func (w *writer) maybeCheckpoint() {
 	if n := checkpointEvery(w.s.o.interval, len(w.snap.Files)); n > 0 && w.snap.Version > 0 && w.snap.Version%n == 0 {
 		// A failed checkpoint costs readers time, not correctness.
 		if err := w.t.WriteCheckpoint(context.Background(), w.snap); err != nil {
 			w.log.Warn("delta sink: checkpoint failed", "table", w.t.URL(), "version", w.snap.Version, "err", err)
+			return
 		}
+		w.maybeVacuum()
 	}
 }
 
@@ -520,9 +532,14 @@ func (w *writer) schemaFor(snap *deltalog.Snapshot, batch *deltalog.Schema, rec 
 	return &ev, nil
 }
 
-// Close implements flightsink.Writer. It commits nothing.
+// Close implements flightsink.Writer. It commits nothing: it stops the
+// background compaction and cleanup and waits for them (a rewritten file
+// not yet committed stays unreferenced until a cleanup deletes it).
 func (w *writer) Close(context.Context) error {
+	w.bg.mu.Lock()
 	w.closed = true
+	w.bg.mu.Unlock()
+	w.bg.stop()
 	return nil
 }
 
