@@ -14,6 +14,11 @@ import (
 // compaction: each is made only after the writer's snapshot moved on.
 const maxCompactionAttempts = 10
 
+// maxCompactionAge is how long after writing its file a background
+// compaction may still commit it: far below any sane deleted-file
+// retention, so a cleanup never deletes a file a late commit then adds.
+const maxCompactionAge = 10 * time.Minute
+
 // background is a writer's compactor and cleaner. The writer's mutex
 // serialises the writer's commits with the compactor's: the compactor
 // reads and rewrites files without it, then, holding it between two
@@ -99,7 +104,7 @@ func (w *writer) compact(inputs []*deltalog.Add) {
 	tried := int64(-2)
 	for attempt := 0; attempt < maxCompactionAttempts; {
 		w.bg.mu.Lock()
-		if w.closed || w.fenced != nil || ctx.Err() != nil || !inputsLive(w.snap, r.inputs) {
+		if w.closed || w.fenced != nil || ctx.Err() != nil || !inputsLive(w.snap, r.inputs) || time.Since(start) > maxCompactionAge {
 			w.bg.compacting = false
 			w.bg.mu.Unlock()
 			w.log.Debug("delta sink: compaction yielded", "table", w.t.URL(), "file", r.add.Path)
