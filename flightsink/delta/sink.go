@@ -329,7 +329,7 @@ func (s *Sink) Checkpoint(ctx context.Context, p flightsink.Pipeline) ([]byte, e
 	if err != nil {
 		return nil, err
 	}
-	snap, err := t.Snapshot(ctx)
+	snap, err := t.LeanSnapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -362,7 +362,7 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 	}
 	w := &writer{s: s, p: p, t: t, domain: Domain(p.ID, s.o.instance), id: nonce(), log: s.o.log}
 	w.bg.init()
-	snap, err := t.Snapshot(ctx)
+	snap, err := t.LeanSnapshot(ctx)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -88,14 +88,15 @@ type VacuumResult struct {
 //     whose commit is older than now−R becomes the oldest version kept
 //     (E); commits, checkpoints and checksums of versions before E are
 //     deleted, oldest first. Without such a checkpoint nothing is.
-//  2. Data files: a .parquet file outside hidden directories is deleted
-//     when no version from E on references it: it is not active now nor
-//     at E, it is not a tombstone younger than the deleted-file retention
-//     D, and it was last written before E's commit time minus D (so an
-//     append or compaction still on its way to a commit, or one that
-//     committed after E, keeps its file). Files removed by a compaction
-//     go after max(D, R) then; files no commit ever referenced (a killed
-//     compaction's) after D once E passes them.
+//  2. Data files, once E is at least the deleted-file retention D old: a
+//     .parquet file outside hidden directories is deleted when no version
+//     from E on references it: it is not active now nor at E, and it was
+//     last written before E's commit time minus D (so an append or
+//     compaction still on its way to a commit, or one that committed
+//     after E, keeps its file; a file written before that and not active
+//     at E was removed at or before E, so at least D ago). Files removed
+//     by a compaction go after about R+D then; files no commit ever
+//     referenced (a killed compaction's) likewise.
 //
 // txn and domain metadata (the pipelines' checkpoints) are never expired:
 // every checkpoint holds all of them. Data cleanup needs the store to list
@@ -111,7 +112,7 @@ func (s *Sink) Vacuum(ctx context.Context, target string, dryRun bool) (VacuumRe
 
 func vacuumTable(ctx context.Context, t *deltalog.Table, now time.Time, logRet, fileRet time.Duration, dryRun bool) (VacuumResult, error) {
 	res := VacuumResult{DryRun: dryRun, Oldest: -1}
-	snap, err := t.Snapshot(ctx)
+	snap, err := t.LeanSnapshot(ctx)
 	if err != nil || snap.Version < 0 {
 		return res, err
 	}
@@ -193,6 +194,10 @@ func vacuumTable(ctx context.Context, t *deltalog.Table, now time.Time, logRet, 
 		res.Note = fmt.Sprintf("version %d has no commit timestamp: no data file deleted", oldest)
 		return res, nil
 	}
+	if oldestTS.After(now.Add(-fileRet)) {
+		res.Note = fmt.Sprintf("the oldest version kept (%d) is younger than the deleted-file retention (%v): no data file deleted", oldest, fileRet)
+		return res, nil
+	}
 	infos, ok, err := objstore.ListInfo(ctx, t.Store(), "", "")
 	if err != nil {
 		return res, fmt.Errorf("delta vacuum %s: list: %w", t.URL(), err)
@@ -201,7 +206,7 @@ func vacuumTable(ctx context.Context, t *deltalog.Table, now time.Time, logRet, 
 		res.Note = "the store cannot list modification times: no data file deleted"
 		return res, nil
 	}
-	atOldest, err := t.SnapshotAt(ctx, oldest)
+	atOldest, err := t.LeanSnapshotAt(ctx, oldest)
 	if err != nil {
 		return res, err
 	}
@@ -211,12 +216,6 @@ func vacuumTable(ctx context.Context, t *deltalog.Table, now time.Time, logRet, 
 	}
 	for p := range atOldest.Files {
 		protected[filePath(p)] = true
-	}
-	young := now.Add(-fileRet).UnixMilli()
-	for p, r := range snap.Tombstones {
-		if r.DeletionTimestamp == nil || *r.DeletionTimestamp > young {
-			protected[filePath(p)] = true
-		}
 	}
 	before := oldestTS.Add(-fileRet)
 	for _, in := range infos {
