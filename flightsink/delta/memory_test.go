@@ -27,5 +27,5 @@ func TestDeltaSinkMemoryFlatCompacting(t *testing.T) {
 	s, err := delta.New(context.Background(), t.TempDir(), delta.CheckpointInterval(10), delta.TargetFileSize(2<<20),
 		delta.CompactMinFiles(10))
 	require.NoError(t, err)
-	heaptest.SinkFlat(t, s, flightsink.Pipeline{ID: "flat"}, 400_000, 2000, 24<<20, nil) // a compaction in flight: its output, a row group, the readers and encoders
+	heaptest.SinkFlat(t, s, flightsink.Pipeline{ID: "flat"}, 200_000, 2000, 24<<20, nil) // a compaction in flight: its output, a row group, the readers and encoders
 }
