@@ -361,7 +361,6 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 		return nil, nil, err
 	}
 	w := &writer{s: s, p: p, t: t, domain: Domain(p.ID, s.o.instance), id: nonce(), log: s.o.log}
-	w.bg.init()
 	snap, err := t.LeanSnapshot(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -437,6 +436,7 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 	}
 	w.last = last
 	w.base, _ = checkpoint.Parse(last) // nil when empty or opaque
+	w.bg.init()
 	s.o.log.Debug("delta sink: pipeline opened", "pipeline", p.ID, "instance", s.o.instance, "epoch", w.st.Epoch, "table", t.URL(), "version", snap.Version)
 	return w, last, nil
 }
