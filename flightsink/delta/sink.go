@@ -437,6 +437,7 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 	w.last = last
 	w.base, _ = checkpoint.Parse(last) // nil when empty or opaque
 	w.bg.init()
+	w.synced = time.Now()
 	s.o.log.Debug("delta sink: pipeline opened", "pipeline", p.ID, "instance", s.o.instance, "epoch", w.st.Epoch, "table", t.URL(), "version", snap.Version)
 	return w, last, nil
 }

@@ -43,6 +43,36 @@ type writer struct {
 	// tell a later replay that it comes from a fenced writer.
 	fenced error
 	bg     background
+	// synced is when w.snap was last known to be the log's head or close
+	// behind it (see checkStale).
+	synced time.Time
+}
+
+// staleAfter is how long a writer trusts its snapshot without a commit of
+// its own or a read of the log: a cleanup deletes only commits older than
+// the log retention (30 days by default), so a snapshot younger than that
+// cannot be behind a deleted commit.
+const staleAfter = time.Hour
+
+// checkStale refuses to commit on top of a snapshot that a log cleanup
+// may have overtaken: a put-if-absent of a deleted version's file would
+// succeed and the commit be invisible behind the newer checkpoint. After
+// staleAfter without a commit it reads _last_checkpoint; a checkpoint past
+// the snapshot means re-open (ErrConflict).
+func (w *writer) checkStale(ctx context.Context) error {
+	if w.snap.Version < 0 || time.Since(w.synced) < staleAfter {
+		return nil
+	}
+	v, err := w.t.LastCheckpointVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("delta sink %s: %w", w.t.URL(), asUnavailable(err))
+	}
+	if v > w.snap.Version {
+		return fmt.Errorf("%w: table %s has a checkpoint at version %d, past this writer's version %d (idle since %s); re-open",
+			flightline.ErrConflict, w.t.URL(), v, w.snap.Version, w.synced.Format(time.RFC3339))
+	}
+	w.synced = time.Now()
+	return nil
 }
 
 func (w *writer) domainAction() *deltalog.DomainMetadata {
@@ -188,6 +218,9 @@ func (w *writer) write(ctx context.Context, batches []flightsink.Batch) (err err
 		adds = append(adds, &deltalog.Add{Path: path, PartitionValues: deltalog.NullStrMap{}, Size: int64(len(data)),
 			ModificationTime: time.Now().UnixMilli(), DataChange: true, Stats: deltalog.StatsJSON(pst)})
 	}
+	if err := w.checkStale(ctx); err != nil {
+		return err
+	}
 	for attempt := 0; ; attempt++ {
 		if err := w.checkClaims(ctx); err != nil {
 			return err
@@ -210,6 +243,7 @@ func (w *writer) write(ctx context.Context, batches []flightsink.Batch) (err err
 				return err
 			}
 			w.committed(next)
+			w.synced = time.Now()
 			w.afterCommit()
 			return nil
 		}

@@ -305,9 +305,12 @@ func (t *Table) checkpointActions(ctx context.Context, s *Snapshot, now time.Tim
 		}
 		return nil
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, objstore.ErrNotExist) {
 		return fmt.Errorf("delta: checkpoint %d of a lean snapshot: %w", s.Version, err)
 	}
+	// The previous checkpoint gone (a cleanup deleted it): the files
+	// below are written without the stats left in it, and its tombstones
+	// are lost; the checkpoint is still a valid one (stats are optional).
 	act = Action{Add: &add}
 	for _, k := range sortedKeys(s.Files) {
 		if a := s.Files[k]; !a.seen {

@@ -126,3 +126,28 @@ func TestSnapshotBytesPerFile(t *testing.T) {
 	require.Less(t, leanPer, fullPer/2)
 	runtime.KeepAlive(lean)
 }
+
+// A lean snapshot whose checkpoint a cleanup deleted still checkpoints:
+// its files without the stats that were left in it.
+func TestLeanCheckpointWithoutPrevious(t *testing.T) {
+	ctx := context.Background()
+	st, err := objstore.Open(ctx, t.TempDir(), nil)
+	require.NoError(t, err)
+	tbl := NewTable(st, nil)
+	base := richSnapshot(10)
+	base.Version = 0
+	require.NoError(t, tbl.Commit(ctx, 0, []Action{{Protocol: base.Protocol}, {MetaData: base.Metadata}}))
+	require.NoError(t, tbl.WriteCheckpoint(ctx, base))
+	lean, err := tbl.LeanSnapshot(ctx)
+	require.NoError(t, err)
+	require.NoError(t, tbl.Commit(ctx, 1, []Action{{Add: &Add{Path: "new", PartitionValues: NullStrMap{}, Size: 1, Stats: soakStats}}}))
+	require.NoError(t, lean.Apply(1, []Action{{Add: &Add{Path: "new", PartitionValues: NullStrMap{}, Size: 1, Stats: soakStats}}}))
+	require.NoError(t, st.Delete(ctx, checkpointKey(0)))
+	require.NoError(t, tbl.WriteCheckpoint(ctx, lean))
+	full, err := tbl.Snapshot(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), full.CheckpointVersion)
+	require.Len(t, full.Files, 11)
+	require.Equal(t, soakStats, full.Files["new"].Stats)
+	require.Equal(t, base.Txns, full.Txns)
+}

@@ -2,11 +2,15 @@ package deltalog
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/flightline/flightline/internal/objstore"
 )
 
 // DefaultLogRetention is how long a table without
@@ -67,6 +71,23 @@ func (t *Table) LogFiles(ctx context.Context) ([]LogFile, error) {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Version < out[j].Version })
 	return out, nil
+}
+
+// LastCheckpointVersion returns the version _last_checkpoint names (-1:
+// none).
+func (t *Table) LastCheckpointVersion(ctx context.Context) (int64, error) {
+	b, err := t.store.Get(ctx, logDir+"_last_checkpoint")
+	if errors.Is(err, objstore.ErrNotExist) {
+		return -1, nil
+	}
+	if err != nil {
+		return -1, fmt.Errorf("delta: %s: %w", t.URL(), err)
+	}
+	var lc lastCheckpoint
+	if err := json.Unmarshal(b, &lc); err != nil {
+		return -1, fmt.Errorf("delta: %s: bad _last_checkpoint: %w", t.URL(), err)
+	}
+	return lc.Version, nil
 }
 
 // CommitTime returns the commitInfo timestamp of version v (ok false when
