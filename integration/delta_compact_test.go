@@ -10,12 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
 
 	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/flightsink"
 	sinkdelta "github.com/flightline/flightline/flightsink/delta"
+	"github.com/flightline/flightline/flightsrc"
+	srcdelta "github.com/flightline/flightline/flightsrc/delta"
 	"github.com/flightline/flightline/internal/deltalog"
 	"github.com/flightline/flightline/internal/objstore"
 )
@@ -180,4 +183,73 @@ func TestIntegrationDeltaCompactionKill9(t *testing.T) {
 	require.Equal(t, n-1, *c.Max)
 	require.Equal(t, n, *c.Txn, "txn(pipeline/partition) holds the partition's position")
 	require.Contains(t, c.Operations, "OPTIMIZE", "compactions happened")
+}
+
+// TestIntegrationDeltaSourceAcrossCompaction: Flightline's Delta source,
+// a streaming reader of the sink's table, reads across compaction commits
+// (the sink's own and Optimize's) and sees each row once: it starts on
+// the snapshot of small files, the table is compacted under it, more
+// batches come, and it follows the log to the end.
+func TestIntegrationDeltaSourceAcrossCompaction(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	uri := t.TempDir() + "/follow"
+	s, err := sinkdelta.New(ctx, uri, sinkdelta.TargetFileSize(1<<20), sinkdelta.CompactMinFiles(4), sinkdelta.Allocator(mem))
+	require.NoError(t, err)
+	const per = 100
+	w, _, err := s.Open(ctx, flightsink.Pipeline{ID: "follow"})
+	require.NoError(t, err)
+	next := int64(0)
+	write := func(n int) {
+		for range n {
+			rec := richBatch(t, mem, next, next+per)
+			next += per
+			require.NoError(t, w.WriteBatch(ctx, rec, checkpoint.Positions{"f/0": next}.Encode()))
+			rec.Release()
+		}
+	}
+	write(3) // fewer than compact_min_files: the snapshot is 3 small files
+	src, err := srcdelta.New(ctx, uri, srcdelta.Allocator(mem), srcdelta.BatchRows(50), srcdelta.PollInterval(10*time.Millisecond))
+	require.NoError(t, err)
+	streams, err := src.Streams(ctx)
+	require.NoError(t, err)
+	r, err := src.Read(ctx, flightsrc.ReadRequest{Stream: streams[0].Name})
+	require.NoError(t, err)
+	seen := map[int64]int{}
+	read := func(until int) {
+		for len(seen) < until {
+			rec, _, err := r.Next(ctx)
+			require.NoError(t, err)
+			for _, id := range rec.Column(0).(*array.Int64).Int64Values() {
+				seen[id]++
+			}
+			rec.Release()
+		}
+	}
+	read(50)
+	write(10) // the sink compacts in the background
+	_, err = s.Optimize(ctx, "")
+	require.NoError(t, err)
+	write(5)
+	require.NoError(t, w.Close(ctx))
+	read(int(next))
+	require.NoError(t, r.Close())
+	require.Len(t, seen, int(next))
+	for id, n := range seen {
+		require.Equalf(t, 1, n, "id %d read %d times", id, n)
+	}
+	st, _ := objstore.Open(ctx, uri, nil)
+	tb := deltalog.NewTable(st, nil)
+	snap, err := tb.Snapshot(ctx)
+	require.NoError(t, err)
+	var compactions int
+	for v := int64(0); v <= snap.Version; v++ {
+		if acts, err := tb.ReadVersion(ctx, v); err == nil && acts[0].CommitInfo["operation"] == "OPTIMIZE" {
+			compactions++
+		}
+	}
+	require.Positive(t, compactions)
+	t.Logf("%d rows read once each across %d compaction commits; %d active files", next, compactions, len(snap.Files))
 }
