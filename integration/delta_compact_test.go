@@ -112,27 +112,45 @@ func TestIntegrationDeltaCompactionKill9(t *testing.T) {
 			"--stream", "orders", "--pipeline", pipeline, "--log-level", "warn"}
 	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 32))
+	// How long an optimize and a vacuum run take here, so that their kills
+	// land inside the work: measured on the table of a first run.
+	timed := func(args ...string) time.Duration {
+		t0 := time.Now()
+		q := start(t, bin, args...)
+		if err := <-q.doneOnce(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, q.log.String())
+		}
+		return time.Since(t0)
+	}
+	optimize := []string{"delta", "optimize", "--target-file-size", "256KiB", uri}
+	// The cleanup keeps files written in the last 30 s: a compaction's
+	// file is committed within milliseconds of being written.
+	vacuum := []string{"delta", "vacuum", "--log-retention", "1ms", "--file-retention", "30s", uri}
+	first := start(t, bin, args(0)...)
+	time.Sleep(time.Second)
+	first.kill()
+	optTook, vacTook := timed(optimize...), timed(vacuum...)
 	var optimizes, vacuums int // runs that finished before their kill
 	for i := range kills {
 		p := start(t, bin, args(0)...)
 		time.Sleep(time.Duration(300+rng.IntN(500)) * time.Millisecond)
 		// A one-off compaction and a cleanup race the sink's own
-		// compaction; each is killed at a random point too. The cleanup
-		// keeps files written in the last 30 s: a compaction's file is
-		// committed within milliseconds of being written.
-		opt := start(t, bin, "delta", "optimize", "--target-file-size", "256KiB", uri)
-		vac := start(t, bin, "delta", "vacuum", "--log-retention", "1ms", "--file-retention", "30s", uri)
-		time.Sleep(time.Duration(rng.IntN(60)) * time.Millisecond)
-		for _, q := range []*proc{opt, vac} {
-			if done, _ := q.exited(); !done {
-				q.kill()
+		// compaction; each is killed at a random point of its run too.
+		opt := start(t, bin, optimize...)
+		vac := start(t, bin, vacuum...)
+		killAt := time.Now().Add(time.Duration(rng.Int64N(int64(optTook))))
+		vacAt := time.Now().Add(time.Duration(rng.Int64N(int64(vacTook))))
+		for _, k := range []struct {
+			q  *proc
+			at time.Time
+			n  *int
+		}{{opt, killAt, &optimizes}, {vac, vacAt, &vacuums}} {
+			time.Sleep(time.Until(k.at))
+			if done, _ := k.q.exited(); done {
+				*k.n++
+			} else {
+				k.q.kill()
 			}
-		}
-		if done, _ := opt.exited(); done {
-			optimizes++
-		}
-		if done, _ := vac.exited(); done {
-			vacuums++
 		}
 		if done, err := p.exited(); done {
 			t.Fatalf("run %d exited before its kill (%v):\n%s", i, err, p.log.String())
@@ -168,8 +186,8 @@ func TestIntegrationDeltaCompactionKill9(t *testing.T) {
 			compactions++
 		}
 	}
-	t.Logf("killed %d times (%d optimize and %d vacuum runs finished before their kill); %d rows committed by then; finishing at %d; %d compaction commits in the log kept, %d active files; %s after the build",
-		kills, optimizes, vacuums, committed, n, compactions, len(snap.Files), time.Since(began).Round(time.Millisecond))
+	t.Logf("killed %d times (optimize takes %v, vacuum %v here; %d optimize and %d vacuum runs finished before their kill); %d rows committed by then; finishing at %d; %d compaction commits in the log kept, %d active files; %s after the build",
+		kills, optTook.Round(time.Millisecond), vacTook.Round(time.Millisecond), optimizes, vacuums, committed, n, compactions, len(snap.Files), time.Since(began).Round(time.Millisecond))
 	out := deltaRs(t, nil, "delta_check.py", uri, pipeline, pipeline+"/orders/0")
 	t.Logf("delta-rs: %s", strings.TrimSpace(string(out)))
 	var c struct {
