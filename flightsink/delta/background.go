@@ -19,6 +19,10 @@ const maxCompactionAttempts = 10
 // retention, so a cleanup never deletes a file a late commit then adds.
 const maxCompactionAge = 10 * time.Minute
 
+// compactRetryAfter is how long after a failed rewrite (an unreadable
+// input, a store error) the writer starts no compaction.
+const compactRetryAfter = time.Minute
+
 // background is a writer's compactor and cleaner. The writer's mutex
 // serialises the writer's commits with the compactor's: the compactor
 // reads and rewrites files without it, then, holding it between two
@@ -36,6 +40,7 @@ type background struct {
 	wg         sync.WaitGroup
 	compacting bool          // guarded by mu
 	kick       chan struct{} // the writer committed: the snapshot moved
+	failedAt   time.Time     // last failed rewrite; guarded by mu
 	vacuuming  bool          // guarded by mu
 	lastVacuum time.Time     // guarded by mu
 }
@@ -63,7 +68,8 @@ func (w *writer) afterCommit() {
 	case w.bg.kick <- struct{}{}:
 	default:
 	}
-	if !w.s.o.compact || w.bg.compacting || w.closed || w.fenced != nil || w.snap.Version < 0 {
+	if !w.s.o.compact || w.bg.compacting || w.closed || w.fenced != nil || w.snap.Version < 0 ||
+		time.Since(w.bg.failedAt) < compactRetryAfter {
 		return
 	}
 	if w.snap.CheckWrite() != nil {
@@ -96,7 +102,10 @@ func (w *writer) compact(inputs []*deltalog.Add) {
 	r, err := rewrite(ctx, w.t.Store(), w.s.o.mem, inputs)
 	if err != nil || r == nil {
 		if err != nil && ctx.Err() == nil {
-			w.log.Warn("delta sink: compaction failed", "table", w.t.URL(), "err", err)
+			w.log.Warn("delta sink: compaction failed; retrying in a minute", "table", w.t.URL(), "err", err)
+			w.bg.mu.Lock()
+			w.bg.failedAt = time.Now()
+			w.bg.mu.Unlock()
 		}
 		done()
 		return
