@@ -35,6 +35,10 @@ type deltaSinkConfig struct {
 	Instance           string            `spec:"instance" default:"default" doc:"this writer's name among the table's writers; the pipeline's fencing is per instance"`
 	CheckpointInterval int               `spec:"checkpoint_interval" default:"10" doc:"write a Delta checkpoint every N commits (every multiple of N nearest below files/1000 once the table has 1000×N files or more)"`
 	SchemaEvolution    bool              `spec:"schema_evolution" default:"false" doc:"add new nullable columns to the table instead of refusing the batch"`
+	TargetFileSize     spec.Size         `spec:"target_file_size" default:"32MiB" doc:"the size compaction aims its files at; a file under half of it is small (a compaction holds about this much in memory)"`
+	Compact            string            `spec:"compact" default:"auto" enum:"auto,off" doc:"auto: rewrite small files in the background into files near target_file_size, in commits that change no data (dataChange=false); off: never"`
+	CompactMinFiles    int               `spec:"compact_min_files" default:"50" doc:"how many small files gather before a compaction"`
+	Vacuum             string            `spec:"vacuum" default:"auto" enum:"auto,off" doc:"auto: at most hourly, delete expired log entries (delta.logRetentionDuration, 30 days) and the data files no retained version references (delta.deletedFileRetentionDuration, 7 days); off: never (flightline delta vacuum does it on demand)"`
 	Storage            map[string]string `spec:",extra"`
 }
 
@@ -67,7 +71,9 @@ func openDeltaSink(e env, u *url.URL, c deltaSinkConfig) (flightsink.Sink, func(
 		return nil, nil, err
 	}
 	s, err := sinkdelta.New(e.ctx, loc, sinkdelta.StorageOptions(c.Storage), sinkdelta.Instance(c.Instance),
-		sinkdelta.CheckpointInterval(c.CheckpointInterval), sinkdelta.SchemaEvolution(c.SchemaEvolution), sinkdelta.Logger(e.log))
+		sinkdelta.CheckpointInterval(c.CheckpointInterval), sinkdelta.SchemaEvolution(c.SchemaEvolution), sinkdelta.Logger(e.log),
+		sinkdelta.TargetFileSize(int64(c.TargetFileSize)), sinkdelta.Compaction(c.Compact), sinkdelta.CompactMinFiles(c.CompactMinFiles),
+		sinkdelta.Vacuum(c.Vacuum))
 	return s, func() {}, err
 }
 

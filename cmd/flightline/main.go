@@ -55,6 +55,8 @@ Commands:
   serve-transform serve built-in transforms as an Arrow Flight DoExchange endpoint
   run            run the coordinator between a source and a sink, through transforms
   demo           run a whole pipeline in this process and print what it wrote
+  delta          optimize|vacuum URI: compact a Delta table's small files, or
+                 delete its expired log entries and unreferenced files
 
 With a config file (flightline.yml, or --config FILE; see docs/config.md):
   sync           run the file's pipelines (--pipeline NAME: one) in this process;
@@ -103,6 +105,8 @@ func main() {
 		err = syncCommand(ctx, args)
 	case "serve":
 		err = serveCommand(ctx, args)
+	case "delta":
+		err = deltaCommand(ctx, args, os.Stdout)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 	default:

@@ -82,9 +82,12 @@ func TestSpecsYieldTheirConfig(t *testing.T) {
 		parseAs(t, pgSourceSpec, "postgres://u@h/db?table=t&watermark=updated_at&key=id&poll=250ms&batch_rows=500&sslmode=require"))
 
 	require.Equal(t, deltaSinkConfig{Instance: "a", CheckpointInterval: 3, SchemaEvolution: true,
+		TargetFileSize: 1 << 20, Compact: "off", CompactMinFiles: 7, Vacuum: "off",
 		Storage: map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:7070", "AWS_ALLOW_HTTP": "true"}},
-		parseAs(t, deltaSinkSpec, "delta:s3://lake/orders?instance=a&checkpoint_interval=3&schema_evolution=true&AWS_ENDPOINT_URL=http://127.0.0.1:7070&AWS_ALLOW_HTTP=true"))
-	require.Equal(t, deltaSinkConfig{Instance: sinkdelta.DefaultInstance, CheckpointInterval: sinkdelta.DefaultCheckpointInterval, Storage: map[string]string{}},
+		parseAs(t, deltaSinkSpec, "delta:s3://lake/orders?instance=a&checkpoint_interval=3&schema_evolution=true&target_file_size=1MiB&compact=off&compact_min_files=7&vacuum=off&AWS_ENDPOINT_URL=http://127.0.0.1:7070&AWS_ALLOW_HTTP=true"))
+	require.Equal(t, deltaSinkConfig{Instance: sinkdelta.DefaultInstance, CheckpointInterval: sinkdelta.DefaultCheckpointInterval,
+		TargetFileSize: sinkdelta.DefaultTargetFileSize, Compact: "auto", CompactMinFiles: sinkdelta.DefaultCompactMinFiles, Vacuum: "auto",
+		Storage: map[string]string{}},
 		parseAs(t, deltaSinkSpec, "delta:/data/orders"), "defaults are the library's")
 	require.Equal(t, deltaSourceConfig{Once: true, Stream: ptr("s"), BatchRows: ptr(10), Poll: ptr(time.Second),
 		Storage: map[string]string{"AWS_REGION": "eu-west-1"}},

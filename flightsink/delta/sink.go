@@ -57,6 +57,14 @@ type options struct {
 	log       *slog.Logger
 	attempts  int
 	pqOptions []parquetw.Option
+	// Compaction and cleanup (compact.go, vacuum.go).
+	target      int64
+	compact     bool
+	minFiles    int
+	vacuum      bool
+	vacuumEvery time.Duration
+	logRet      time.Duration // 0: the table's delta.logRetentionDuration
+	fileRet     time.Duration // 0: the table's delta.deletedFileRetentionDuration
 }
 
 // StorageOptions sets the object-store options (AWS_* keys, as delta-rs
@@ -194,7 +202,8 @@ type Sink struct {
 // it surface on Open or Checkpoint.
 func New(ctx context.Context, uri string, opts ...Option) (*Sink, error) {
 	o := options{instance: DefaultInstance, interval: DefaultCheckpointInterval, mem: memory.DefaultAllocator,
-		log: slog.Default(), attempts: 100}
+		log: slog.Default(), attempts: 100, target: DefaultTargetFileSize, compact: true, minFiles: DefaultCompactMinFiles,
+		vacuum: true, vacuumEvery: DefaultVacuumInterval}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -320,7 +329,7 @@ func (s *Sink) Checkpoint(ctx context.Context, p flightsink.Pipeline) ([]byte, e
 	if err != nil {
 		return nil, err
 	}
-	snap, err := t.Snapshot(ctx)
+	snap, err := t.LeanSnapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -352,7 +361,7 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 		return nil, nil, err
 	}
 	w := &writer{s: s, p: p, t: t, domain: Domain(p.ID, s.o.instance), id: nonce(), log: s.o.log}
-	snap, err := t.Snapshot(ctx)
+	snap, err := t.LeanSnapshot(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -427,6 +436,8 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 	}
 	w.last = last
 	w.base, _ = checkpoint.Parse(last) // nil when empty or opaque
+	w.bg.init()
+	w.synced = time.Now()
 	s.o.log.Debug("delta sink: pipeline opened", "pipeline", p.ID, "instance", s.o.instance, "epoch", w.st.Epoch, "table", t.URL(), "version", snap.Version)
 	return w, last, nil
 }

@@ -42,6 +42,37 @@ type writer struct {
 	// once the snapshot has moved past the newer claim nothing else would
 	// tell a later replay that it comes from a fenced writer.
 	fenced error
+	bg     background
+	// synced is when w.snap was last known to be the log's head or close
+	// behind it (see checkStale).
+	synced time.Time
+}
+
+// staleAfter is how long a writer trusts its snapshot without a commit of
+// its own or a read of the log: a cleanup deletes only commits older than
+// the log retention (30 days by default), so a snapshot younger than that
+// cannot be behind a deleted commit.
+const staleAfter = time.Hour
+
+// checkStale refuses to commit on top of a snapshot that a log cleanup
+// may have overtaken: a put-if-absent of a deleted version's file would
+// succeed and the commit be invisible behind the newer checkpoint. After
+// staleAfter without a commit it reads _last_checkpoint; a checkpoint past
+// the snapshot means re-open (ErrConflict).
+func (w *writer) checkStale(ctx context.Context) error {
+	if w.snap.Version < 0 || time.Since(w.synced) < staleAfter {
+		return nil
+	}
+	v, err := w.t.LastCheckpointVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("delta sink %s: %w", w.t.URL(), asUnavailable(err))
+	}
+	if v > w.snap.Version {
+		return fmt.Errorf("%w: table %s has a checkpoint at version %d, past this writer's version %d (idle since %s); re-open",
+			flightline.ErrConflict, w.t.URL(), v, w.snap.Version, w.synced.Format(time.RFC3339))
+	}
+	w.synced = time.Now()
+	return nil
 }
 
 func (w *writer) domainAction() *deltalog.DomainMetadata {
@@ -111,6 +142,8 @@ type staged struct {
 }
 
 func (w *writer) write(ctx context.Context, batches []flightsink.Batch) (err error) {
+	w.bg.mu.Lock()
+	defer w.bg.mu.Unlock()
 	if w.closed {
 		return fmt.Errorf("%w: writer of %q is closed", flightline.ErrInvalidInput, w.p.ID)
 	}
@@ -185,6 +218,9 @@ func (w *writer) write(ctx context.Context, batches []flightsink.Batch) (err err
 		adds = append(adds, &deltalog.Add{Path: path, PartitionValues: deltalog.NullStrMap{}, Size: int64(len(data)),
 			ModificationTime: time.Now().UnixMilli(), DataChange: true, Stats: deltalog.StatsJSON(pst)})
 	}
+	if err := w.checkStale(ctx); err != nil {
+		return err
+	}
 	for attempt := 0; ; attempt++ {
 		if err := w.checkClaims(ctx); err != nil {
 			return err
@@ -207,6 +243,8 @@ func (w *writer) write(ctx context.Context, batches []flightsink.Batch) (err err
 				return err
 			}
 			w.committed(next)
+			w.synced = time.Now()
+			w.afterCommit()
 			return nil
 		}
 		if !errors.Is(err, deltalog.ErrVersionExists) {
@@ -365,11 +403,19 @@ func (w *writer) committed(st state) {
 	} else {
 		w.last = st.cp()
 	}
+	w.maybeCheckpoint()
+}
+
+// maybeCheckpoint writes the checkpoint of w.snap when its version is a
+// multiple of the effective interval, and then starts a due cleanup.
+func (w *writer) maybeCheckpoint() {
 	if n := checkpointEvery(w.s.o.interval, len(w.snap.Files)); n > 0 && w.snap.Version > 0 && w.snap.Version%n == 0 {
 		// A failed checkpoint costs readers time, not correctness.
 		if err := w.t.WriteCheckpoint(context.Background(), w.snap); err != nil {
 			w.log.Warn("delta sink: checkpoint failed", "table", w.t.URL(), "version", w.snap.Version, "err", err)
+			return
 		}
+		w.maybeVacuum()
 	}
 }
 
@@ -520,9 +566,14 @@ func (w *writer) schemaFor(snap *deltalog.Snapshot, batch *deltalog.Schema, rec 
 	return &ev, nil
 }
 
-// Close implements flightsink.Writer. It commits nothing.
+// Close implements flightsink.Writer. It commits nothing: it stops the
+// background compaction and cleanup and waits for them (a rewritten file
+// not yet committed stays unreferenced until a cleanup deletes it).
 func (w *writer) Close(context.Context) error {
+	w.bg.mu.Lock()
 	w.closed = true
+	w.bg.mu.Unlock()
+	w.bg.stop()
 	return nil
 }
 

@@ -58,6 +58,9 @@ type Add struct {
 	Stats            string          `json:"stats,omitempty"`
 	Tags             StrMap          `json:"tags,omitempty"`
 	DeletionVector   json.RawMessage `json:"deletionVector,omitempty"`
+	// statsElided marks a lean snapshot's file whose stats were left in
+	// the checkpoint it came from; seen is WriteCheckpoint's mark.
+	statsElided, seen bool
 }
 
 // Remove removes a data file. Until its retention expires it is a

@@ -203,7 +203,7 @@ func (t *Table) WriteCheckpoint(ctx context.Context, s *Snapshot) error {
 		return nil
 	}
 	size := int64(0)
-	err = s.CheckpointActions(time.Now(), func(a *Action) error {
+	err = t.checkpointActions(ctx, s, time.Now(), func(a *Action) error {
 		cb.append(a)
 		size++
 		if cb.rows() >= chunk {
@@ -228,6 +228,111 @@ func (t *Table) WriteCheckpoint(ctx context.Context, s *Snapshot) error {
 	if err := t.store.Put(ctx, logDir+"_last_checkpoint", lc); err != nil {
 		return fmt.Errorf("delta: write _last_checkpoint: %w", err)
 	}
+	if s.lean {
+		// The new checkpoint holds the stats and tombstones: drop them.
+		for _, a := range s.Files {
+			if a.Stats != "" || !a.statsElided {
+				c := *a
+				c.Stats, c.statsElided = "", true
+				s.Files[a.Path] = &c
+			}
+		}
+		s.Tombstones = map[string]*Remove{}
+		s.CheckpointVersion, s.checkpointParts = s.Version, 0
+	}
+	return nil
+}
+
+// checkpointActions is CheckpointActions, for a lean snapshot loaded from
+// (or last checkpointed at) a checkpoint with what it left out streamed
+// from that checkpoint: the rows of its files still active, with their
+// stats, and its tombstones unexpired and not since re-added; then the
+// files and tombstones of the commits since. Files come in that order, not
+// by path.
+func (t *Table) checkpointActions(ctx context.Context, s *Snapshot, now time.Time, yield func(*Action) error) error {
+	if !s.lean || s.CheckpointVersion < 0 {
+		return s.CheckpointActions(now, yield)
+	}
+	for _, a := range []*Action{{Protocol: s.Protocol}, {MetaData: s.Metadata}} {
+		if err := yield(a); err != nil {
+			return err
+		}
+	}
+	for _, k := range sortedKeys(s.Txns) {
+		tx := s.Txns[k]
+		if err := yield(&Action{Txn: &tx}); err != nil {
+			return err
+		}
+	}
+	for _, k := range sortedKeys(s.Domains) {
+		d := s.Domains[k]
+		if err := yield(&Action{DomainMetadata: &d}); err != nil {
+			return err
+		}
+	}
+	retention, known := s.DeletedFileRetention()
+	minTS := now.Add(-retention).UnixMilli()
+	expired := func(r *Remove) bool {
+		return known && (r.DeletionTimestamp == nil || *r.DeletionTimestamp <= minTS)
+	}
+	defer func() {
+		for _, a := range s.Files {
+			a.seen = false
+		}
+	}()
+	var add Add
+	act := Action{Add: &add}
+	err := t.eachCheckpointAction(ctx, s.CheckpointVersion, s.checkpointParts, true, func(a Action) error {
+		switch {
+		case a.Add != nil:
+			cur, ok := s.Files[a.Add.Path]
+			if !ok || !cur.statsElided || cur.seen {
+				return nil
+			}
+			cur.seen = true
+			add = *cur
+			add.Stats, add.DataChange = a.Add.Stats, false
+			return yield(&act)
+		case a.Remove != nil:
+			if _, live := s.Files[a.Remove.Path]; live {
+				return nil
+			}
+			if _, newer := s.Tombstones[a.Remove.Path]; newer || expired(a.Remove) {
+				return nil
+			}
+			a.Remove.DataChange = false
+			return yield(&Action{Remove: a.Remove})
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, objstore.ErrNotExist) {
+		return fmt.Errorf("delta: checkpoint %d of a lean snapshot: %w", s.Version, err)
+	}
+	// The previous checkpoint gone (a cleanup deleted it): the files
+	// below are written without the stats left in it, and its tombstones
+	// are lost; the checkpoint is still a valid one (stats are optional).
+	act = Action{Add: &add}
+	for _, k := range sortedKeys(s.Files) {
+		if a := s.Files[k]; !a.seen {
+			// Added since (with stats), or, should the old checkpoint
+			// have lost it, without.
+			add = *a
+			add.DataChange = false
+			if err := yield(&act); err != nil {
+				return err
+			}
+		}
+	}
+	var r Remove
+	act = Action{Remove: &r}
+	for _, k := range sortedKeys(s.Tombstones) {
+		if r = *s.Tombstones[k]; !expired(&r) {
+			r.DataChange = false
+			if err := yield(&act); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -237,8 +342,14 @@ var checkpointColumns = []string{"txn", "add.path", "add.partitionValues", "add.
 	"remove.deletionTimestamp", "remove.extendedFileMetadata", "remove.partitionValues", "remove.size",
 	"metaData", "protocol", "domainMetadata"}
 
-func wantColumn(path string) bool {
-	for _, p := range checkpointColumns {
+// leanColumns are the columns a lean snapshot's checkpoint reads back
+// from the previous one: the stats of its files (the rest of each file is
+// in memory) and its tombstones.
+var leanColumns = []string{"add.path", "add.stats", "remove.path", "remove.dataChange", "remove.deletionTimestamp",
+	"remove.extendedFileMetadata", "remove.partitionValues", "remove.size"}
+
+func wantColumn(cols []string, path string) bool {
+	for _, p := range cols {
 		if path == p || strings.HasPrefix(path, p+".") {
 			return true
 		}
@@ -247,8 +358,33 @@ func wantColumn(path string) bool {
 }
 
 // readCheckpoint applies the checkpoint of version v (in parts files, 0:
-// single file) to s.
+// single file) to s, a batch of rows at a time: the decoded actions of the
+// whole checkpoint are never held at once. A lean snapshot keeps no
+// tombstones of the checkpoint and no stats of its files (see
+// Table.LeanSnapshot).
 func (t *Table) readCheckpoint(ctx context.Context, s *Snapshot, v, parts int64) error {
+	err := t.eachCheckpointAction(ctx, v, parts, false, func(a Action) error {
+		if s.lean {
+			switch {
+			case a.Remove != nil:
+				return nil
+			case a.Add != nil:
+				a.Add.Stats, a.Add.statsElided = "", true
+			}
+		}
+		return s.apply(a)
+	})
+	if err != nil {
+		return err
+	}
+	s.Version, s.CheckpointVersion, s.checkpointParts = v, v, parts
+	return nil
+}
+
+// eachCheckpointAction calls fn with each action of the checkpoint of
+// version v, in file order.
+// With lean it reads only the leanColumns (decodeLean).
+func (t *Table) eachCheckpointAction(ctx context.Context, v, parts int64, lean bool, fn func(Action) error) error {
 	keys := []string{checkpointKey(v)}
 	if parts > 0 {
 		keys = keys[:0]
@@ -256,7 +392,6 @@ func (t *Table) readCheckpoint(ctx context.Context, s *Snapshot, v, parts int64)
 			keys = append(keys, fmt.Sprintf("%s%020d.checkpoint.%010d.%010d.parquet", logDir, v, i, parts))
 		}
 	}
-	var acts []Action
 	for _, k := range keys {
 		b, err := t.store.Get(ctx, k)
 		if errors.Is(err, objstore.ErrNotExist) && t.v2CheckpointAt(ctx, v) {
@@ -265,71 +400,75 @@ func (t *Table) readCheckpoint(ctx context.Context, s *Snapshot, v, parts int64)
 		if err != nil {
 			return fmt.Errorf("delta: %s: read checkpoint: %w", t.URL(), err)
 		}
-		a, err := t.decodeCheckpoint(ctx, b)
+		if lean {
+			err = t.decodeLean(ctx, b, fn)
+		} else {
+			err = t.decodeCheckpointEach(ctx, b, fn)
+		}
 		if err != nil {
 			return fmt.Errorf("delta: %s: checkpoint %s: %w", t.URL(), k, err)
 		}
-		acts = append(acts, a...)
 	}
-	if err := s.Apply(v, acts); err != nil {
-		return err
-	}
-	s.CheckpointVersion = v
 	return nil
 }
 
-func (t *Table) decodeCheckpoint(ctx context.Context, b []byte) ([]Action, error) {
+func (t *Table) decodeCheckpointEach(ctx context.Context, b []byte, fn func(Action) error) error {
 	pf, err := file.NewParquetReader(bytes.NewReader(b), file.WithReadProps(parquet.NewReaderProperties(t.mem)))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer pf.Close()
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 4096}, t.mem)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	sc := pf.MetaData().Schema
 	var cols []int
 	for i := range sc.NumColumns() {
-		if wantColumn(sc.Column(i).ColumnPath().String()) {
+		if wantColumn(checkpointColumns, sc.Column(i).ColumnPath().String()) {
 			cols = append(cols, i)
 		}
 	}
 	rr, err := fr.GetRecordReader(ctx, cols, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer rr.Release()
-	var out []Action
 	var js bytes.Buffer
 	for rr.Next() {
 		js.Reset()
 		if err := array.RecordToJSON(rr.RecordBatch(), &js); err != nil {
-			return nil, err
+			return err
 		}
 		acts, err := DecodeActions(js.Bytes())
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, a := range acts {
+			var one Action
 			switch {
 			case a.Add != nil && a.Add.Path != "":
-				out = append(out, Action{Add: a.Add})
+				one = Action{Add: a.Add}
 			case a.Remove != nil && a.Remove.Path != "":
-				out = append(out, Action{Remove: a.Remove})
+				one = Action{Remove: a.Remove}
 			case a.MetaData != nil && a.MetaData.SchemaString != "":
-				out = append(out, Action{MetaData: a.MetaData})
+				one = Action{MetaData: a.MetaData}
 			case a.Protocol != nil && a.Protocol.MinReaderVersion > 0:
-				out = append(out, Action{Protocol: a.Protocol})
+				one = Action{Protocol: a.Protocol}
 			case a.Txn != nil && a.Txn.AppID != "":
-				out = append(out, Action{Txn: a.Txn})
+				one = Action{Txn: a.Txn}
 			case a.DomainMetadata != nil && a.DomainMetadata.Domain != "":
-				out = append(out, Action{DomainMetadata: a.DomainMetadata})
+				one = Action{DomainMetadata: a.DomainMetadata}
+			default:
+				continue
+			}
+			if err := fn(one); err != nil {
+				return err
 			}
 		}
 	}
 	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
+		return err
 	}
-	return out, nil
+	return nil
 }

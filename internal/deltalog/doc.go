@@ -25,4 +25,10 @@
 //   - A Snapshot is a value owned by one goroutine; Clone it to share.
 //   - Commit errors other than ErrVersionExists leave the outcome unknown:
 //     re-read the version before concluding anything.
+//   - A LeanSnapshot's files loaded from a checkpoint have no Stats and it
+//     holds none of that checkpoint's tombstones: WriteCheckpoint streams
+//     them from that checkpoint file, which must not be deleted while the
+//     snapshot lives (if it is, the next checkpoint goes without them).
+//   - A log cleanup (LogFiles) must never overtake a writer: put-if-absent
+//     of a deleted version's file succeeds, and the commit is invisible.
 package deltalog

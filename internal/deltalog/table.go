@@ -95,8 +95,12 @@ type Snapshot struct {
 	Txns       map[string]Txn
 	Domains    map[string]DomainMetadata
 	// CheckpointVersion is the version of the Delta checkpoint the
-	// snapshot was loaded from (-1: none).
+	// snapshot was loaded from, or that WriteCheckpoint last wrote of a
+	// lean snapshot (-1: none).
 	CheckpointVersion int64
+	checkpointParts   int64
+	// lean: see Table.LeanSnapshot.
+	lean bool
 }
 
 func newSnapshot() *Snapshot {
@@ -150,7 +154,24 @@ func (t *Table) v2CheckpointAt(ctx context.Context, v int64) bool {
 // Parquet it names, then the JSON commits after it. Without
 // _last_checkpoint, the log is listed to find the newest checkpoint.
 func (t *Table) Snapshot(ctx context.Context) (*Snapshot, error) {
+	return t.snapshot(ctx, false)
+}
+
+// LeanSnapshot is Snapshot for a long-lived writer: its memory per active
+// file is the path, size, partition values and times, not the file's
+// stats; it keeps no tombstones of the checkpoint it was loaded from.
+// Files and Tombstones hold what commits applied since add (with stats)
+// and remove. WriteCheckpoint of a lean snapshot streams the stats and the
+// unexpired tombstones of that checkpoint into the new one, then drops
+// them from memory again: the snapshot's memory stays that of the active
+// files' paths plus the commits since the last checkpoint.
+func (t *Table) LeanSnapshot(ctx context.Context) (*Snapshot, error) {
+	return t.snapshot(ctx, true)
+}
+
+func (t *Table) snapshot(ctx context.Context, lean bool) (*Snapshot, error) {
 	s := newSnapshot()
+	s.lean = lean
 	start, parts := int64(-1), int64(0)
 	b, err := t.store.Get(ctx, logDir+"_last_checkpoint")
 	switch {
@@ -255,7 +276,17 @@ var noPartitionValues = NullStrMap{}
 // the checkpoint version when loading one).
 func (s *Snapshot) Apply(v int64, actions []Action) error {
 	for i := range actions {
-		a := &actions[i]
+		if err := s.apply(actions[i]); err != nil {
+			return err
+		}
+	}
+	s.Version = v
+	return nil
+}
+
+func (s *Snapshot) apply(act Action) error {
+	a := &act
+	{
 		switch {
 		case a.Protocol != nil:
 			s.Protocol = a.Protocol
@@ -286,7 +317,6 @@ func (s *Snapshot) Apply(v int64, actions []Action) error {
 			}
 		}
 	}
-	s.Version = v
 	return nil
 }
 
@@ -402,7 +432,17 @@ func hasInvariants(t DataType) bool {
 // SnapshotAt loads the state at version v: the newest checkpoint at or
 // before v, then the commits up to v.
 func (t *Table) SnapshotAt(ctx context.Context, v int64) (*Snapshot, error) {
+	return t.snapshotAt(ctx, v, false)
+}
+
+// LeanSnapshotAt is SnapshotAt with LeanSnapshot's memory.
+func (t *Table) LeanSnapshotAt(ctx context.Context, v int64) (*Snapshot, error) {
+	return t.snapshotAt(ctx, v, true)
+}
+
+func (t *Table) snapshotAt(ctx context.Context, v int64, lean bool) (*Snapshot, error) {
 	s := newSnapshot()
+	s.lean = lean
 	keys, err := t.store.List(ctx, logDir, "")
 	if err != nil {
 		return nil, fmt.Errorf("delta: %s: list log: %w", t.URL(), err)
