@@ -204,6 +204,7 @@ func pprofRoutes() map[string]http.Handler {
 type serverFlags struct {
 	listen                     string
 	cert, key, clientCA, token string
+	noAuth                     bool
 }
 
 func (s *serverFlags) register(fs *flag.FlagSet, defaultListen string) {
@@ -211,23 +212,19 @@ func (s *serverFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.StringVar(&s.cert, "tls-cert", "", "TLS certificate file (enables TLS)")
 	fs.StringVar(&s.key, "tls-key", "", "TLS private key file")
 	fs.StringVar(&s.clientCA, "tls-client-ca", "", "CA file clients' certificates must chain to (enables mTLS)")
-	fs.StringVar(&s.token, "token-file", "", "file holding the bearer token clients must send (or set FLIGHTLINE_TOKEN)")
-}
-
-func readToken(file, env string) (string, error) {
-	if file != "" {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return "", fmt.Errorf("token file: %w", err)
-		}
-		return strings.TrimSpace(string(b)), nil
-	}
-	return os.Getenv(env), nil
+	fs.StringVar(&s.token, "token-file", "", "file holding the bearer token clients must send (or set FLIGHTLINE_TOKEN); an empty file is an error")
+	fs.BoolVar(&s.noAuth, "insecure-no-auth", false, "serve without a token or mTLS on a non-loopback address, on purpose (logged as a warning)")
 }
 
 func (s *serverFlags) config(log *slog.Logger) (endpoint.ServerConfig, error) {
-	tok, err := readToken(s.token, "FLIGHTLINE_TOKEN")
+	tok, err := readToken("--token-file", s.token, "FLIGHTLINE_TOKEN")
 	if err != nil {
+		return endpoint.ServerConfig{}, err
+	}
+	if err := checkTLSFiles([2]string{"--tls-cert", s.cert}, [2]string{"--tls-key", s.key}, [2]string{"--tls-client-ca", s.clientCA}); err != nil {
+		return endpoint.ServerConfig{}, err
+	}
+	if err := authDecision(log, s.listen, tok != "" || s.clientCA != "", s.noAuth); err != nil {
 		return endpoint.ServerConfig{}, err
 	}
 	return endpoint.ServerConfig{CertFile: s.cert, KeyFile: s.key, ClientCAFile: s.clientCA, Token: tok, Logger: log}, nil
@@ -235,10 +232,12 @@ func (s *serverFlags) config(log *slog.Logger) (endpoint.ServerConfig, error) {
 
 // clientFlags are the security flags for one remote endpoint.
 type clientFlags struct {
+	prefix                           string
 	ca, cert, key, serverName, token string
 }
 
 func (c *clientFlags) register(fs *flag.FlagSet, prefix, envToken string) {
+	c.prefix = prefix
 	fs.StringVar(&c.ca, prefix+"tls-ca", "", "CA file to verify the "+strings.TrimSuffix(prefix, "-")+" endpoint (grpc+tls)")
 	fs.StringVar(&c.cert, prefix+"tls-cert", "", "client certificate for mTLS")
 	fs.StringVar(&c.key, prefix+"tls-key", "", "client key for mTLS")
@@ -247,8 +246,12 @@ func (c *clientFlags) register(fs *flag.FlagSet, prefix, envToken string) {
 }
 
 func (c *clientFlags) config(envToken string) (endpoint.ClientConfig, error) {
-	tok, err := readToken(c.token, envToken)
+	tok, err := readToken("--"+c.prefix+"token-file", c.token, envToken)
 	if err != nil {
+		return endpoint.ClientConfig{}, err
+	}
+	p := "--" + c.prefix
+	if err := checkTLSFiles([2]string{p + "tls-ca", c.ca}, [2]string{p + "tls-cert", c.cert}, [2]string{p + "tls-key", c.key}); err != nil {
 		return endpoint.ClientConfig{}, err
 	}
 	return endpoint.ClientConfig{CAFile: c.ca, CertFile: c.cert, KeyFile: c.key, ServerName: c.serverName, Token: tok}, nil
@@ -271,7 +274,7 @@ func parse(fs *flag.FlagSet, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
-	return nil
+	return checkEmptyFlags(fs)
 }
 
 // serveFlight runs svc until ctx ends, then stops gracefully.
