@@ -35,7 +35,9 @@ func TestEmptySecretsFailClosed(t *testing.T) {
 		want []string
 	}{
 		{"serve-sink --token-file blank", nil,
-			func() error { return serveSink(ctx, []string{"--sink", "memory:", "--listen", "127.0.0.1:0", "--token-file", blank}) },
+			func() error {
+				return serveSink(ctx, []string{"--sink", "memory:", "--listen", "127.0.0.1:0", "--token-file", blank})
+			},
 			[]string{"--token-file " + blank + " is empty"}},
 		{"serve-source FLIGHTLINE_TOKEN blank", map[string]string{"FLIGHTLINE_TOKEN": "  "},
 			func() error {
