@@ -74,30 +74,10 @@ func main() {
 	arrowmem.Install()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	var err error
-	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
-	case "serve-source":
-		err = serveSource(ctx, args)
-	case "serve-sink":
-		err = serveSink(ctx, args)
-	case "serve-transform":
-		err = serveTransform(ctx, args)
-	case "run":
-		err = runPipeline(ctx, args)
-	case "demo":
-		err = demo(ctx, args, os.Stdout)
-	case "config":
-		err = configCommand(args, os.Stdout)
-	case "check":
-		err = checkCommand(ctx, args, os.Stdout)
-	case "sync":
-		err = syncCommand(ctx, args)
-	case "serve":
-		err = serveCommand(ctx, args)
-	case "help", "-h", "--help":
-		fmt.Print(usage)
-	default:
-		fmt.Fprintf(os.Stderr, "flightline: unknown command %q\n\n%s", cmd, usage)
+	cmd, args := os.Args[1], os.Args[2:]
+	err := runCommand(ctx, cmd, args, os.Stdout)
+	if errors.Is(err, errUnknownCommand) {
+		fmt.Fprintf(os.Stderr, "flightline: %v\n\n%s", err, usage)
 		os.Exit(2)
 	}
 	if errors.Is(err, flag.ErrHelp) {
@@ -107,6 +87,38 @@ func main() {
 		fmt.Fprintf(os.Stderr, "flightline: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// errUnknownCommand is runCommand's error for a command it does not know.
+var errUnknownCommand = errors.New("unknown command")
+
+// runCommand runs command cmd with args, writing its output (not its
+// logs) to out. The tests run the documented commands through it.
+func runCommand(ctx context.Context, cmd string, args []string, out io.Writer) error {
+	switch cmd {
+	case "serve-source":
+		return serveSource(ctx, args)
+	case "serve-sink":
+		return serveSink(ctx, args)
+	case "serve-transform":
+		return serveTransform(ctx, args)
+	case "run":
+		return runPipeline(ctx, args)
+	case "demo":
+		return demo(ctx, args, out)
+	case "config":
+		return configCommand(args, out)
+	case "check":
+		return checkCommand(ctx, args, out)
+	case "sync":
+		return syncCommand(ctx, args)
+	case "serve":
+		return serveCommand(ctx, args)
+	case "help", "-h", "--help":
+		_, err := fmt.Fprint(out, usage)
+		return err
+	}
+	return fmt.Errorf("%w %q", errUnknownCommand, cmd)
 }
 
 // logOutput receives every command's logs; tests capture it.
