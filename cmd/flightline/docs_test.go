@@ -220,3 +220,41 @@ func TestDocsServeAndRun(t *testing.T) {
 	require.NoError(t, <-served)
 	require.NoError(t, <-served)
 }
+
+// The README's Go snippets are cut from the Example functions they name:
+// each statement's expression (the right of := or =, comments dropped)
+// appears in the example file, so a snippet cannot drift from code that
+// compiles and runs.
+func TestReadmeGoSnippets(t *testing.T) {
+	var blocks []mdBlock
+	for _, b := range docBlocks(t, "go") {
+		if b.file == "README.md" {
+			blocks = append(blocks, b)
+		}
+	}
+	require.Len(t, blocks, 3)
+	files := []string{"coordinator/example_test.go", "flightsink/example_test.go", "pipelines/example_test.go"}
+	space := regexp.MustCompile(`\s+`)
+	norm := func(s string) string { return space.ReplaceAllString(strings.TrimSpace(s), " ") }
+	for i, b := range blocks {
+		src, err := os.ReadFile(filepath.Join(repoRoot, files[i]))
+		require.NoError(t, err)
+		have := norm(string(src))
+		// Join a call continued over lines, as gofmt writes it.
+		text := regexp.MustCompile(`([,(])\s*\n\s*`).ReplaceAllString(b.text, "$1 ")
+		for _, line := range strings.Split(text, "\n") {
+			code, _, _ := strings.Cut(line, "//")
+			code = strings.TrimSpace(code)
+			if code == "" || code == "}" || code == "})" {
+				continue
+			}
+			if _, rhs, ok := strings.Cut(code, ":="); ok {
+				code = rhs
+			} else if _, rhs, ok := strings.Cut(code, " = "); ok {
+				code = rhs
+			}
+			code = strings.TrimSuffix(strings.TrimSpace(code), ",")
+			require.Contains(t, have, norm(code), "%s: %q is not in %s", b, code, files[i])
+		}
+	}
+}

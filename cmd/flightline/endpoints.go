@@ -265,17 +265,57 @@ func kinds[V any](m map[string]V) string {
 // generated from their specs.
 func kindUsage() string {
 	var b strings.Builder
-	b.WriteString("\nEndpoints are written kind:LOCATION?KEY=VALUE&…; unknown kinds and keys are errors.\n")
+	b.WriteString("Endpoints are written kind:LOCATION?KEY=VALUE&…; unknown kinds and keys are errors.\n")
 	b.WriteString("\nRemote sources and sinks:\n")
 	b.WriteString(grpcSpec.Usage())
-	b.WriteString("\nSources (in-process kinds):\n")
-	for _, k := range sortedKeys(sourceKinds) {
-		b.WriteString(sourceKinds[k].spec.Usage())
+	b.WriteString(kindSection("Sources (in-process kinds)", usagers(sourceKinds)))
+	b.WriteString(kindSection("Sinks (in-process kinds)", usagers(sinkKinds)))
+	return b.String()
+}
+
+// kindSection is the usage of every kind of one side, under a title.
+func kindSection(title string, kinds map[string]usager) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%s, written kind:LOCATION?KEY=VALUE&…:\n", title)
+	for _, k := range sortedKeys(kinds) {
+		b.WriteString(kinds[k].Usage())
 	}
-	b.WriteString("\nSinks (in-process kinds):\n")
-	for _, k := range sortedKeys(sinkKinds) {
-		b.WriteString(sinkKinds[k].spec.Usage())
+	return b.String()
+}
+
+// usagers are the usage writers of a side's kinds.
+func usagers[K sourceKind | sinkKind](kinds map[string]K) map[string]usager {
+	out := make(map[string]usager, len(kinds))
+	for name, k := range kinds {
+		switch k := any(k).(type) {
+		case sourceKind:
+			out[name] = k.spec
+		case sinkKind:
+			out[name] = k.spec
+		}
 	}
+	return out
+}
+
+// kindSummary is run's list of kinds: one line each; 'flightline kinds'
+// has their keys.
+func kindSummary() string {
+	var b strings.Builder
+	b.WriteString("\n--source and --sink: a Flight URL (grpc://HOST:PORT, grpc+tls://HOST:PORT) or an in-process kind:\n")
+	for _, side := range []struct {
+		title string
+		kinds map[string]usager
+	}{{"sources", usagers(sourceKinds)}, {"sinks", usagers(sinkKinds)}} {
+		fmt.Fprintf(&b, "  %s: ", side.title)
+		var names []string
+		for _, k := range sortedKeys(side.kinds) {
+			if _, isAlias := side.kinds[k].(alias); !isAlias {
+				names = append(names, k+":")
+			}
+		}
+		b.WriteString(strings.Join(names, " ") + "\n")
+	}
+	b.WriteString("Run 'flightline kinds' (or 'flightline serve-source --help', 'serve-sink --help') for every kind's keys.\n")
 	return b.String()
 }
 

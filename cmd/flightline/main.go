@@ -26,6 +26,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -61,6 +62,11 @@ With a config file (flightline.yml, or --config FILE; see docs/config.md):
   config show    print the resolved file, secrets masked
   config doc     print the reference of every kind's keys (docs/config.md)
 
+Other:
+  kinds          every source and sink kind with its keys (also: help kinds)
+  version        the version and commit this binary was built from (also: --version)
+  help CMD       a command's flags (the same as 'flightline CMD --help')
+
 Run 'flightline <command> --help' for a command's flags.
 `
 
@@ -84,9 +90,22 @@ func main() {
 		os.Exit(0)
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "flightline: %v\n", err)
+		fmt.Fprintln(os.Stderr, errorLine(err))
 		os.Exit(1)
 	}
+}
+
+// errorLine is err as the command prints it: one "flightline:" prefix,
+// whether or not the error starts with the sentinel's own.
+func errorLine(err error) string {
+	msg := err.Error()
+	for strings.HasPrefix(msg, "flightline: flightline: ") {
+		msg = strings.TrimPrefix(msg, "flightline: ")
+	}
+	if !strings.HasPrefix(msg, "flightline: ") {
+		msg = "flightline: " + msg
+	}
+	return msg
 }
 
 // errUnknownCommand is runCommand's error for a command it does not know.
@@ -114,11 +133,81 @@ func runCommand(ctx context.Context, cmd string, args []string, out io.Writer) e
 		return syncCommand(ctx, args)
 	case "serve":
 		return serveCommand(ctx, args)
-	case "help", "-h", "--help":
-		_, err := fmt.Fprint(out, usage)
+	case "kinds":
+		if err := parse(newFlagSet("kinds", "kinds"), args); err != nil {
+			return err
+		}
+		_, err := io.WriteString(out, kindUsage())
 		return err
+	case "version", "--version", "-version":
+		_, err := fmt.Fprintln(out, versionString())
+		return err
+	case "help", "-h", "--help":
+		switch {
+		case len(args) == 0:
+			_, err := fmt.Fprint(out, usage)
+			return err
+		case args[0] == "kinds":
+			_, err := io.WriteString(out, kindUsage())
+			return err
+		case args[0] == "help" || args[0] == "-h" || args[0] == "--help":
+			return fmt.Errorf("%w %q", errUnknownCommand, args[0])
+		}
+		old := helpOutput
+		helpOutput = out
+		defer func() { helpOutput = old }()
+		return runCommand(ctx, args[0], append(args[1:], "--help"), out)
 	}
 	return fmt.Errorf("%w %q", errUnknownCommand, cmd)
+}
+
+// version is the release this binary was built as; a build may set it
+// with -ldflags "-X main.version=v1.2.3". Empty: the module's version
+// from the build information.
+var version string
+
+// commit is the VCS commit, for builds Go stamps none into (-buildvcs=false,
+// a worktree): the Makefile sets it with -ldflags "-X main.commit=…".
+var commit string
+
+// versionString is what flightline version prints: the version, the
+// module's version and the VCS commit Go stamped into the binary.
+func versionString() string {
+	mod, rev, when, dirty := "(unknown)", "", "", false
+	goVersion := ""
+	if info, ok := debug.ReadBuildInfo(); ok {
+		mod, goVersion = info.Main.Version, info.GoVersion
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.time":
+				when = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+	}
+	if rev == "" {
+		rev = commit
+	}
+	v := version
+	if v == "" {
+		v = mod
+	}
+	out := fmt.Sprintf("flightline %s (module github.com/flightline/flightline %s", v, mod)
+	if rev != "" {
+		out += ", commit " + rev
+		if dirty {
+			out += " with uncommitted changes"
+		}
+		if when != "" {
+			out += " of " + when
+		}
+	} else {
+		out += ", commit unknown: built without VCS information"
+	}
+	return out + ", " + goVersion + ")"
 }
 
 // logOutput receives every command's logs; tests capture it.
@@ -269,15 +358,34 @@ func (c *clientFlags) config(envToken string) (endpoint.ClientConfig, error) {
 	return endpoint.ClientConfig{CAFile: c.ca, CertFile: c.cert, KeyFile: c.key, ServerName: c.serverName, Token: tok}, nil
 }
 
+// helpOutput receives --help; flightline help CMD sends it to stdout.
+var helpOutput io.Writer = os.Stderr
+
+// kindHelp is what a command's --help adds after its flags: the kinds it
+// takes, and no others.
+var kindHelp = map[string]func() string{
+	"serve-source": func() string { return kindSection("Sources (in-process kinds)", usagers(sourceKinds)) },
+	"serve-sink":   func() string { return kindSection("Sinks (in-process kinds)", usagers(sinkKinds)) },
+	"run":          kindSummary,
+}
+
 func newFlagSet(name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(helpWriter{})
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: flightline %s\n\n", synopsis)
 		fs.PrintDefaults()
-		fmt.Fprint(fs.Output(), kindUsage())
+		if h := kindHelp[name]; h != nil {
+			fmt.Fprint(fs.Output(), h())
+		}
 	}
 	return fs
 }
+
+// helpWriter writes to helpOutput as it is when written.
+type helpWriter struct{}
+
+func (helpWriter) Write(p []byte) (int, error) { return helpOutput.Write(p) }
 
 func parse(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
