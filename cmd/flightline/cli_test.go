@@ -72,3 +72,13 @@ func TestCLIErrorsSayWhatToDo(t *testing.T) {
 	require.Equal(t, "flightline: pipeline p: flightline: x", errorLine(errors.New("pipeline p: flightline: x")))
 	require.Equal(t, "flightline: x", errorLine(errors.New("flightline: flightline: x")))
 }
+
+// run without --stream reads the source's only stream, whatever its name
+// (it used to default to "orders").
+func TestRunDefaultsToTheOnlyStream(t *testing.T) {
+	logs := captureLogs(t)
+	dir := t.TempDir()
+	require.NoError(t, runPipeline(context.Background(), []string{"--source", "generator:?rows=300&batch_rows=100&stream=py-delta",
+		"--sink", "dir:" + dir, "--pipeline", "p"}), logs.String())
+	require.Contains(t, logs.String(), `msg="run finished" pipeline=p rows=300 `)
+}

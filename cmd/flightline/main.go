@@ -498,7 +498,7 @@ func serveSink(ctx context.Context, args []string) error {
 }
 
 func runPipeline(ctx context.Context, args []string) error {
-	fs := newFlagSet("run", "run --source SPEC --sink SPEC --stream NAME --pipeline ID [flags]")
+	fs := newFlagSet("run", "run --source SPEC --sink SPEC --pipeline ID [--stream NAME] [flags]")
 	var c common
 	var scf, kcf clientFlags
 	c.register(fs)
@@ -508,7 +508,7 @@ func runPipeline(ctx context.Context, args []string) error {
 	tf.register(fs)
 	srcSpec := fs.String("source", "", "source: grpc://host:port, grpc+tls://host:port, or an in-process kind (required)")
 	sinkSpec := fs.String("sink", "", "sink: grpc://host:port, grpc+tls://host:port, or an in-process kind (required)")
-	stream := fs.String("stream", "orders", "the source stream to read")
+	stream := fs.String("stream", "", "the source stream to read; empty: the source's only stream")
 	pipeline := fs.String("pipeline", "", "pipeline id: the key of the sink's checkpoint (required)")
 	target := fs.String("target", "", "target inside the sink (table, topic, directory); empty: the sink's default")
 	window := fs.Int("window", 4, "batches in flight between source and sink")
@@ -544,6 +544,11 @@ func runPipeline(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeSink()
+	if *stream == "" {
+		if *stream, err = onlyStream(ctx, src, *srcSpec, "--stream NAME"); err != nil {
+			return err
+		}
+	}
 	chain, closeChain, err := tf.open(*pipeline, *stream)
 	if err != nil {
 		return err

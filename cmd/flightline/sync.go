@@ -306,9 +306,16 @@ func pipelineStream(ctx context.Context, src flightsrc.Source, p *pipelineConf) 
 	if p.stream != "" {
 		return p.stream, nil
 	}
+	return onlyStream(ctx, src, p.source.ref(), "the pipeline's stream: key")
+}
+
+// onlyStream is the name of src's only stream; several (or none) is an
+// error listing them. what names the source in errors, how the way to
+// choose a stream.
+func onlyStream(ctx context.Context, src flightsrc.Source, what, how string) (string, error) {
 	streams, err := src.Streams(ctx)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%s: the source's streams: %w", what, err)
 	}
 	if len(streams) == 1 {
 		return streams[0].Name, nil
@@ -318,7 +325,7 @@ func pipelineStream(ctx context.Context, src flightsrc.Source, p *pipelineConf) 
 		names[i] = s.Name
 	}
 	sort.Strings(names)
-	return "", fmt.Errorf("the source %s has %d streams (%s): name one with stream:", p.source.ref(), len(streams), strings.Join(names, ", "))
+	return "", fmt.Errorf("the source %s has %d streams (%s), so it has no default: choose one with %s", what, len(streams), strings.Join(names, ", "), how)
 }
 
 // endWatch stops a --once run when the checkpoints the sink has
