@@ -424,7 +424,7 @@ pipelines:
 | ` + "`max_attempts`" + ` | give up after this many failed attempts in a row (default 0: never) |
 | ` + "`schema_sink`" + ` | ` + "`schema_sinks.NAME`" + `: the catalog the pipeline's schema is registered in (see Schema sinks) |
 | ` + "`transforms`" + ` | a list of transforms run between source and sink, in order: ` + "`builtin:…`" + ` specs and ` + "`grpc://HOST:PORT`" + ` services as ` + "`run --transform`" + ` takes them, or ` + "`{grpc: {url: …, tls_ca: …, token_file: …}}`" + ` for a service with TLS or a token |
-| ` + "`plain_views`" + ` | ` + "`true`" + `: copy binary_view and string_view columns (a Kafka source's key and value) into plain binary and string ones before the sink, for sinks whose type map has no view types (PostgreSQL); default ` + "`false`" + ` |
+| ` + "`plain_views`" + ` | ` + "`true`" + `: copy binary_view and string_view columns (a Kafka source's key and value) into plain binary and string ones before the sink, for a sink whose type map has no view types (the PostgreSQL sink maps binary_view and utf8_view itself and does not need it); default ` + "`false`" + ` |
 
 
 `)
@@ -548,8 +548,11 @@ const configDocProse = `
   (watermark, key)), stops when the sink's checkpoint covers it, exits 0 and
   logs one §pipeline sync complete§ line with rows, batches, bytes, wall time and
   the final checkpoint. Without it, sync runs until SIGINT or SIGTERM and
-  stops cleanly. One pipeline's failure stops the others. With §--once§ it shows
-  progress: a bar (rows done of rows to go, rate, ETA) when standard error is
+  stops cleanly, logging §pipeline sync stopped§ (not complete). A source
+  that cannot tell its end: a remote (grpc) one is read until it ends its
+  stream; any other is refused with §--once§. One pipeline's failure stops the others. With §--once§ it shows
+  progress: a bar (rows and rate; rows to go and an ETA where the source
+  can count what is left: Kafka, PostgreSQL, the generator) when standard error is
   a terminal, otherwise a §sync progress§ log line every §--progress-every§ (5 s)
   (§--progress auto|bar|plain|none§). With §--metrics-addr§ it also serves
   §/status§ (an HTML page refreshing every 2 s) and §/status.json§: for each
