@@ -82,3 +82,10 @@ func TestRunDefaultsToTheOnlyStream(t *testing.T) {
 		"--sink", "dir:" + dir, "--pipeline", "p"}), logs.String())
 	require.Contains(t, logs.String(), `msg="run finished" pipeline=p rows=300 `)
 }
+
+// A missing flightline.yml says how to point at another file or write one.
+func TestMissingConfigFileHintsConfigFlag(t *testing.T) {
+	t.Chdir(t.TempDir())
+	err := syncCommand(context.Background(), nil)
+	require.ErrorContains(t, err, "flightline.yml: no such file or directory: give --config FILE, or write flightline.yml here")
+}

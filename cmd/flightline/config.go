@@ -206,6 +206,9 @@ func (l *loader) unknownKey(n *yaml.Node, where, k string, valid []string) error
 // from lookup (os.LookupEnv in the command).
 func loadConfig(path string, lookup func(string) (string, bool)) (*fileConfig, error) {
 	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("config: %w: give --config FILE, or write %s here (README.md, A first run on this machine; every key: docs/config.md)", err, path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}

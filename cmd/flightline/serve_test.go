@@ -74,7 +74,7 @@ pipelines:
 `)
 	err := syncCommand(sctx, []string{"--config", noToken})
 	require.Error(t, err)
-	require.ErrorContains(t, err, "missing or invalid bearer token")
+	require.ErrorContains(t, err, "missing bearer token: this endpoint requires one: give the client the endpoint's token (flightline run: --sink-token-file")
 
 	cancel()
 	select {

@@ -161,7 +161,10 @@ func (a *tokenAuth) check(ctx context.Context, method string) error {
 		}
 	}
 	a.log.Warn("refused unauthenticated call", "method", method, "had_authorization", len(md.Get("authorization")) > 0)
-	return status.Error(codes.Unauthenticated, "flightline: missing or invalid bearer token")
+	if len(md.Get("authorization")) == 0 {
+		return status.Error(codes.Unauthenticated, "missing bearer token: this endpoint requires one: give the client the endpoint's token (flightline run: --sink-token-file, --source-token-file or --transform-token-file; config file: token_file or token under grpc:)")
+	}
+	return status.Error(codes.Unauthenticated, "invalid bearer token: the client's token is not this endpoint's")
 }
 
 // clientCertAuth refuses calls whose connection has no client certificate

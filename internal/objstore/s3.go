@@ -111,6 +111,10 @@ func newS3(ctx context.Context, bucket, prefix string, opts Options, creds aws.C
 			// Used as is, not behind the SDK's credentials cache: the
 			// provider decides when its credentials are renewed.
 			o.Credentials = creds
+		} else if o.Credentials != nil {
+			// The SDK's chain: a failure to find credentials is marked,
+			// so wrap can say so instead of a generic S3 error.
+			o.Credentials = markedCredentials{o.Credentials}
 		}
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
@@ -282,12 +286,34 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 	return s.wrap(err, "delete", key)
 }
 
+// credentialsError marks a failure of the SDK's credentials chain: no
+// credentials found (or they could not be refreshed).
+type credentialsError struct{ err error }
+
+func (e *credentialsError) Error() string { return e.err.Error() }
+func (e *credentialsError) Unwrap() error { return e.err }
+
+// markedCredentials marks its provider's errors as credentialsError.
+type markedCredentials struct{ aws.CredentialsProvider }
+
+func (m markedCredentials) Retrieve(ctx context.Context) (aws.Credentials, error) {
+	c, err := m.CredentialsProvider.Retrieve(ctx)
+	if err != nil {
+		return c, &credentialsError{err}
+	}
+	return c, nil
+}
+
 // wrap classifies an S3 error into flightline's sentinels.
 func (s *S3) wrap(err error, op, key string) error {
 	if err == nil {
 		return nil
 	}
 	where := fmt.Sprintf("s3://%s/%s", s.bucket, s.key(key))
+	var ce *credentialsError
+	if errors.As(err, &ce) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("objstore: %s %s: no AWS credentials found (%v): set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (in the environment or the storage options) or AWS_PROFILE: %w", op, where, ce.err, flightline.ErrUnauthenticated)
+	}
 	var nsk *types.NoSuchKey
 	if errors.As(err, &nsk) {
 		return fmt.Errorf("%s: %w", where, ErrNotExist)
