@@ -840,6 +840,9 @@ func openConfSource(ev env, e *endpointConf) (flightsrc.Source, func(), error) {
 		if err != nil {
 			return nil, nil, err
 		}
+		if err := probeRemote(ev, e.ref(), e.q.Get("url"), cc, e.ref()+" tls_ca"); err != nil {
+			return nil, nil, err
+		}
 		c, err := flightsrc.Dial(e.q.Get("url"), cc)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", e.ref(), err)
@@ -859,6 +862,9 @@ func openConfSink(ev env, e *endpointConf) (flightsink.Sink, func(), error) {
 	if e.remote() {
 		cc, err := e.clientConfig()
 		if err != nil {
+			return nil, nil, err
+		}
+		if err := probeRemote(ev, e.ref(), e.q.Get("url"), cc, e.ref()+" tls_ca"); err != nil {
 			return nil, nil, err
 		}
 		c, err := flightsink.Dial(e.q.Get("url"), cc)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -11,8 +12,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsrc"
+	"github.com/flightline/flightline/internal/endpoint"
 	"github.com/flightline/flightline/internal/spec"
 )
 
@@ -213,9 +216,34 @@ func checkRemote(raw string) error {
 	return err
 }
 
+// probeRemote checks a remote endpoint's transport before a pipeline uses
+// it (endpoint.Probe): a configuration mistake (plaintext against TLS, an
+// unknown CA) is an error naming the fix, which retrying would never
+// cure; a server that does not answer yet is a warning, and the pipeline
+// retries until it does.
+func probeRemote(e env, what, raw string, cc flightline.ClientConfig, caFlag string) error {
+	ctx := e.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err := endpoint.Probe(ctx, raw, cc, caFlag)
+	if errors.Is(err, flightline.ErrInvalidInput) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err != nil && e.log != nil {
+		e.log.Warn(what+" does not answer at start; retrying until it does", "err", err)
+	}
+	return nil
+}
+
 func openSource(e env, raw string, cc flightsrc.ClientConfig) (flightsrc.Source, func(), error) {
 	if isRemote(raw) {
 		if err := checkRemote(raw); err != nil {
+			return nil, nil, err
+		}
+		if err := probeRemote(e, "--source "+raw, raw, cc, "--source-tls-ca"); err != nil {
 			return nil, nil, err
 		}
 		c, err := flightsrc.Dial(raw, cc)
@@ -238,6 +266,9 @@ func openSource(e env, raw string, cc flightsrc.ClientConfig) (flightsrc.Source,
 func openSink(e env, raw string, cc flightsink.ClientConfig) (flightsink.Sink, func(), error) {
 	if isRemote(raw) {
 		if err := checkRemote(raw); err != nil {
+			return nil, nil, err
+		}
+		if err := probeRemote(e, "--sink "+raw, raw, cc, "--sink-tls-ca"); err != nil {
 			return nil, nil, err
 		}
 		c, err := flightsink.Dial(raw, cc)
