@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -257,4 +259,91 @@ func TestReadmeGoSnippets(t *testing.T) {
 			require.Contains(t, have, norm(code), "%s: %q is not in %s", b, code, files[i])
 		}
 	}
+}
+
+// The Python snippets of docs/protocol.md run as written against a served
+// sink and source (pyarrow from FLIGHTLINE_PYTHON, the services' venv):
+// the push twice (the second resumes), the push against a sink whose token
+// it lacks (a pyarrow.flight error, not an AttributeError), the read of an
+// unbounded stream (it ends), and the identity transform under a run.
+func TestDocsPythonSnippets(t *testing.T) {
+	py := os.Getenv("FLIGHTLINE_PYTHON")
+	if py == "" {
+		if os.Getenv("FLIGHTLINE_REQUIRE_SERVICES") == "1" {
+			t.Fatal("FLIGHTLINE_PYTHON (a Python with pyarrow) is not set")
+		}
+		t.Skip("FLIGHTLINE_PYTHON (a Python with pyarrow) is not set; integration/services/services.sh up python sets it")
+	}
+	var snippets []mdBlock
+	for _, b := range docBlocks(t, "python") {
+		if b.file == "docs/protocol.md" {
+			snippets = append(snippets, b)
+		}
+	}
+	require.Len(t, snippets, 3, "push, read, transform")
+	push, read, ident := snippets[0].text, snippets[1].text, snippets[2].text
+	require.Contains(t, push, "grpc://127.0.0.1:7402")
+	require.Contains(t, read, "grpc://127.0.0.1:7401")
+	require.Contains(t, ident, "grpc://0.0.0.0:7403")
+
+	logs := captureLogs(t)
+	token := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(token, []byte("s3cr3t"), 0o600))
+	sink, locked, src := freeAddr(t), freeAddr(t), freeAddr(t)
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 3)
+	go func() { served <- serveSink(ctx, []string{"--sink", "memory:", "--listen", sink}) }()
+	go func() { served <- serveSink(ctx, []string{"--sink", "memory:", "--listen", locked, "--token-file", token}) }()
+	go func() { served <- serveSource(ctx, []string{"--source", "generator:?rows=0&batch_rows=10000", "--listen", src}) }()
+	defer func() {
+		stop()
+		for range 3 {
+			require.NoError(t, <-served)
+		}
+	}()
+	require.Eventually(t, func() bool { return strings.Count(logs.String(), "msg=listening") == 3 }, time.Minute, 10*time.Millisecond)
+
+	python := func(code string) (string, error) {
+		pctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(pctx, py, "-c", code)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, pctx.Err(), "the snippet did not end:\n%s", out)
+		return string(out), err
+	}
+	for i := range 2 {
+		out, err := python(strings.ReplaceAll(push, "127.0.0.1:7402", sink) + "\nprint('start', start)\n")
+		require.NoError(t, err, out)
+		require.Contains(t, out, fmt.Sprintf("start %d", 300*i))
+	}
+	out, err := python(strings.ReplaceAll(push, "127.0.0.1:7402", locked))
+	require.Error(t, err)
+	require.Contains(t, out, "pyarrow._flight.FlightUnauthenticatedError", out)
+	require.NotContains(t, out, "AttributeError")
+
+	out, err = python(strings.ReplaceAll(read, "127.0.0.1:7401", src))
+	require.NoError(t, err, out)
+	require.Contains(t, out, `10000 b'{"positions":{"orders/0":15000}}'`)
+	require.Contains(t, out, `10000 b'{"positions":{"orders/0":55000}}'`)
+
+	addr := freeAddr(t)
+	tctx, stopTransform := context.WithCancel(context.Background())
+	defer stopTransform()
+	cmd := exec.CommandContext(tctx, py, "-c", strings.ReplaceAll(ident, "0.0.0.0:7403", addr))
+	require.NoError(t, cmd.Start())
+	defer func() { stopTransform(); _ = cmd.Wait() }()
+	rctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.Eventually(t, func() bool { return probeListening(addr) }, 30*time.Second, 50*time.Millisecond)
+	require.NoError(t, runPipeline(rctx, []string{"--source", "generator:?rows=3000&batch_rows=1000", "--sink", "memory:",
+		"--pipeline", "py-transform", "--transform", "grpc://" + addr}), logs.String())
+	require.Contains(t, logs.String(), `msg="run finished" pipeline=py-transform rows=3000 `)
+}
+
+func probeListening(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err == nil {
+		c.Close()
+	}
+	return err == nil
 }
