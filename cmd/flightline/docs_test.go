@@ -293,8 +293,12 @@ func TestDocsPythonSnippets(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	served := make(chan error, 3)
 	go func() { served <- serveSink(ctx, []string{"--sink", "memory:", "--listen", sink}) }()
-	go func() { served <- serveSink(ctx, []string{"--sink", "memory:", "--listen", locked, "--token-file", token}) }()
-	go func() { served <- serveSource(ctx, []string{"--source", "generator:?rows=0&batch_rows=10000", "--listen", src}) }()
+	go func() {
+		served <- serveSink(ctx, []string{"--sink", "memory:", "--listen", locked, "--token-file", token})
+	}()
+	go func() {
+		served <- serveSource(ctx, []string{"--source", "generator:?rows=0&batch_rows=10000", "--listen", src})
+	}()
 	defer func() {
 		stop()
 		for range 3 {
