@@ -202,13 +202,13 @@ sinks:
 	err = checkCommand(context.Background(), []string{"--config", path, "--timeout", "30s"}, &out)
 	t.Log("\n" + out.String())
 	require.ErrorContains(t, err, "3 endpoint(s) failed")
-	require.Regexp(t, `ok    sources.k +kafka +reachable; streams: `+topic, out.String())
-	require.Regexp(t, `ok    sinks.pg_role +postgres +reachable`, out.String())
+	require.Regexp(t, `ok    sources.k +kafka +asked for its streams \(read-only\); streams: `+topic, out.String())
+	require.Regexp(t, `ok    sinks.pg_role +postgres +connected and pinged the database; checkpoint read`, out.String())
 	require.Regexp(t, `FAIL  sinks.pg_wrong_pw +postgres +.*password authentication failed`, out.String())
 	require.NotContains(t, out.String(), "wrong-pw")
 	require.NotContains(t, out.String(), "right-pw")
 	require.Regexp(t, `FAIL  sources.k_wrong +kafka +.*(SASL|sasl|authentication|Authentication)`, out.String())
-	require.Regexp(t, `ok    sinks.pg +postgres +reachable`, out.String())
+	require.Regexp(t, `ok    sinks.pg +postgres +connected and pinged the database; checkpoint read`, out.String())
 	require.Regexp(t, `FAIL  sinks.pg_closed +postgres +.*`, out.String())
 }
 
