@@ -21,8 +21,11 @@ all: build
 
 # cgo is required: the ADBC driver manager (adbc/) is C++ reached through
 # cgo. Without it the binary builds but the adbc kinds refuse C drivers.
+# The commit flightline version prints where Go stamps no VCS information.
+FLIGHTLINE_COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+
 build:
-	CGO_ENABLED=1 $(GO) build -o bin/flightline ./cmd/flightline
+	CGO_ENABLED=1 $(GO) build -ldflags "-X main.commit=$(FLIGHTLINE_COMMIT)" -o bin/flightline ./cmd/flightline
 
 demo: build
 	./bin/flightline demo

@@ -122,6 +122,39 @@ func (g *Generator) Commit(_ context.Context, req CommitRequest) error {
 	return nil
 }
 
+// End implements Ender for a bounded generator (rows > 0): the stream ends
+// at its last row. An unbounded one has no end, which is an error saying
+// so.
+func (g *Generator) End(_ context.Context, stream string) (End, error) {
+	if stream != g.stream {
+		return End{}, fmt.Errorf("%w: no stream %q (this generator serves %q)", flightline.ErrNotFound, stream, g.stream)
+	}
+	if g.rows == 0 {
+		return End{}, fmt.Errorf("%w: this generator is unbounded (rows=0) and has no end: give it rows=N", flightline.ErrInvalidInput)
+	}
+	next := func(cp []byte) (int64, error) {
+		if cp == nil {
+			return 0, nil
+		}
+		p, err := checkpoint.Parse(cp)
+		if err != nil {
+			return 0, fmt.Errorf("%w: generator checkpoint: %v", flightline.ErrInvalidInput, err)
+		}
+		return p[g.key()], nil
+	}
+	return End{
+		Desc: fmt.Sprintf("row %d", g.rows),
+		Covered: func(_ context.Context, cp []byte) (bool, error) {
+			n, err := next(cp)
+			return n >= g.rows, err
+		},
+		Left: func(_ context.Context, cp []byte) (int64, error) {
+			n, err := next(cp)
+			return max(0, g.rows-n), err
+		},
+	}, nil
+}
+
 type genReader struct {
 	g     *Generator
 	next  int64

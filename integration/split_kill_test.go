@@ -483,10 +483,12 @@ func newKillRunAt(t *testing.T, ctx context.Context, s killSink, seed uint64, se
 	// Without instance_id, a restarted source is a new member of the group,
 	// and its dead predecessor stays a member until the session times out.
 	r.argv = map[string][]string{
-		"source": {"serve-source", "--listen", srcAddr, "--log-level", "info", "--source",
+		// --insecure-no-auth: the partition tests listen on namespace
+		// hosts' addresses, not loopback, and test no authentication.
+		"source": {"serve-source", "--listen", srcAddr, "--insecure-no-auth", "--log-level", "info", "--source",
 			fmt.Sprintf("kafka:?brokers=%s&topics=%s&group=%s-g&batch_rows=200&batch_wait=100ms%s&%s",
 				brokers, topic, topic, session, format)},
-		"sink": {"serve-sink", "--listen", sinkAddr, "--log-level", "info", "--sink", dest.spec},
+		"sink": {"serve-sink", "--listen", sinkAddr, "--insecure-no-auth", "--log-level", "info", "--sink", dest.spec},
 		"run": {"run", "--source", "grpc://" + srcAddr, "--sink", "grpc://" + sinkAddr, "--stream", topic,
 			"--pipeline", r.pl.ID, "--target", dest.target, "--log-level", "info"},
 	}

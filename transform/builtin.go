@@ -180,7 +180,7 @@ func match(a arrow.Array, op Op, value string) ([]bool, error) {
 		}
 		cmp = func(i int) int { return compare(b2i(c.Value(i)), b2i(v)) }
 	default:
-		return nil, fmt.Errorf("%w: filter does not take a %s column", flightline.ErrInvalidInput, a.DataType())
+		return nil, fmt.Errorf("%w: filter does not take a %s column: it compares integer, unsigned, float, boolean and string (utf8, large_utf8, utf8_view) columns; is_null and not_null take any", flightline.ErrInvalidInput, a.DataType())
 	}
 	for i := range keep {
 		if a.IsNull(i) {

@@ -101,3 +101,18 @@ func TestFilter(t *testing.T) {
 		require.ErrorIs(t, err, flightline.ErrInvalidInput)
 	}
 }
+
+// A filter on a column type it cannot compare lists the types it can.
+func TestFilterTypeErrorListsTypes(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	f, err := transform.Filter("ts", transform.Gt, "1", mem)
+	require.NoError(t, err)
+	b := array.NewRecordBuilder(mem, arrow.NewSchema([]arrow.Field{{Name: "ts", Type: arrow.FixedWidthTypes.Date32}}, nil))
+	defer b.Release()
+	b.Field(0).(*array.Date32Builder).Append(1)
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	_, err = f(context.Background(), rec)
+	require.ErrorContains(t, err, "filter does not take a date32 column: it compares integer, unsigned, float, boolean and string")
+}

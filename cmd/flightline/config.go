@@ -206,6 +206,9 @@ func (l *loader) unknownKey(n *yaml.Node, where, k string, valid []string) error
 // from lookup (os.LookupEnv in the command).
 func loadConfig(path string, lookup func(string) (string, bool)) (*fileConfig, error) {
 	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("config: %w: give --config FILE, or write %s here (README.md, A first run on this machine; every key: docs/config.md)", err, path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
@@ -217,7 +220,11 @@ func parseConfig(path string, b []byte, lookup func(string) (string, bool)) (*fi
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&doc); err != nil {
-		return nil, &configError{file: path, msg: fmt.Sprintf("not valid YAML: %v", err)}
+		msg := fmt.Sprintf("not valid YAML: %v", err)
+		if line := unquotedFlowVar(b); line > 0 {
+			msg += fmt.Sprintf(" (line %d has an unquoted ${…} in a {…} mapping: quote values that contain ${…} in a {…} mapping, as in password: \"${VAR}\")", line)
+		}
+		return nil, &configError{file: path, msg: msg}
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil, l.errf(&doc, "want a mapping with the sections %s", strings.Join(sections, ", "))
@@ -277,6 +284,21 @@ func parseConfig(path string, b []byte, lookup func(string) (string, bool)) (*fi
 	return c, nil
 }
 
+// flowVar finds a value starting with ${ inside a {…} flow mapping, where
+// YAML reads the { as the start of a nested mapping.
+var flowVar = regexp.MustCompile(`\{[^#]*:\s*\$\{`)
+
+// unquotedFlowVar returns the first line (from 1) of b with an unquoted
+// ${…} value inside a {…} mapping, or 0.
+func unquotedFlowVar(b []byte) int {
+	for i, line := range strings.Split(string(b), "\n") {
+		if flowVar.MatchString(line) {
+			return i + 1
+		}
+	}
+	return 0
+}
+
 // eachKey calls f for each key of mapping n, refusing anything else and
 // keys given twice.
 func (l *loader) eachKey(n *yaml.Node, where string, f func(k, v *yaml.Node) error) error {
@@ -332,6 +354,26 @@ func (l *loader) expand(n *yaml.Node, where string) (string, error) {
 		return v
 	})
 	return out, err
+}
+
+// checkSecurityValue refuses an empty token or TLS setting (securityKeys)
+// of a grpc endpoint or a listen entry: written empty, or a ${VAR} that
+// expands to nothing, it would turn authentication or TLS off.
+func (l *loader) checkSecurityValue(n *yaml.Node, where, key, val string) error {
+	if !securityKeys[key] || strings.TrimSpace(val) != "" {
+		return nil
+	}
+	if m := varRef.FindStringSubmatch(n.Value); m != nil && m[1] != "" {
+		return l.errf(n, "%s.%s: ${%s} expands to nothing: set %s, or remove the key (an empty %s would turn %s off)", where, key, m[1], m[1], key, securityWhat(key))
+	}
+	return l.errf(n, "%s.%s is empty: give a value, or remove the key (an empty %s would turn %s off)", where, key, key, securityWhat(key))
+}
+
+func securityWhat(key string) string {
+	if strings.HasPrefix(key, "token") {
+		return "authentication"
+	}
+	return "TLS"
 }
 
 // scalar returns the expanded value of n, which must be a scalar.
@@ -463,6 +505,9 @@ func (l *loader) endpoint(section string, k, v *yaml.Node) (*endpointConf, error
 				return err
 			}
 			raw = s
+		}
+		if err := l.checkSecurityValue(fv, where, key, raw); err != nil {
+			return err
 		}
 		e.q.Set(key, raw)
 		if err := d.check(url.Values{key: {raw}}); err != nil {
@@ -778,9 +823,12 @@ func (e *endpointConf) clientConfig() (flightline.ClientConfig, error) {
 		if tok != "" {
 			return flightline.ClientConfig{}, fmt.Errorf("%s: give token or token_file, not both", e.ref())
 		}
-		if tok, err = readToken(g.TokenFile, ""); err != nil {
+		if tok, err = readToken(e.ref()+" token_file", g.TokenFile, ""); err != nil {
 			return flightline.ClientConfig{}, err
 		}
+	}
+	if err := checkTLSFiles([2]string{e.ref() + " tls_ca", g.CA}, [2]string{e.ref() + " tls_cert", g.Cert}, [2]string{e.ref() + " tls_key", g.Key}); err != nil {
+		return flightline.ClientConfig{}, err
 	}
 	return flightline.ClientConfig{CAFile: g.CA, CertFile: g.Cert, KeyFile: g.Key, ServerName: g.ServerName, Token: tok}, nil
 }
@@ -790,6 +838,9 @@ func openConfSource(ev env, e *endpointConf) (flightsrc.Source, func(), error) {
 	if e.remote() {
 		cc, err := e.clientConfig()
 		if err != nil {
+			return nil, nil, err
+		}
+		if err := probeRemote(ev, e.ref(), e.q.Get("url"), cc, e.ref()+" tls_ca"); err != nil {
 			return nil, nil, err
 		}
 		c, err := flightsrc.Dial(e.q.Get("url"), cc)
@@ -811,6 +862,9 @@ func openConfSink(ev env, e *endpointConf) (flightsink.Sink, func(), error) {
 	if e.remote() {
 		cc, err := e.clientConfig()
 		if err != nil {
+			return nil, nil, err
+		}
+		if err := probeRemote(ev, e.ref(), e.q.Get("url"), cc, e.ref()+" tls_ca"); err != nil {
 			return nil, nil, err
 		}
 		c, err := flightsink.Dial(e.q.Get("url"), cc)
@@ -1038,6 +1092,9 @@ func (l *loader) listenEntry(c *fileConfig, k, v *yaml.Node) error {
 		}
 		s, err := l.scalar(fv, where+"."+fk.Value)
 		if err != nil {
+			return err
+		}
+		if err := l.checkSecurityValue(fv, where, fk.Value, s); err != nil {
 			return err
 		}
 		q.Set(fk.Value, s)

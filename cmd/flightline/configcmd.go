@@ -11,7 +11,12 @@ import (
 	"strings"
 	"time"
 
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
 	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/flightsrc"
+	"github.com/flightline/flightline/internal/endpoint"
+	"github.com/flightline/flightline/internal/flighterr"
 	"github.com/flightline/flightline/internal/spec"
 )
 
@@ -72,6 +77,7 @@ func checkCommand(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlagSet("check", "check [--config FILE] [--timeout D]")
 	path := configFlag(fs)
 	timeout := fs.Duration("timeout", 20*time.Second, "how long each endpoint may take to answer")
+	once := fs.Bool("once", false, "also require what sync --once requires: that each pipeline's source can tell where its stream ends")
 	var c common
 	c.register(fs)
 	if err := parse(fs, args); err != nil {
@@ -134,6 +140,34 @@ func checkCommand(ctx context.Context, args []string, out io.Writer) error {
 	}
 	for _, pname := range sortedKeys(cfg.pipelines) {
 		p := cfg.pipelines[pname]
+		cctx, cancel := context.WithTimeout(ctx, *timeout)
+		detail, err := checkPipeline(env{ctx: cctx, log: log}, p, *once)
+		cancel()
+		ref := secPipelines + "." + p.name
+		if err != nil {
+			failed++
+			fmt.Fprintf(out, "FAIL  %-32s %-10s %s\n", ref, "pipeline", oneLine(err))
+		} else {
+			fmt.Fprintf(out, "ok    %-32s %-10s %s\n", ref, "pipeline", detail)
+		}
+		for i, t := range p.transforms {
+			if t.remote == nil {
+				continue
+			}
+			tref := fmt.Sprintf("%s.transforms[%d]", ref, i)
+			cctx, cancel := context.WithTimeout(ctx, *timeout)
+			err := checkTransform(cctx, t)
+			cancel()
+			if err != nil {
+				failed++
+				fmt.Fprintf(out, "FAIL  %-32s %-10s %s\n", tref, "grpc", oneLine(err))
+			} else {
+				fmt.Fprintf(out, "ok    %-32s %-10s %s\n", tref, "grpc", "the service's gRPC health check answered SERVING")
+			}
+		}
+	}
+	for _, pname := range sortedKeys(cfg.pipelines) {
+		p := cfg.pipelines[pname]
 		if p.schemaSink == nil {
 			continue
 		}
@@ -187,7 +221,80 @@ func checkSource(e env, c *endpointConf, want []string) (string, error) {
 	if len(names) > 5 {
 		names = append(names[:5], "…")
 	}
-	return fmt.Sprintf("reachable; streams: %s", strings.Join(names, ", ")), nil
+	what := "asked for its streams (read-only)"
+	if c.remote() {
+		what = "ListFlights answered"
+	}
+	return fmt.Sprintf("%s; streams: %s", what, strings.Join(names, ", ")), nil
+}
+
+// checkPipeline runs the checks sync runs when it starts p, without
+// writing anything: the source takes the pipeline's dead-letter setting,
+// the stream resolves, and (with once, or as a note) the source can tell
+// where its stream ends.
+func checkPipeline(e env, p *pipelineConf, once bool) (string, error) {
+	if p.deadLetter != nil || p.discard {
+		e.deadLetters = newDeadLetterRouter(p, nil, e.log, nil)
+	}
+	src, closeSrc, err := openConfSource(e, p.source)
+	if err != nil {
+		return "", err
+	}
+	defer closeSrc()
+	var parts []string
+	if e.deadLetters != nil {
+		if !e.deadLetters.used {
+			return "", fmt.Errorf("the %s source %s does not hand over undecodable records: deadletter_sink and deadletter: discard need one that does (kafka); sync refuses this pipeline at start", p.source.kind, p.source.ref())
+		}
+		parts = append(parts, "the source takes its dead letters")
+	}
+	stream, err := pipelineStream(e.ctx, src, p)
+	if err != nil {
+		return "", err
+	}
+	parts = append(parts, "stream "+stream)
+	ender, ok := src.(flightsrc.Ender)
+	switch {
+	case ok:
+		end, err := ender.End(e.ctx, stream)
+		if err != nil {
+			if once {
+				return "", fmt.Errorf("sync --once: %w", err)
+			}
+			parts = append(parts, fmt.Sprintf("sync --once would fail: %s", oneLine(err)))
+		} else {
+			parts = append(parts, "sync --once reads to "+end.Desc)
+		}
+	case p.source.remote():
+		parts = append(parts, "sync --once reads until the remote source ends its stream")
+	case once:
+		return "", fmt.Errorf("sync --once: the %s source %s cannot tell where its stream ends", p.source.kind, p.source.ref())
+	default:
+		parts = append(parts, "sync --once is not possible with this source")
+	}
+	return strings.Join(parts, "; "), nil
+}
+
+// checkTransform asks a transform service's gRPC health service whether
+// it serves: a call on its connection, with its TLS and token.
+func checkTransform(ctx context.Context, t transformConf) error {
+	cc, err := t.remote.clientConfig()
+	if err != nil {
+		return err
+	}
+	conn, err := endpoint.Dial(t.spec, cc)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		return fmt.Errorf("%w", flighterr.FromStatus(t.spec+": health check", err))
+	}
+	if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		return fmt.Errorf("%s: health check: %s", t.spec, resp.GetStatus())
+	}
+	return nil
 }
 
 func checkSink(e env, c *endpointConf, ps []flightsink.Pipeline) (string, error) {
@@ -197,6 +304,12 @@ func checkSink(e env, c *endpointConf, ps []flightsink.Pipeline) (string, error)
 	}
 	defer closeSink()
 	var parts []string
+	if p, ok := sink.(interface{ Ping(context.Context) error }); ok {
+		if err := p.Ping(e.ctx); err != nil {
+			return "", err
+		}
+		parts = append(parts, pingWhat(c.kind))
+	}
 	for _, p := range ps {
 		cp, err := sink.Checkpoint(e.ctx, p)
 		if err != nil {
@@ -211,10 +324,25 @@ func checkSink(e env, c *endpointConf, ps []flightsink.Pipeline) (string, error)
 			parts = append(parts, fmt.Sprintf("%s: checkpoint %s", p.ID, cp))
 		}
 	}
-	if len(parts) == 0 {
-		return "reachable; checkpoints readable", nil
+	what := "checkpoint read"
+	if c.remote() {
+		what = "checkpoint action answered"
 	}
-	return "reachable; " + strings.Join(parts, "; "), nil
+	if len(parts) == 0 || (len(parts) == 1 && len(ps) == 1 && ps[0].ID == checkProbe) {
+		return strings.Join(append(parts, what), "; "), nil
+	}
+	return what + "; " + strings.Join(parts, "; "), nil
+}
+
+// pingWhat says what a sink kind's Ping contacted.
+func pingWhat(kind string) string {
+	switch kind {
+	case "s3":
+		return "HEAD of the bucket with the configured credentials"
+	case "postgres", "postgresql":
+		return "connected and pinged the database"
+	}
+	return "pinged"
 }
 
 // deadLetterPipeline is the pipeline a pipeline's dead letters are
@@ -248,9 +376,9 @@ sources:
     kafka: {brokers: [127.0.0.1:9092], topics: [orders], format: json, schema: orders.avsc}
 sinks:
   warehouse:
-    postgres: {dsn: postgres://loader@db/analytics, table: raw.orders, password: ${WAREHOUSE_PASSWORD}}
+    postgres: {dsn: postgres://loader@db/analytics, table: raw.orders, password: "${WAREHOUSE_PASSWORD}"}
   remote:
-    grpc: {url: grpc+tls://sink.example:7402, tls_ca: /etc/flightline/ca.pem, token: ${SINK_TOKEN}}
+    grpc: {url: grpc+tls://sink.example:7402, tls_ca: /etc/flightline/ca.pem, token: "${SINK_TOKEN}"}
 deadletter_sinks:
   rejects:
     s3: {prefix: acme-lake/deadletters/orders}
@@ -275,6 +403,10 @@ pipelines:
   twice, and references to entries that do not exist.
 - **` + "`${VAR}`" + `** in any value is replaced by the environment variable VAR; a
   variable that is not set is an error naming it. ` + "`$$`" + ` is a literal ` + "`$`" + `.
+  Inside a ` + "`{…}`" + ` mapping quote such a value (` + "`token: \"${TOKEN}\"`" + `): unquoted, YAML
+  reads its ` + "`{`" + ` as the start of another mapping. A token or TLS key that is
+  empty, or whose ` + "`${VAR}`" + ` expands to nothing, is an error: it would turn
+  authentication or TLS off.
 - **Secrets** (marked below) are never logged or echoed: ` + "`config show`" + `
   prints them as ` + "`********`" + `, errors withhold them, and a password in a
   DSN or URL is masked. Write them as ` + "`${VAR}`" + `.
@@ -296,7 +428,7 @@ pipelines:
 | ` + "`max_attempts`" + ` | give up after this many failed attempts in a row (default 0: never) |
 | ` + "`schema_sink`" + ` | ` + "`schema_sinks.NAME`" + `: the catalog the pipeline's schema is registered in (see Schema sinks) |
 | ` + "`transforms`" + ` | a list of transforms run between source and sink, in order: ` + "`builtin:…`" + ` specs and ` + "`grpc://HOST:PORT`" + ` services as ` + "`run --transform`" + ` takes them, or ` + "`{grpc: {url: …, tls_ca: …, token_file: …}}`" + ` for a service with TLS or a token |
-| ` + "`plain_views`" + ` | ` + "`true`" + `: copy binary_view and string_view columns (a Kafka source's key and value) into plain binary and string ones before the sink, for sinks whose type map has no view types (PostgreSQL); default ` + "`false`" + ` |
+| ` + "`plain_views`" + ` | ` + "`true`" + `: copy binary_view and string_view columns (a Kafka source's key and value) into plain binary and string ones before the sink, for a sink whose type map has no view types (the PostgreSQL sink maps binary_view and utf8_view itself and does not need it); default ` + "`false`" + ` |
 
 
 `)
@@ -344,9 +476,15 @@ serves a subset, so one file can describe a chain across hosts. An entry is
 ` + "`REF: HOST:PORT`" + ` or a mapping:
 
 ` + "```yaml" + `
+sources:
+  orders_kafka:
+    kafka: {brokers: [127.0.0.1:9092], topics: [orders]}
+sinks:
+  lake:
+    delta: {uri: /var/lib/flightline/orders}
 listen:
   sources.orders_kafka: 127.0.0.1:7401
-  sinks.lake: {addr: 0.0.0.0:7402, tls_cert: /etc/fl/cert.pem, tls_key: /etc/fl/key.pem, token: ${LAKE_TOKEN}}
+  sinks.lake: {addr: 0.0.0.0:7402, tls_cert: /etc/fl/cert.pem, tls_key: /etc/fl/key.pem, token: "${LAKE_TOKEN}"}
 ` + "```" + `
 
 `)
@@ -371,6 +509,12 @@ error naming the column (the table is left as it was). The first kind is
 ` + "`glue`" + ` (the AWS Glue Data Catalog; credentials from the SDK's default chain):
 
 ` + "```yaml" + `
+sources:
+  orders_kafka:
+    kafka: {brokers: [127.0.0.1:9092], topics: [orders]}
+sinks:
+  lake_s3:
+    s3: {prefix: acme-lake/orders, AWS_REGION: us-east-1}
 schema_sinks:
   catalog:
     glue: {database: lake, table: orders, region: us-east-1}
@@ -408,8 +552,11 @@ const configDocProse = `
   (watermark, key)), stops when the sink's checkpoint covers it, exits 0 and
   logs one §pipeline sync complete§ line with rows, batches, bytes, wall time and
   the final checkpoint. Without it, sync runs until SIGINT or SIGTERM and
-  stops cleanly. One pipeline's failure stops the others. With §--once§ it shows
-  progress: a bar (rows done of rows to go, rate, ETA) when standard error is
+  stops cleanly, logging §pipeline sync stopped§ (not complete). A source
+  that cannot tell its end: a remote (grpc) one is read until it ends its
+  stream; any other is refused with §--once§. One pipeline's failure stops the others. With §--once§ it shows
+  progress: a bar (rows and rate; rows to go and an ETA where the source
+  can count what is left: Kafka, PostgreSQL, the generator) when standard error is
   a terminal, otherwise a §sync progress§ log line every §--progress-every§ (5 s)
   (§--progress auto|bar|plain|none§). With §--metrics-addr§ it also serves
   §/status§ (an HTML page refreshing every 2 s) and §/status.json§: for each

@@ -87,18 +87,51 @@ pipelines:
   p:
     source: gen
     sink: out
-    deadletter_sink: rejects
-    stream: orders
 `)
 	var out bytes.Buffer
-	require.NoError(t, checkCommand(context.Background(), []string{"--config", good}, &out), out.String())
+	require.NoError(t, checkCommand(context.Background(), []string{"--config", good, "--once"}, &out), out.String())
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	require.Len(t, lines, 4, out.String())
+	require.Len(t, lines, 5, out.String())
 	require.Contains(t, lines[1], "ok    sources.gen")
 	require.Contains(t, lines[1], "streams: orders")
 	require.Contains(t, lines[2], "ok    sinks.out")
 	require.Contains(t, lines[2], "p: no checkpoint yet")
 	require.Contains(t, lines[3], "ok    deadletter_sinks.rejects")
+	require.Contains(t, lines[4], "ok    pipelines.p")
+	require.Contains(t, lines[4], "stream orders; sync --once reads to row 10")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, entries, "check writes nothing")
+
+	// What sync refuses at start, check refuses: dead letters from a source
+	// that does not hand them over, and --once on an unbounded source.
+	refused := writeConfig(t, `
+sources:
+  gen: 'generator:?rows=10'
+  endless: 'generator:'
+sinks:
+  out:
+    dir: {path: `+dir+`}
+deadletter_sinks:
+  rejects: 'memory:'
+pipelines:
+  dl:
+    source: gen
+    sink: out
+    deadletter_sink: rejects
+  forever:
+    source: endless
+    sink: out
+`)
+	out.Reset()
+	err = checkCommand(context.Background(), []string{"--config", refused, "--once"}, &out)
+	require.ErrorContains(t, err, "2 endpoint(s) failed")
+	require.Regexp(t, `FAIL  pipelines.dl +pipeline +the generator source sources.gen does not hand over undecodable records`, out.String())
+	require.Regexp(t, `FAIL  pipelines.forever +pipeline +sync --once: .*unbounded \(rows=0\) and has no end: give it rows=N`, out.String())
+	out.Reset()
+	err = checkCommand(context.Background(), []string{"--config", refused}, &out)
+	require.ErrorContains(t, err, "1 endpoint(s) failed")
+	require.Regexp(t, `ok    pipelines.forever +pipeline +stream orders; sync --once would fail`, out.String())
 
 	bad := writeConfig(t, `
 sources:
@@ -169,13 +202,13 @@ sinks:
 	err = checkCommand(context.Background(), []string{"--config", path, "--timeout", "30s"}, &out)
 	t.Log("\n" + out.String())
 	require.ErrorContains(t, err, "3 endpoint(s) failed")
-	require.Regexp(t, `ok    sources.k +kafka +reachable; streams: `+topic, out.String())
-	require.Regexp(t, `ok    sinks.pg_role +postgres +reachable`, out.String())
+	require.Regexp(t, `ok    sources.k +kafka +asked for its streams \(read-only\); streams: `+topic, out.String())
+	require.Regexp(t, `ok    sinks.pg_role +postgres +connected and pinged the database; checkpoint read`, out.String())
 	require.Regexp(t, `FAIL  sinks.pg_wrong_pw +postgres +.*password authentication failed`, out.String())
 	require.NotContains(t, out.String(), "wrong-pw")
 	require.NotContains(t, out.String(), "right-pw")
 	require.Regexp(t, `FAIL  sources.k_wrong +kafka +.*(SASL|sasl|authentication|Authentication)`, out.String())
-	require.Regexp(t, `ok    sinks.pg +postgres +reachable`, out.String())
+	require.Regexp(t, `ok    sinks.pg +postgres +connected and pinged the database; checkpoint read`, out.String())
 	require.Regexp(t, `FAIL  sinks.pg_closed +postgres +.*`, out.String())
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -11,8 +12,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsrc"
+	"github.com/flightline/flightline/internal/endpoint"
 	"github.com/flightline/flightline/internal/spec"
 )
 
@@ -213,9 +216,34 @@ func checkRemote(raw string) error {
 	return err
 }
 
+// probeRemote checks a remote endpoint's transport before a pipeline uses
+// it (endpoint.Probe): a configuration mistake (plaintext against TLS, an
+// unknown CA) is an error naming the fix, which retrying would never
+// cure; a server that does not answer yet is a warning, and the pipeline
+// retries until it does.
+func probeRemote(e env, what, raw string, cc flightline.ClientConfig, caFlag string) error {
+	ctx := e.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err := endpoint.Probe(ctx, raw, cc, caFlag)
+	if errors.Is(err, flightline.ErrInvalidInput) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err != nil && e.log != nil {
+		e.log.Warn(what+" does not answer at start; retrying until it does", "err", err)
+	}
+	return nil
+}
+
 func openSource(e env, raw string, cc flightsrc.ClientConfig) (flightsrc.Source, func(), error) {
 	if isRemote(raw) {
 		if err := checkRemote(raw); err != nil {
+			return nil, nil, err
+		}
+		if err := probeRemote(e, "--source "+raw, raw, cc, "--source-tls-ca"); err != nil {
 			return nil, nil, err
 		}
 		c, err := flightsrc.Dial(raw, cc)
@@ -238,6 +266,9 @@ func openSource(e env, raw string, cc flightsrc.ClientConfig) (flightsrc.Source,
 func openSink(e env, raw string, cc flightsink.ClientConfig) (flightsink.Sink, func(), error) {
 	if isRemote(raw) {
 		if err := checkRemote(raw); err != nil {
+			return nil, nil, err
+		}
+		if err := probeRemote(e, "--sink "+raw, raw, cc, "--sink-tls-ca"); err != nil {
 			return nil, nil, err
 		}
 		c, err := flightsink.Dial(raw, cc)
@@ -265,17 +296,57 @@ func kinds[V any](m map[string]V) string {
 // generated from their specs.
 func kindUsage() string {
 	var b strings.Builder
-	b.WriteString("\nEndpoints are written kind:LOCATION?KEY=VALUE&…; unknown kinds and keys are errors.\n")
+	b.WriteString("Endpoints are written kind:LOCATION?KEY=VALUE&…; unknown kinds and keys are errors.\n")
 	b.WriteString("\nRemote sources and sinks:\n")
 	b.WriteString(grpcSpec.Usage())
-	b.WriteString("\nSources (in-process kinds):\n")
-	for _, k := range sortedKeys(sourceKinds) {
-		b.WriteString(sourceKinds[k].spec.Usage())
+	b.WriteString(kindSection("Sources (in-process kinds)", usagers(sourceKinds)))
+	b.WriteString(kindSection("Sinks (in-process kinds)", usagers(sinkKinds)))
+	return b.String()
+}
+
+// kindSection is the usage of every kind of one side, under a title.
+func kindSection(title string, kinds map[string]usager) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%s, written kind:LOCATION?KEY=VALUE&…:\n", title)
+	for _, k := range sortedKeys(kinds) {
+		b.WriteString(kinds[k].Usage())
 	}
-	b.WriteString("\nSinks (in-process kinds):\n")
-	for _, k := range sortedKeys(sinkKinds) {
-		b.WriteString(sinkKinds[k].spec.Usage())
+	return b.String()
+}
+
+// usagers are the usage writers of a side's kinds.
+func usagers[K sourceKind | sinkKind](kinds map[string]K) map[string]usager {
+	out := make(map[string]usager, len(kinds))
+	for name, k := range kinds {
+		switch k := any(k).(type) {
+		case sourceKind:
+			out[name] = k.spec
+		case sinkKind:
+			out[name] = k.spec
+		}
 	}
+	return out
+}
+
+// kindSummary is run's list of kinds: one line each; 'flightline kinds'
+// has their keys.
+func kindSummary() string {
+	var b strings.Builder
+	b.WriteString("\n--source and --sink: a Flight URL (grpc://HOST:PORT, grpc+tls://HOST:PORT) or an in-process kind:\n")
+	for _, side := range []struct {
+		title string
+		kinds map[string]usager
+	}{{"sources", usagers(sourceKinds)}, {"sinks", usagers(sinkKinds)}} {
+		fmt.Fprintf(&b, "  %s: ", side.title)
+		var names []string
+		for _, k := range sortedKeys(side.kinds) {
+			if _, isAlias := side.kinds[k].(alias); !isAlias {
+				names = append(names, k+":")
+			}
+		}
+		b.WriteString(strings.Join(names, " ") + "\n")
+	}
+	b.WriteString("Run 'flightline kinds' (or 'flightline serve-source --help', 'serve-sink --help') for every kind's keys.\n")
 	return b.String()
 }
 

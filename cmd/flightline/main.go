@@ -29,6 +29,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -70,6 +71,11 @@ With a config file (flightline.yml, or --config FILE; see docs/config.md):
   connect        add or update a source, sink, dead-letter or schema sink
                  in the file and link it to a pipeline
 
+Other:
+  kinds          every source and sink kind with its keys (also: help kinds)
+  version        the version and commit this binary was built from (also: --version)
+  help CMD       a command's flags (the same as 'flightline CMD --help')
+
 Run 'flightline <command> --help' for a command's flags.
 `
 
@@ -83,43 +89,138 @@ func main() {
 	arrowmem.Install()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	var err error
-	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
-	case "serve-source":
-		err = serveSource(ctx, args)
-	case "serve-sink":
-		err = serveSink(ctx, args)
-	case "serve-transform":
-		err = serveTransform(ctx, args)
-	case "run":
-		err = runPipeline(ctx, args)
-	case "demo":
-		err = demo(ctx, args, os.Stdout)
-	case "config":
-		err = configCommand(args, os.Stdout)
-	case "check":
-		err = checkCommand(ctx, args, os.Stdout)
-	case "connect":
-		err = connectCommand(args, os.Stdout)
-	case "sync":
-		err = syncCommand(ctx, args)
-	case "serve":
-		err = serveCommand(ctx, args)
-	case "delta":
-		err = deltaCommand(ctx, args, os.Stdout)
-	case "help", "-h", "--help":
-		fmt.Print(usage)
-	default:
-		fmt.Fprintf(os.Stderr, "flightline: unknown command %q\n\n%s", cmd, usage)
+	cmd, args := os.Args[1], os.Args[2:]
+	err := runCommand(ctx, cmd, args, os.Stdout)
+	if errors.Is(err, errUnknownCommand) {
+		fmt.Fprintf(os.Stderr, "flightline: %v\n\n%s", err, usage)
 		os.Exit(2)
 	}
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "flightline: %v\n", err)
+		fmt.Fprintln(os.Stderr, errorLine(err))
 		os.Exit(1)
 	}
+}
+
+// errorLine is err as the command prints it: one "flightline:" prefix,
+// whether or not the error starts with the sentinel's own.
+func errorLine(err error) string {
+	msg := err.Error()
+	for strings.HasPrefix(msg, "flightline: flightline: ") {
+		msg = strings.TrimPrefix(msg, "flightline: ")
+	}
+	if !strings.HasPrefix(msg, "flightline: ") {
+		msg = "flightline: " + msg
+	}
+	return msg
+}
+
+// errUnknownCommand is runCommand's error for a command it does not know.
+var errUnknownCommand = errors.New("unknown command")
+
+// runCommand runs command cmd with args, writing its output (not its
+// logs) to out. The tests run the documented commands through it.
+func runCommand(ctx context.Context, cmd string, args []string, out io.Writer) error {
+	switch cmd {
+	case "serve-source":
+		return serveSource(ctx, args)
+	case "serve-sink":
+		return serveSink(ctx, args)
+	case "serve-transform":
+		return serveTransform(ctx, args)
+	case "run":
+		return runPipeline(ctx, args)
+	case "demo":
+		return demo(ctx, args, out)
+	case "config":
+		return configCommand(args, out)
+	case "check":
+		return checkCommand(ctx, args, out)
+	case "sync":
+		return syncCommand(ctx, args)
+	case "serve":
+		return serveCommand(ctx, args)
+	case "connect":
+		return connectCommand(args, out)
+	case "delta":
+		return deltaCommand(ctx, args, out)
+	case "kinds":
+		if err := parse(newFlagSet("kinds", "kinds"), args); err != nil {
+			return err
+		}
+		_, err := io.WriteString(out, kindUsage())
+		return err
+	case "version", "--version", "-version":
+		_, err := fmt.Fprintln(out, versionString())
+		return err
+	case "help", "-h", "--help":
+		switch {
+		case len(args) == 0:
+			_, err := fmt.Fprint(out, usage)
+			return err
+		case args[0] == "kinds":
+			_, err := io.WriteString(out, kindUsage())
+			return err
+		case args[0] == "help" || args[0] == "-h" || args[0] == "--help":
+			return fmt.Errorf("%w %q", errUnknownCommand, args[0])
+		}
+		old := helpOutput
+		helpOutput = out
+		defer func() { helpOutput = old }()
+		return runCommand(ctx, args[0], append(args[1:], "--help"), out)
+	}
+	return fmt.Errorf("%w %q", errUnknownCommand, cmd)
+}
+
+// version is the release this binary was built as; a build may set it
+// with -ldflags "-X main.version=v1.2.3". Empty: the module's version
+// from the build information.
+var version string
+
+// commit is the VCS commit, for builds Go stamps none into (-buildvcs=false,
+// a worktree): the Makefile sets it with -ldflags "-X main.commit=…".
+var commit string
+
+// versionString is what flightline version prints: the version, the
+// module's version and the VCS commit Go stamped into the binary.
+func versionString() string {
+	mod, rev, when, dirty := "(unknown)", "", "", false
+	goVersion := ""
+	if info, ok := debug.ReadBuildInfo(); ok {
+		mod, goVersion = info.Main.Version, info.GoVersion
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.time":
+				when = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+	}
+	if rev == "" {
+		rev = commit
+	}
+	v := version
+	if v == "" {
+		v = mod
+	}
+	out := fmt.Sprintf("flightline %s (module github.com/flightline/flightline %s", v, mod)
+	if rev != "" {
+		out += ", commit " + rev
+		if dirty {
+			out += " with uncommitted changes"
+		}
+		if when != "" {
+			out += " of " + when
+		}
+	} else {
+		out += ", commit unknown: built without VCS information"
+	}
+	return out + ", " + goVersion + ")"
 }
 
 // logOutput receives every command's logs; tests capture it.
@@ -217,6 +318,7 @@ func pprofRoutes() map[string]http.Handler {
 type serverFlags struct {
 	listen                     string
 	cert, key, clientCA, token string
+	noAuth                     bool
 }
 
 func (s *serverFlags) register(fs *flag.FlagSet, defaultListen string) {
@@ -224,23 +326,19 @@ func (s *serverFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.StringVar(&s.cert, "tls-cert", "", "TLS certificate file (enables TLS)")
 	fs.StringVar(&s.key, "tls-key", "", "TLS private key file")
 	fs.StringVar(&s.clientCA, "tls-client-ca", "", "CA file clients' certificates must chain to (enables mTLS)")
-	fs.StringVar(&s.token, "token-file", "", "file holding the bearer token clients must send (or set FLIGHTLINE_TOKEN)")
-}
-
-func readToken(file, env string) (string, error) {
-	if file != "" {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return "", fmt.Errorf("token file: %w", err)
-		}
-		return strings.TrimSpace(string(b)), nil
-	}
-	return os.Getenv(env), nil
+	fs.StringVar(&s.token, "token-file", "", "file holding the bearer token clients must send (or set FLIGHTLINE_TOKEN); an empty file is an error")
+	fs.BoolVar(&s.noAuth, "insecure-no-auth", false, "serve without a token or mTLS on a non-loopback address, on purpose (logged as a warning)")
 }
 
 func (s *serverFlags) config(log *slog.Logger) (endpoint.ServerConfig, error) {
-	tok, err := readToken(s.token, "FLIGHTLINE_TOKEN")
+	tok, err := readToken("--token-file", s.token, "FLIGHTLINE_TOKEN")
 	if err != nil {
+		return endpoint.ServerConfig{}, err
+	}
+	if err := checkTLSFiles([2]string{"--tls-cert", s.cert}, [2]string{"--tls-key", s.key}, [2]string{"--tls-client-ca", s.clientCA}); err != nil {
+		return endpoint.ServerConfig{}, err
+	}
+	if err := authDecision(log, s.listen, tok != "" || s.clientCA != "", s.noAuth); err != nil {
 		return endpoint.ServerConfig{}, err
 	}
 	return endpoint.ServerConfig{CertFile: s.cert, KeyFile: s.key, ClientCAFile: s.clientCA, Token: tok, Logger: log}, nil
@@ -248,10 +346,12 @@ func (s *serverFlags) config(log *slog.Logger) (endpoint.ServerConfig, error) {
 
 // clientFlags are the security flags for one remote endpoint.
 type clientFlags struct {
+	prefix                           string
 	ca, cert, key, serverName, token string
 }
 
 func (c *clientFlags) register(fs *flag.FlagSet, prefix, envToken string) {
+	c.prefix = prefix
 	fs.StringVar(&c.ca, prefix+"tls-ca", "", "CA file to verify the "+strings.TrimSuffix(prefix, "-")+" endpoint (grpc+tls)")
 	fs.StringVar(&c.cert, prefix+"tls-cert", "", "client certificate for mTLS")
 	fs.StringVar(&c.key, prefix+"tls-key", "", "client key for mTLS")
@@ -260,22 +360,45 @@ func (c *clientFlags) register(fs *flag.FlagSet, prefix, envToken string) {
 }
 
 func (c *clientFlags) config(envToken string) (endpoint.ClientConfig, error) {
-	tok, err := readToken(c.token, envToken)
+	tok, err := readToken("--"+c.prefix+"token-file", c.token, envToken)
 	if err != nil {
+		return endpoint.ClientConfig{}, err
+	}
+	p := "--" + c.prefix
+	if err := checkTLSFiles([2]string{p + "tls-ca", c.ca}, [2]string{p + "tls-cert", c.cert}, [2]string{p + "tls-key", c.key}); err != nil {
 		return endpoint.ClientConfig{}, err
 	}
 	return endpoint.ClientConfig{CAFile: c.ca, CertFile: c.cert, KeyFile: c.key, ServerName: c.serverName, Token: tok}, nil
 }
 
+// helpOutput receives --help; flightline help CMD sends it to stdout.
+var helpOutput io.Writer = os.Stderr
+
+// kindHelp is what a command's --help adds after its flags: the kinds it
+// takes, and no others.
+var kindHelp = map[string]func() string{
+	"serve-source": func() string { return kindSection("Sources (in-process kinds)", usagers(sourceKinds)) },
+	"serve-sink":   func() string { return kindSection("Sinks (in-process kinds)", usagers(sinkKinds)) },
+	"run":          kindSummary,
+}
+
 func newFlagSet(name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(helpWriter{})
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: flightline %s\n\n", synopsis)
 		fs.PrintDefaults()
-		fmt.Fprint(fs.Output(), kindUsage())
+		if h := kindHelp[name]; h != nil {
+			fmt.Fprint(fs.Output(), h())
+		}
 	}
 	return fs
 }
+
+// helpWriter writes to helpOutput as it is when written.
+type helpWriter struct{}
+
+func (helpWriter) Write(p []byte) (int, error) { return helpOutput.Write(p) }
 
 func parse(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
@@ -284,7 +407,7 @@ func parse(fs *flag.FlagSet, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
-	return nil
+	return checkEmptyFlags(fs)
 }
 
 // serveFlight runs svc until ctx ends, then stops gracefully.
@@ -395,7 +518,7 @@ func serveSink(ctx context.Context, args []string) error {
 }
 
 func runPipeline(ctx context.Context, args []string) error {
-	fs := newFlagSet("run", "run --source SPEC --sink SPEC --stream NAME --pipeline ID [flags]")
+	fs := newFlagSet("run", "run --source SPEC --sink SPEC --pipeline ID [--stream NAME] [flags]")
 	var c common
 	var scf, kcf clientFlags
 	c.register(fs)
@@ -405,7 +528,7 @@ func runPipeline(ctx context.Context, args []string) error {
 	tf.register(fs)
 	srcSpec := fs.String("source", "", "source: grpc://host:port, grpc+tls://host:port, or an in-process kind (required)")
 	sinkSpec := fs.String("sink", "", "sink: grpc://host:port, grpc+tls://host:port, or an in-process kind (required)")
-	stream := fs.String("stream", "orders", "the source stream to read")
+	stream := fs.String("stream", "", "the source stream to read; empty: the source's only stream")
 	pipeline := fs.String("pipeline", "", "pipeline id: the key of the sink's checkpoint (required)")
 	target := fs.String("target", "", "target inside the sink (table, topic, directory); empty: the sink's default")
 	window := fs.Int("window", 4, "batches in flight between source and sink")
@@ -442,6 +565,11 @@ func runPipeline(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeSink()
+	if *stream == "" {
+		if *stream, err = onlyStream(ctx, src, *srcSpec, "--stream NAME"); err != nil {
+			return err
+		}
+	}
 	chain, closeChain, err := tf.open(*pipeline, *stream)
 	if err != nil {
 		return err

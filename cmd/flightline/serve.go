@@ -28,6 +28,7 @@ func serveCommand(ctx context.Context, args []string) error {
 	fs := newFlagSet("serve", "serve [--config FILE] [--only REF,REF] [flags]")
 	path := configFlag(fs)
 	only := fs.String("only", "", "serve only these entries (sources.NAME, sinks.NAME, …), comma-separated; empty: every entry with a listen address")
+	noAuth := fs.Bool("insecure-no-auth", false, "serve entries without token or tls_client_ca on non-loopback addresses, on purpose (logged as a warning)")
 	var c common
 	c.register(fs)
 	if err := parse(fs, args); err != nil {
@@ -97,10 +98,18 @@ func serveCommand(ctx context.Context, args []string) error {
 		}
 		tok := lc.Token
 		if lc.TokenFile != "" {
-			if tok, err = readToken(lc.TokenFile, ""); err != nil {
-				closeFn()
-				return errors.Join(err, cancelAndWait(cancel, &wg, errs))
-			}
+			tok, err = readToken("listen."+e.ref()+".token_file", lc.TokenFile, "")
+		}
+		if err == nil {
+			w := "listen." + e.ref() + "."
+			err = checkTLSFiles([2]string{w + "tls_cert", lc.Cert}, [2]string{w + "tls_key", lc.Key}, [2]string{w + "tls_client_ca", lc.ClientCA})
+		}
+		if err == nil {
+			err = authDecision(ev.log, lc.Addr, tok != "" || lc.ClientCA != "", *noAuth)
+		}
+		if err != nil {
+			closeFn()
+			return errors.Join(fmt.Errorf("%s: %w", e.ref(), err), cancelAndWait(cancel, &wg, errs))
 		}
 		gs, _, err := endpoint.NewServer(endpoint.ServerConfig{CertFile: lc.Cert, KeyFile: lc.Key, ClientCAFile: lc.ClientCA, Token: tok, Logger: ev.log})
 		if err != nil {

@@ -52,7 +52,10 @@ pipelines:
 
 	sctx, scancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer scancel()
-	require.NoError(t, syncCommand(sctx, []string{"--config", path, "--pipeline", "chain"}), logs.String())
+	// --once with a remote source: it reads until the served generator
+	// (rows=1500) ends its stream.
+	require.NoError(t, syncCommand(sctx, []string{"--config", path, "--pipeline", "chain", "--once"}), logs.String())
+	require.Contains(t, logs.String(), "a remote source cannot tell where its stream ends")
 	require.Contains(t, logs.String(), `msg="pipeline sync complete" pipeline=chain rows=1500 `)
 	require.True(t, dirHasFiles(dir))
 
@@ -71,7 +74,7 @@ pipelines:
 `)
 	err := syncCommand(sctx, []string{"--config", noToken})
 	require.Error(t, err)
-	require.ErrorContains(t, err, "missing or invalid bearer token")
+	require.ErrorContains(t, err, "missing bearer token: this endpoint requires one: give the client the endpoint's token (flightline run: --sink-token-file")
 
 	cancel()
 	select {

@@ -70,7 +70,7 @@ func (c snowConn) config(u *url.URL) (snowconn.Config, error) {
 		cfg.LockTimeout = *c.LockTimeout
 	}
 	if c.TokenFile != "" {
-		tok, err := readToken(c.TokenFile, "")
+		tok, err := readToken("token_file", c.TokenFile, "")
 		if err != nil {
 			return cfg, fmt.Errorf("snowflake: %w", err)
 		}

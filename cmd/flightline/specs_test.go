@@ -214,10 +214,11 @@ func TestUsageFromSpecs(t *testing.T) {
 		require.Contains(t, u, want)
 	}
 	var out bytes.Buffer
-	fs := newFlagSet("x", "x")
+	fs := newFlagSet("serve-source", "x")
 	fs.SetOutput(&out)
 	fs.Usage()
-	require.Contains(t, out.String(), kafkaSourceSpec.Usage(), "--help lists the kinds")
+	require.Contains(t, out.String(), kafkaSourceSpec.Usage(), "serve-source --help lists the source kinds")
+	require.NotContains(t, out.String(), kafkaSinkSpec.Usage(), "and only those")
 }
 
 // The command's logger reaches every kind that takes one: the sinks log

@@ -168,13 +168,18 @@ func syncPipeline(ctx context.Context, e env, p *pipelineConf, once bool, pr *pr
 	defer stopRun()
 	var end flightsrc.End
 	var w *endWatch
-	if once {
-		ender, ok := src.(flightsrc.Ender)
-		if !ok {
-			return fmt.Errorf("--once: the %s source %s cannot tell where its stream ends", p.source.kind, p.source.ref())
-		}
+	ender, isEnder := src.(flightsrc.Ender)
+	switch {
+	case !once:
+	case !isEnder && p.source.remote():
+		// A Flight source cannot say where its stream ends; a bounded one
+		// (a served generator with rows=N) ends it by itself.
+		log.Info("sync --once: a remote source cannot tell where its stream ends: reading until it ends the stream (an unbounded one runs until SIGINT)", "pipeline", p.name, "source", p.source.ref())
+	case !isEnder:
+		return fmt.Errorf("--once: the %s source %s cannot tell where its stream ends: run sync without --once and stop it with SIGINT", p.source.kind, p.source.ref())
+	default:
 		if end, err = ender.End(ctx, stream); err != nil {
-			return fmt.Errorf("--once: the end of %s: %w", stream, err)
+			return fmt.Errorf("--once: the end of %s %s: %w", p.source.ref(), stream, err)
 		}
 		cp, err := sink.Checkpoint(ctx, pl)
 		if err != nil {
@@ -264,7 +269,15 @@ func syncPipeline(ctx context.Context, e env, p *pipelineConf, once bool, pr *pr
 	if runErr != nil {
 		return runErr
 	}
-	if once {
+	if !once && ctx.Err() != nil {
+		log.Info("pipeline sync stopped", "pipeline", p.name, "rows", res.stats.Rows, "batches", res.stats.Batches,
+			"wall", res.wall.Round(time.Millisecond), "checkpoint", string(res.checkpoint))
+		return nil
+	}
+	if once && w == nil && ctx.Err() != nil {
+		return fmt.Errorf("--once: interrupted before the stream ended (checkpoint %s)", res.checkpoint)
+	}
+	if once && w != nil {
 		done := w.reached()
 		if !done && err == nil {
 			// The stream may have ended (a finite source) at the end.
@@ -293,9 +306,16 @@ func pipelineStream(ctx context.Context, src flightsrc.Source, p *pipelineConf) 
 	if p.stream != "" {
 		return p.stream, nil
 	}
+	return onlyStream(ctx, src, p.source.ref(), "the pipeline's stream: key")
+}
+
+// onlyStream is the name of src's only stream; several (or none) is an
+// error listing them. what names the source in errors, how the way to
+// choose a stream.
+func onlyStream(ctx context.Context, src flightsrc.Source, what, how string) (string, error) {
 	streams, err := src.Streams(ctx)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%s: the source's streams: %w", what, err)
 	}
 	if len(streams) == 1 {
 		return streams[0].Name, nil
@@ -305,7 +325,7 @@ func pipelineStream(ctx context.Context, src flightsrc.Source, p *pipelineConf) 
 		names[i] = s.Name
 	}
 	sort.Strings(names)
-	return "", fmt.Errorf("the source %s has %d streams (%s): name one with stream:", p.source.ref(), len(streams), strings.Join(names, ", "))
+	return "", fmt.Errorf("the source %s has %d streams (%s), so it has no default: choose one with %s", what, len(streams), strings.Join(names, ", "), how)
 }
 
 // endWatch stops a --once run when the checkpoints the sink has

@@ -162,11 +162,14 @@ pipelines:
 	case <-time.After(time.Minute):
 		t.Fatal("sync did not stop")
 	}
-	require.Contains(t, logs.String(), `msg="pipeline sync complete" pipeline=p rows=`)
+	// Stopped by a signal, not complete.
+	require.Contains(t, logs.String(), `msg="pipeline sync stopped" pipeline=p rows=`)
+	require.NotContains(t, logs.String(), `pipeline sync complete`)
 
-	// --once needs a source that can tell where its stream ends.
+	// --once needs a source that ends: an unbounded generator is refused,
+	// saying what to do.
 	err := syncCommand(context.Background(), []string{"--config", path, "--once"})
-	require.ErrorContains(t, err, "cannot tell where its stream ends")
+	require.ErrorContains(t, err, "unbounded (rows=0) and has no end: give it rows=N")
 	require.ErrorContains(t, syncCommand(context.Background(), []string{"--config", path, "--pipeline", "q"}), `"q"`)
 }
 

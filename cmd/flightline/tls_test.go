@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,4 +94,47 @@ func TestRunAgainstMTLSSink(t *testing.T) {
 	require.ErrorIs(t, run("--sink-tls-cert", rogueCert, "--sink-tls-key", rogueKey), flightline.ErrUnauthenticated, "a certificate from another CA")
 	require.NoError(t, run("--sink-tls-cert", cliCert, "--sink-tls-key", cliKey))
 	require.Contains(t, logs.String(), `msg="run finished" pipeline=mtls rows=2000`)
+}
+
+// A transport mismatch is a configuration error naming the fix, at once,
+// not a connection error retried for ever: grpc:// against a TLS server,
+// grpc+tls:// against a plaintext one, a certificate from an unknown CA.
+// A sink that is down at start is a warning saying so, then retried.
+func TestRunTransportMistakesSayWhatToDo(t *testing.T) {
+	logs := captureLogs(t)
+	dir := t.TempDir()
+	caFile, _, ca, caKey := writeCert(t, dir, "ca", 1, nil, nil)
+	srvCert, srvKey, _, _ := writeCert(t, dir, "server", 2, ca, caKey)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 2)
+	tlsAddr, plainAddr := freeAddr(t), freeAddr(t)
+	go func() {
+		done <- serveSink(ctx, []string{"--sink", "memory:", "--listen", tlsAddr, "--tls-cert", srvCert, "--tls-key", srvKey})
+	}()
+	go func() { done <- serveSink(ctx, []string{"--sink", "memory:", "--listen", plainAddr}) }()
+	defer func() { stop(); require.NoError(t, <-done); require.NoError(t, <-done) }()
+	require.Eventually(t, func() bool { return strings.Count(logs.String(), "msg=listening") == 2 }, 20*time.Second, 10*time.Millisecond)
+
+	run := func(args ...string) error {
+		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		start := time.Now()
+		err := runPipeline(rctx, append([]string{"--source", "generator:?rows=100", "--pipeline", "p", "--max-attempts", "2"}, args...))
+		require.Less(t, time.Since(start), 15*time.Second, "no retrying")
+		return err
+	}
+	err := run("--sink", "grpc://"+tlsAddr)
+	require.ErrorIs(t, err, flightline.ErrInvalidInput)
+	require.ErrorContains(t, err, "speaks TLS: write grpc+tls://"+tlsAddr)
+	err = run("--sink", "grpc+tls://"+tlsAddr)
+	require.ErrorIs(t, err, flightline.ErrInvalidInput)
+	require.ErrorContains(t, err, "signed by an unknown authority: give the CA that signed it with --sink-tls-ca")
+	err = run("--sink", "grpc+tls://"+plainAddr, "--sink-tls-ca", caFile)
+	require.ErrorIs(t, err, flightline.ErrInvalidInput)
+	require.ErrorContains(t, err, "does not speak TLS: write grpc://"+plainAddr)
+	require.NoError(t, run("--sink", "grpc+tls://"+tlsAddr, "--sink-tls-ca", caFile))
+
+	down := freeAddr(t)
+	require.Error(t, run("--sink", "grpc://"+down))
+	require.Contains(t, logs.String(), `msg="--sink grpc://`+down+` does not answer at start; retrying until it does"`)
 }

@@ -156,6 +156,20 @@ func New(location string, opts ...Option) (*Sink, error) {
 	return &Sink{store: st, loc: objstore.Join(bucket, prefix), o: o, bucket: bucket}, nil
 }
 
+// Ping checks that the bucket exists and that the credentials reach it (an
+// S3 HeadBucket), contacting the endpoint; its error names the cause. It
+// writes nothing.
+func (s *Sink) Ping(ctx context.Context) error {
+	h, ok := s.store.(interface{ HeadBucket(context.Context) error })
+	if !ok {
+		return nil
+	}
+	if err := h.HeadBucket(ctx); err != nil {
+		return fmt.Errorf("s3 sink %s: %w", s.loc, err)
+	}
+	return nil
+}
+
 // ParseLocation splits "bucket/prefix" into its bucket and prefix. A
 // location with a scheme (s3://…) is ErrInvalidInput with a message
 // showing the accepted form.

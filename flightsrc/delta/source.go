@@ -118,7 +118,7 @@ func New(ctx context.Context, uri string, opts ...Option) (*Source, error) {
 			return nil, err
 		}
 	}
-	st, err := objstore.OpenWithCredentials(ctx, uri, s.storage, s.creds)
+	st, err := objstore.OpenForReading(ctx, uri, s.storage, s.creds)
 	if err != nil {
 		return nil, err
 	}

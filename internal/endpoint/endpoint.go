@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -161,7 +162,10 @@ func (a *tokenAuth) check(ctx context.Context, method string) error {
 		}
 	}
 	a.log.Warn("refused unauthenticated call", "method", method, "had_authorization", len(md.Get("authorization")) > 0)
-	return status.Error(codes.Unauthenticated, "flightline: missing or invalid bearer token")
+	if len(md.Get("authorization")) == 0 {
+		return status.Error(codes.Unauthenticated, "missing bearer token: this endpoint requires one: give the client the endpoint's token (flightline run: --sink-token-file, --source-token-file or --transform-token-file; config file: token_file or token under grpc:)")
+	}
+	return status.Error(codes.Unauthenticated, "invalid bearer token: the client's token is not this endpoint's")
 }
 
 // clientCertAuth refuses calls whose connection has no client certificate
@@ -292,18 +296,9 @@ func Dial(rawURL string, cfg ClientConfig) (*grpc.ClientConn, error) {
 	}
 	opts = append(opts, flightwire.DialOptions()...)
 	if useTLS {
-		tc := &tls.Config{ServerName: cfg.ServerName, MinVersion: tls.VersionTLS12}
-		if cfg.CAFile != "" {
-			if tc.RootCAs, err = loadPool(cfg.CAFile); err != nil {
-				return nil, err
-			}
-		}
-		if cfg.CertFile != "" {
-			cert, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
-			if err != nil {
-				return nil, fmt.Errorf("endpoint: loading client certificate: %w", err)
-			}
-			tc.Certificates = []tls.Certificate{cert}
+		tc, err := clientTLS(cfg)
+		if err != nil {
+			return nil, err
 		}
 		opts = append(opts, grpc.WithTransportCredentials(credentials.NewTLS(tc)))
 	} else {
@@ -316,6 +311,90 @@ func Dial(rawURL string, cfg ClientConfig) (*grpc.ClientConn, error) {
 		opts = append(opts, grpc.WithPerRPCCredentials(bearer{token: cfg.Token, secure: useTLS}))
 	}
 	return grpc.NewClient(addr, opts...)
+}
+
+// clientTLS is the TLS configuration Dial uses for cfg.
+func clientTLS(cfg ClientConfig) (*tls.Config, error) {
+	tc := &tls.Config{ServerName: cfg.ServerName, MinVersion: tls.VersionTLS12}
+	if cfg.CAFile != "" {
+		pool, err := loadPool(cfg.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		tc.RootCAs = pool
+	}
+	if cfg.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("endpoint: loading client certificate: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
+
+// Probe checks the transport to the endpoint at rawURL once, before a
+// pipeline uses it, so that a mistake in the configuration is an error
+// saying what to change rather than a connection error retried for ever:
+//
+//   - grpc:// to a server that speaks TLS, grpc+tls:// to one that does
+//     not, a server certificate no configured CA trusts, or one issued for
+//     another name: ErrInvalidInput naming the fix (caFlag names the
+//     setting that gives the CA, e.g. --sink-tls-ca);
+//   - nothing listening (or no answer within ctx): ErrUnavailable, which
+//     callers report and then retry, since the endpoint may come up later.
+//
+// It sends nothing but a TLS handshake; nil means the transport matches.
+func Probe(ctx context.Context, rawURL string, cfg ClientConfig, caFlag string) error {
+	addr, useTLS, err := ParseURL(rawURL)
+	if err != nil {
+		return err
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("endpoint: %s does not answer (%v): is the server running, and is the address right? %w", rawURL, err, flightline.ErrUnavailable)
+	}
+	defer conn.Close()
+	if !useTLS {
+		// A TLS handshake that completes means the server speaks TLS. It
+		// verifies nothing: it only tells the two protocols apart.
+		tconn := tls.Client(conn, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}) //nolint:gosec // detection only; no data is sent
+		hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if tconn.HandshakeContext(hctx) == nil {
+			return fmt.Errorf("endpoint: %s speaks TLS: write grpc+tls://%s (with %s if its CA is not a system one): %w", rawURL, addr, caFlag, flightline.ErrInvalidInput)
+		}
+		return nil
+	}
+	tc, err := clientTLS(cfg)
+	if err != nil {
+		return err
+	}
+	if tc.ServerName == "" {
+		host, _, _ := net.SplitHostPort(addr)
+		tc.ServerName = host
+	}
+	err = tls.Client(conn, tc).HandshakeContext(ctx)
+	var unknown x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var header tls.RecordHeaderError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &unknown):
+		return fmt.Errorf("endpoint: %s: its certificate is signed by an unknown authority: give the CA that signed it with %s: %w", rawURL, caFlag, flightline.ErrInvalidInput)
+	case errors.As(err, &hostname):
+		return fmt.Errorf("endpoint: %s: its certificate is not for this name (%v): connect by a name or IP it holds, or set the server name to check (tls-server-name): %w", rawURL, err, flightline.ErrInvalidInput)
+	case errors.As(err, &invalid):
+		return fmt.Errorf("endpoint: %s: its certificate is not valid (%v): %w", rawURL, err, flightline.ErrInvalidInput)
+	case errors.As(err, &header):
+		return fmt.Errorf("endpoint: %s does not speak TLS: write grpc://%s: %w", rawURL, addr, flightline.ErrInvalidInput)
+	case ctx.Err() != nil:
+		return fmt.Errorf("endpoint: %s: no TLS handshake in time: %w", rawURL, flightline.ErrUnavailable)
+	}
+	return nil // anything else: leave it to the calls, and their retries
 }
 
 type bearer struct {

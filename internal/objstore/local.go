@@ -35,6 +35,16 @@ func NewLocal(dir string) (*Local, error) {
 	return &Local{root: abs}, nil
 }
 
+// newLocalNoCreate is NewLocal for readers: a missing dir is left missing
+// (it reads as empty) rather than created.
+func newLocalNoCreate(dir string) (*Local, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q: %v", flightline.ErrInvalidInput, dir, err)
+	}
+	return &Local{root: abs}, nil
+}
+
 func (l *Local) URL() string { return l.root }
 
 func (l *Local) path(key string) (string, error) {

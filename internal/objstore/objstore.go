@@ -101,6 +101,17 @@ func Open(ctx context.Context, uri string, opts Options) (Store, error) {
 // (Unity Catalog's vended credentials do). opts must then hold no AWS keys.
 // creds is an error for a local path.
 func OpenWithCredentials(ctx context.Context, uri string, opts Options, creds aws.CredentialsProvider) (Store, error) {
+	return open(ctx, uri, opts, creds, NewLocal)
+}
+
+// OpenForReading is OpenWithCredentials for a reader: a local directory
+// that does not exist is not created (it reads as empty), so a check or a
+// read of a table that is not there leaves nothing behind.
+func OpenForReading(ctx context.Context, uri string, opts Options, creds aws.CredentialsProvider) (Store, error) {
+	return open(ctx, uri, opts, creds, newLocalNoCreate)
+}
+
+func open(ctx context.Context, uri string, opts Options, creds aws.CredentialsProvider, local func(string) (*Local, error)) (Store, error) {
 	for k := range opts {
 		if !knownOptions[k] {
 			return nil, fmt.Errorf("%w: unknown storage option %q (known: %s)", flightline.ErrInvalidInput, k, strings.Join(OptionKeys(), ", "))
@@ -121,14 +132,14 @@ func OpenWithCredentials(ctx context.Context, uri string, opts Options, creds aw
 		if err != nil {
 			return nil, fmt.Errorf("%w: %q: %v", flightline.ErrInvalidInput, uri, err)
 		}
-		return NewLocal(u.Path)
+		return local(u.Path)
 	case strings.Contains(uri, "://"):
 		return nil, fmt.Errorf("%w: %q: unsupported scheme (want a local path, file:// or s3://)", flightline.ErrInvalidInput, uri)
 	}
 	if len(opts) > 0 || creds != nil {
 		return nil, fmt.Errorf("%w: storage options given for local path %q", flightline.ErrInvalidInput, uri)
 	}
-	return NewLocal(uri)
+	return local(uri)
 }
 
 // Join joins key parts with '/'.

@@ -111,6 +111,10 @@ func newS3(ctx context.Context, bucket, prefix string, opts Options, creds aws.C
 			// Used as is, not behind the SDK's credentials cache: the
 			// provider decides when its credentials are renewed.
 			o.Credentials = creds
+		} else if o.Credentials != nil {
+			// The SDK's chain: a failure to find credentials is marked,
+			// so wrap can say so instead of a generic S3 error.
+			o.Credentials = markedCredentials{o.Credentials}
 		}
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
@@ -123,6 +127,43 @@ func newS3(ctx context.Context, bucket, prefix string, opts Options, creds aws.C
 	})
 	return &S3{client: client, bucket: bucket, prefix: strings.Trim(prefix, "/"), partSize: DefaultPartSize, threshold: MultipartThreshold,
 		renewing: creds != nil}, nil
+}
+
+// HeadBucket asks S3 whether the bucket exists and the store's credentials
+// reach it (s3:HeadBucket), contacting the endpoint. Its error names the
+// cause: no credentials found (ErrUnauthenticated), credentials refused
+// (ErrUnauthenticated) or lacking access (ErrPermissionDenied), a bucket
+// that does not exist (ErrNotFound), an endpoint that cannot be reached
+// (ErrUnavailable).
+func (s *S3) HeadBucket(ctx context.Context) error {
+	where := "s3://" + s.bucket
+	if s.client.Options().Credentials == nil {
+		return fmt.Errorf("objstore: %s: no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (in the environment or the storage options) or AWS_PROFILE: %w", where, flightline.ErrUnauthenticated)
+	}
+	if _, err := s.client.Options().Credentials.Retrieve(ctx); err != nil {
+		return fmt.Errorf("objstore: %s: no AWS credentials found (%v): set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (in the environment or the storage options) or AWS_PROFILE: %w", where, err, flightline.ErrUnauthenticated)
+	}
+	_, err := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(s.bucket)})
+	if err == nil {
+		return nil
+	}
+	var nf *types.NotFound
+	var re interface{ HTTPStatusCode() int }
+	switch {
+	case errors.As(err, &nf):
+		return fmt.Errorf("objstore: %s: bucket %q does not exist (or is not visible to these credentials): %w", where, s.bucket, flightline.ErrNotFound)
+	case errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound:
+		return fmt.Errorf("objstore: %s: bucket %q does not exist: %w", where, s.bucket, flightline.ErrNotFound)
+	case errors.As(err, &re) && re.HTTPStatusCode() == http.StatusForbidden:
+		return fmt.Errorf("objstore: %s: access to bucket %q refused (HTTP 403): the credentials are wrong or lack s3:ListBucket on it: %w", where, s.bucket, flightline.ErrPermissionDenied)
+	case errors.As(err, &re) && re.HTTPStatusCode() == http.StatusMovedPermanently:
+		return fmt.Errorf("objstore: %s: bucket %q is in another region: set AWS_REGION: %w", where, s.bucket, flightline.ErrInvalidInput)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return fmt.Errorf("objstore: %s: cannot reach the S3 endpoint (%v): check AWS_ENDPOINT_URL and that the server is up: %w", where, err, flightline.ErrUnavailable)
+	}
+	return s.wrap(err, "head bucket", "")
 }
 
 // SetPartSize changes the multipart part size and threshold (for tests).
@@ -245,12 +286,34 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 	return s.wrap(err, "delete", key)
 }
 
+// credentialsError marks a failure of the SDK's credentials chain: no
+// credentials found (or they could not be refreshed).
+type credentialsError struct{ err error }
+
+func (e *credentialsError) Error() string { return e.err.Error() }
+func (e *credentialsError) Unwrap() error { return e.err }
+
+// markedCredentials marks its provider's errors as credentialsError.
+type markedCredentials struct{ aws.CredentialsProvider }
+
+func (m markedCredentials) Retrieve(ctx context.Context) (aws.Credentials, error) {
+	c, err := m.CredentialsProvider.Retrieve(ctx)
+	if err != nil {
+		return c, &credentialsError{err}
+	}
+	return c, nil
+}
+
 // wrap classifies an S3 error into flightline's sentinels.
 func (s *S3) wrap(err error, op, key string) error {
 	if err == nil {
 		return nil
 	}
 	where := fmt.Sprintf("s3://%s/%s", s.bucket, s.key(key))
+	var ce *credentialsError
+	if errors.As(err, &ce) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("objstore: %s %s: no AWS credentials found (%v): set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (in the environment or the storage options) or AWS_PROFILE: %w", op, where, ce.err, flightline.ErrUnauthenticated)
+	}
 	var nsk *types.NoSuchKey
 	if errors.As(err, &nsk) {
 		return fmt.Errorf("%s: %w", where, ErrNotExist)

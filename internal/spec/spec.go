@@ -199,7 +199,27 @@ func (s *Spec[T]) Parse(q url.Values) (T, error) {
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return cfg, fmt.Errorf("%w: %s: unknown option(s) %s", flightline.ErrInvalidInput, s.Kind, strings.Join(unknown, ", "))
+		valid := make([]string, 0, len(s.Fields))
+		for _, f := range s.Fields {
+			valid = append(valid, f.Name)
+		}
+		if s.Extra != nil {
+			valid = append(valid, s.Extra.Keys...)
+		}
+		var hints []string
+		for _, k := range unknown {
+			if near := Nearest(k, valid); near != "" {
+				hints = append(hints, fmt.Sprintf("%s: did you mean %q?", k, near))
+			}
+		}
+		hint := "; valid: " + strings.Join(valid, ", ")
+		if len(valid) == 0 {
+			hint = "; " + s.Kind + " takes no options"
+		}
+		if len(hints) > 0 {
+			hint = "; " + strings.Join(hints, "; ")
+		}
+		return cfg, fmt.Errorf("%w: %s: unknown option(s) %s%s", flightline.ErrInvalidInput, s.Kind, strings.Join(unknown, ", "), hint)
 	}
 	for i := range s.Fields {
 		f := &s.Fields[i]
@@ -382,4 +402,40 @@ func (s *Spec[T]) Usage() string {
 		fmt.Fprintf(&b, "      %s: %s\n", s.Extra.Doc, strings.Join(keys, ", "))
 	}
 	return b.String()
+}
+
+// Nearest returns the name of valid closest to k by edit distance
+// (ignoring case), or "" when none is close enough to be a likely typo.
+// The config file and the command line suggest keys with it.
+func Nearest(k string, valid []string) string {
+	best, bestD := "", 1<<30
+	for _, v := range valid {
+		if d := editDistance(strings.ToLower(k), strings.ToLower(v)); d < bestD {
+			best, bestD = v, d
+		}
+	}
+	if bestD > max(2, len(k)/2) {
+		return ""
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
