@@ -192,6 +192,9 @@ func checkSink(e env, c *endpointConf, ps []flightsink.Pipeline) (string, error)
 		return "", err
 	}
 	defer closeSink()
+	if d, ok := sink.(checkDetailer); ok {
+		return d.checkDetail(), nil
+	}
 	var parts []string
 	for _, p := range ps {
 		cp, err := sink.Checkpoint(e.ctx, p)
