@@ -2,17 +2,12 @@ package stdout
 
 import (
 	"bytes"
-	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/csv"
-
-	"github.com/flightline/flightline"
 )
 
 // tableEncoder prints aligned columns. Widths only grow over a writer's
@@ -83,7 +78,7 @@ func cell(v string, max int) string {
 	return v
 }
 
-func (e *tableEncoder) encode(dst *bytes.Buffer, rec arrow.RecordBatch) error {
+func (e *tableEncoder) Encode(dst *bytes.Buffer, rec arrow.RecordBatch) error {
 	rows, ncol := int(rec.NumRows()), int(rec.NumCols())
 	e.cells = e.cells[:0]
 	grew := !e.printed
@@ -140,70 +135,4 @@ func (e *tableEncoder) line(dst *bytes.Buffer, at func(j int) string, align bool
 	trimmed := bytes.TrimRight(dst.Bytes()[start:], " ")
 	dst.Truncate(start + len(trimmed))
 	dst.WriteByte('\n')
-}
-
-// jsonEncoder prints one JSON object per row, keys in column order, HTML
-// characters unescaped.
-type jsonEncoder struct {
-	keys    [][]byte // `"name":`
-	scratch bytes.Buffer
-	enc     *json.Encoder
-}
-
-func newJSONEncoder(sc *arrow.Schema) *jsonEncoder {
-	e := &jsonEncoder{}
-	e.enc = json.NewEncoder(&e.scratch)
-	e.enc.SetEscapeHTML(false)
-	for _, f := range sc.Fields() {
-		e.scratch.Reset()
-		_ = e.enc.Encode(f.Name) // a string always encodes
-		k := bytes.TrimRight(e.scratch.Bytes(), "\n")
-		e.keys = append(e.keys, append(append([]byte(nil), k...), ':'))
-	}
-	return e
-}
-
-func (e *jsonEncoder) encode(dst *bytes.Buffer, rec arrow.RecordBatch) error {
-	cols := rec.Columns()
-	for i := range int(rec.NumRows()) {
-		dst.WriteByte('{')
-		for j, col := range cols {
-			if j > 0 {
-				dst.WriteByte(',')
-			}
-			dst.Write(e.keys[j])
-			e.scratch.Reset()
-			if err := e.enc.Encode(col.GetOneForMarshal(i)); err != nil {
-				return fmt.Errorf("%w: stdout sink: column %s row %d as JSON: %v", flightline.ErrInvalidInput, rec.ColumnName(j), i, err)
-			}
-			dst.Write(bytes.TrimRight(e.scratch.Bytes(), "\n"))
-		}
-		dst.WriteString("}\n")
-	}
-	return nil
-}
-
-// csvEncoder prints CSV with arrow-go's writer: a header before the first
-// batch, nulls as empty fields.
-type csvEncoder struct {
-	buf bytes.Buffer
-	w   *csv.Writer
-}
-
-func newCSVEncoder(sc *arrow.Schema) (*csvEncoder, error) {
-	e := &csvEncoder{}
-	e.w = csv.NewWriter(&e.buf, sc, csv.WithHeader(true), csv.WithNullWriter(""))
-	return e, nil
-}
-
-func (e *csvEncoder) encode(dst *bytes.Buffer, rec arrow.RecordBatch) error {
-	e.buf.Reset()
-	if err := e.w.Write(rec); err != nil {
-		return fmt.Errorf("%w: stdout sink: as CSV: %v", flightline.ErrInvalidInput, err)
-	}
-	if err := e.w.Flush(); err != nil {
-		return fmt.Errorf("stdout sink: CSV: %w", err)
-	}
-	dst.Write(e.buf.Bytes())
-	return nil
 }

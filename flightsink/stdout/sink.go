@@ -12,6 +12,7 @@ import (
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/internal/rowenc"
 )
 
 // Format is how batches are printed.
@@ -132,9 +133,7 @@ type writer struct {
 
 // encoder appends one batch, printed, to dst; on error dst may hold part
 // of it, which the caller drops.
-type encoder interface {
-	encode(dst *bytes.Buffer, rec arrow.RecordBatch) error
-}
+type encoder = rowenc.Encoder
 
 func (w *writer) WriteBatch(_ context.Context, rec arrow.RecordBatch, cp []byte) error {
 	if err := flightsink.CheckBatch(rec, cp); err != nil {
@@ -158,7 +157,7 @@ func (w *writer) WriteBatch(_ context.Context, rec arrow.RecordBatch, cp []byte)
 	}
 	if rec.NumRows() > 0 {
 		w.buf.Reset()
-		if err := w.enc.encode(&w.buf, rec); err != nil {
+		if err := w.enc.Encode(&w.buf, rec); err != nil {
 			return err
 		}
 		if _, err := w.out.Write(w.buf.Bytes()); err != nil {
@@ -179,8 +178,8 @@ func (s *Sink) newEncoder(sc *arrow.Schema) (encoder, error) {
 	case Table:
 		return newTableEncoder(sc, s.opts.maxWidth), nil
 	case CSV:
-		return newCSVEncoder(sc)
+		return rowenc.NewCSV(sc), nil
 	default:
-		return newJSONEncoder(sc), nil
+		return rowenc.NewJSONL(sc), nil
 	}
 }
