@@ -192,9 +192,6 @@ func checkSink(e env, c *endpointConf, ps []flightsink.Pipeline) (string, error)
 		return "", err
 	}
 	defer closeSink()
-	if d, ok := sink.(checkDetailer); ok {
-		return d.checkDetail(), nil
-	}
 	var parts []string
 	for _, p := range ps {
 		cp, err := sink.Checkpoint(e.ctx, p)
@@ -210,10 +207,14 @@ func checkSink(e env, c *endpointConf, ps []flightsink.Pipeline) (string, error)
 			parts = append(parts, fmt.Sprintf("%s: checkpoint %s", p.ID, cp))
 		}
 	}
-	if len(parts) == 0 {
-		return "reachable; checkpoints readable", nil
+	cps := "checkpoints readable"
+	if len(parts) > 0 {
+		cps = strings.Join(parts, "; ")
 	}
-	return "reachable; " + strings.Join(parts, "; "), nil
+	if d, ok := sink.(checkDetailer); ok {
+		return d.checkDetail(cps), nil
+	}
+	return "reachable; " + cps, nil
 }
 
 // deadLetterPipeline is the pipeline a pipeline's dead letters are

@@ -50,10 +50,11 @@ func openStdout(_ env, u *url.URL, c stdoutConfig) (flightsink.Sink, func(), err
 // stdoutSink is the stdout sink as `flightline check` describes it.
 type stdoutSink struct{ *stdout.Sink }
 
-func (s stdoutSink) checkDetail() string {
+func (s stdoutSink) checkDetail(string) string {
 	return fmt.Sprintf("no guarantee: prints %s to stdout, keeps no checkpoint across runs (a restart prints again from the source's own position)", s.Format())
 }
 
-// checkDetailer is a sink whose `flightline check` line is its own, for
-// kinds whose Checkpoint says nothing useful (they keep none).
-type checkDetailer interface{ checkDetail() string }
+// checkDetailer is a sink whose `flightline check` line is its own: it
+// says which guarantee the sink runs with, around what check found of the
+// pipelines' checkpoints (which a sink that keeps none leaves out).
+type checkDetailer interface{ checkDetail(checkpoints string) string }
