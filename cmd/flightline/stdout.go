@@ -57,4 +57,6 @@ func (s stdoutSink) checkDetail(string) string {
 // checkDetailer is a sink whose `flightline check` line is its own: it
 // says which guarantee the sink runs with, around what check found of the
 // pipelines' checkpoints (which a sink that keeps none leaves out).
-type checkDetailer interface{ checkDetail(checkpoints string) string }
+type checkDetailer interface {
+	checkDetail(checkpoints string) string
+}
