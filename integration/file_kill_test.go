@@ -32,6 +32,11 @@ func fileKills() int {
 	return 4
 }
 
+// fileKillLayout is the partitioning of each format's generator kill
+// test: Parquet by a column (nine part files per batch, committed by one
+// record), JSON lines by day, CSV none.
+var fileKillLayout = map[string]string{"parquet": "&partition_by=quantity", "jsonl": "&partition_by_day=ts", "csv": ""}
+
 // TestIntegrationFileKill9Generator: the generator source, whose stream is
 // deterministic but which keeps no position; the file sink's checkpoint is
 // the resume point.
@@ -55,7 +60,7 @@ func TestIntegrationFileKill9Generator(t *testing.T) {
 			srcAddr, sinkAddr := freePort(t), freePort(t)
 			argv := map[string][]string{
 				"source": {"serve-source", "--listen", srcAddr, "--source", fmt.Sprintf("generator:?rows=%d&batch_rows=500&interval=5ms", rows)},
-				"sink":   {"serve-sink", "--listen", sinkAddr, "--sink", "file:" + dir + "?format=" + format},
+				"sink":   {"serve-sink", "--listen", sinkAddr, "--sink", "file:" + dir + "?format=" + format + fileKillLayout[format]},
 				"run": {"run", "--source", "grpc://" + srcAddr, "--sink", "grpc://" + sinkAddr,
 					"--stream", "orders", "--pipeline", "gen", "--target", "orders"},
 			}

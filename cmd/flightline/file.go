@@ -11,7 +11,9 @@ import (
 
 // fileSinkConfig is the file: sink kind.
 type fileSinkConfig struct {
-	Format string `spec:"format" enum:"parquet,jsonl,csv" default:"parquet" doc:"the part files' format (Parquet: snappy)"`
+	Format         string `spec:"format" enum:"parquet,jsonl,csv" default:"parquet" doc:"the part files' format (Parquet: snappy)"`
+	PartitionBy    string `spec:"partition_by" doc:"Hive-style partitions by this column's value: DIR/<target>/COLUMN=VALUE/"`
+	PartitionByDay string `spec:"partition_by_day" doc:"Hive-style partitions by the UTC day of this timestamp or date column: DIR/<target>/COLUMN_day=YYYY-MM-DD/"`
 }
 
 var fileSpec = spec.New[fileSinkConfig]("file", "file:DIR?format=parquet|jsonl|csv",
@@ -30,7 +32,16 @@ func openFile(_ env, u *url.URL, c fileSinkConfig) (flightsink.Sink, func(), err
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := objsink.New(b, "file sink", objsink.WithFormat(objsink.Format(c.Format)))
+	opts := []objsink.Option{objsink.WithFormat(objsink.Format(c.Format))}
+	switch {
+	case c.PartitionBy != "" && c.PartitionByDay != "":
+		return nil, nil, fmt.Errorf("file: partition_by and partition_by_day: give one")
+	case c.PartitionBy != "":
+		opts = append(opts, objsink.PartitionBy(c.PartitionBy))
+	case c.PartitionByDay != "":
+		opts = append(opts, objsink.PartitionByDay(c.PartitionByDay))
+	}
+	s, err := objsink.New(b, "file sink", opts...)
 	if err != nil {
 		return nil, nil, err
 	}

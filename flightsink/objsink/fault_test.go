@@ -99,7 +99,7 @@ func TestDiedBeforeCommitLeavesNothingVisible(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, cp)
 	require.NoError(t, w2.WriteBatch(ctx, rec, sinktest.CP(10)))
-	require.Equal(t, []string{objsink.PartName(3, objsink.Parquet)}, visible(t, root))
+	require.Equal(t, []string{objsink.PartName(3, 0, 1, objsink.Parquet)}, visible(t, root))
 	require.Equal(t, sinktest.CP(10), mustCP(t, s2, p))
 }
 
@@ -127,7 +127,7 @@ func TestDiedBeforePublishIsFinishedByOpen(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, sinktest.CP(10), cp)
 	require.NoError(t, w2.WriteBatch(ctx, rec, sinktest.CP(10)), "a replay is a no-op")
-	require.Equal(t, []string{objsink.PartName(2, objsink.Parquet)}, visible(t, root))
+	require.Equal(t, []string{objsink.PartName(2, 0, 1, objsink.Parquet)}, visible(t, root))
 	require.Equal(t, seqIDs(0, 10), sortedIDs(partIDs(t, root, objsink.Parquet, p)))
 	staged, err := os.ReadDir(filepath.Join(root, "default", "_flightline", "staging"))
 	require.NoError(t, err)

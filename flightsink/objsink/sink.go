@@ -45,6 +45,10 @@ type Option func(*options) error
 type options struct {
 	format Format
 	mem    memory.Allocator
+	// partition is the column the part files are partitioned by ("":
+	// none); byDay partitions by its UTC day.
+	partition string
+	byDay     bool
 }
 
 // WithFormat sets the part files' format; Parquet is the default.
@@ -127,8 +131,14 @@ func Target(p flightsink.Pipeline) (string, error) {
 
 func seqName(seq uint64) string { return fmt.Sprintf("%020d", seq) }
 
-// PartName is the name of the part file of commit seq.
-func PartName(seq uint64, f Format) string { return "part-" + seqName(seq) + "." + f.Ext() }
+// PartName is the name of part file i of the n of commit seq: one per
+// partition the batch touches.
+func PartName(seq uint64, i, n int, f Format) string {
+	if n == 1 {
+		return "part-" + seqName(seq) + "." + f.Ext()
+	}
+	return fmt.Sprintf("part-%s-%04d.%s", seqName(seq), i, f.Ext())
+}
 
 // record is a commit record, <target>/_flightline/commits/<seq>.json.
 type record struct {
@@ -137,10 +147,17 @@ type record struct {
 	Checkpoint []byte `json:"checkpoint,omitempty"` // base64 in JSON
 	Rows       int64  `json:"rows"`
 	Schema     []byte `json:"schema,omitempty"` // Arrow IPC schema message, of a record with rows
-	Staged     string `json:"staged,omitempty"` // key of the staged data
-	Part       string `json:"part,omitempty"`   // name of the part file under the target
+	Parts      []part `json:"parts,omitempty"`
+
 
 	seq uint64
+}
+
+// part is one part file of a commit: a batch has one per partition.
+type part struct {
+	Staged string `json:"staged"`         // key of the staged data
+	Dir    string `json:"dir,omitempty"`  // the partition's directory, e.g. "quantity=3"
+	Name   string `json:"name,omitempty"` // path of the part file under the target
 }
 
 // scan reads the records of target with seq > after, in order.
@@ -255,10 +272,9 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 func (s *Sink) recover(ctx context.Context, target string, rs []record) error {
 	named := map[string]bool{}
 	for _, r := range rs {
-		if r.Part == "" {
-			continue
+		for _, pt := range r.Parts {
+			named[pt.Staged] = true
 		}
-		named[r.Staged] = true
 		if err := s.publish(ctx, target, r); err != nil {
 			return err
 		}
@@ -283,24 +299,31 @@ func (s *Sink) recover(ctx context.Context, target string, rs []record) error {
 	return nil
 }
 
-// publish makes r's part file visible (step 5), then drops its staged
-// copy. A part file already there is r's own: names are per sequence.
+// publish makes r's part files visible (step 5), then drops their staged
+// copies. A part file already there is r's own: names are per sequence.
 func (s *Sink) publish(ctx context.Context, target string, r record) error {
-	part := path.Join(target, r.Part)
-	ok, err := s.b.Exists(ctx, part)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		err := s.b.Publish(ctx, r.Staged, part)
-		if err != nil && !errors.Is(err, ErrExists) {
-			if errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("%w: %s: commit %d's staged data %s is gone and its part file %s was never published", flightline.ErrInternal, s.name, r.seq, r.Staged, part)
+	for _, pt := range r.Parts {
+		name := path.Join(target, pt.Name)
+		ok, err := s.b.Exists(ctx, name)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			err := s.b.Publish(ctx, pt.Staged, name)
+			if err != nil && !errors.Is(err, ErrExists) {
+				if errors.Is(err, fs.ErrNotExist) {
+					return fmt.Errorf("%w: %s: commit %d's staged data %s is gone and its part file %s was never published", flightline.ErrInternal, s.name, r.seq, pt.Staged, name)
+				}
+				return err
 			}
+		}
+	}
+	for _, pt := range r.Parts {
+		if err := s.b.Delete(ctx, pt.Staged); err != nil {
 			return err
 		}
 	}
-	return s.b.Delete(ctx, r.Staged)
+	return nil
 }
 
 type writer struct {
@@ -349,8 +372,8 @@ func (w *writer) examine(ctx context.Context, writing bool) error {
 	return nil
 }
 
-// commit runs steps 3 and 4 for rec (Staged and Part filled in by the
-// caller for data: Part is re-derived per sequence number) and step 5.
+// commit runs steps 3 and 4 for rec (its parts' Staged and Dir filled in
+// by the caller; their names are derived per sequence number) and step 5.
 func (w *writer) commit(ctx context.Context, rec record, writing bool) error {
 	w.s.mu.Lock()
 	defer w.s.mu.Unlock()
@@ -360,8 +383,8 @@ func (w *writer) commit(ctx context.Context, rec record, writing bool) error {
 		}
 		seq := w.seen + 1
 		rec.Pipeline, rec.Epoch = w.p.ID, w.epoch
-		if rec.Staged != "" {
-			rec.Part = PartName(seq, w.s.o.format)
+		for i := range rec.Parts {
+			rec.Parts[i].Name = path.Join(rec.Parts[i].Dir, PartName(seq, i, len(rec.Parts), w.s.o.format))
 		}
 		data, err := json.Marshal(rec)
 		if err != nil {
@@ -376,7 +399,7 @@ func (w *writer) commit(ctx context.Context, rec record, writing bool) error {
 		}
 		w.seen = seq
 		rec.seq = seq
-		if rec.Part != "" {
+		if len(rec.Parts) > 0 {
 			// Committed: a failure to publish now is finished by the next
 			// Open, so it is not the batch's failure.
 			_ = w.s.publish(ctx, w.target, rec)
@@ -404,20 +427,22 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 	}
 	r := record{Checkpoint: cp, Rows: rec.NumRows()}
 	if rec.NumRows() > 0 {
-		data, err := w.s.encode(rec)
+		files, err := w.s.encodeParts(ctx, rec)
 		if err != nil {
 			return err
 		}
 		r.Schema = flight.SerializeSchema(rec.Schema(), w.s.o.mem)
-		r.Staged = path.Join(w.target, stagingDir, randName()+"."+w.s.o.format.Ext())
-		if err := w.s.b.Put(ctx, r.Staged, data); err != nil {
-			return err
+		for _, f := range files {
+			pt := part{Staged: path.Join(w.target, stagingDir, randName()+"."+w.s.o.format.Ext()), Dir: f.dir}
+			r.Parts = append(r.Parts, pt)
+			if err := w.s.b.Put(ctx, pt.Staged, f.data); err != nil {
+				w.s.dropStaged(ctx, r)
+				return err
+			}
 		}
 	}
 	if err := w.commit(ctx, r, true); err != nil {
-		if r.Staged != "" {
-			_ = w.s.b.Delete(context.WithoutCancel(ctx), r.Staged)
-		}
+		w.s.dropStaged(ctx, r)
 		return err
 	}
 	w.cp = flightsink.Next(w.cp, cp)
@@ -428,6 +453,13 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 }
 
 func (w *writer) Close(context.Context) error { return nil }
+
+// dropStaged removes the staged files of a batch that was not committed.
+func (s *Sink) dropStaged(ctx context.Context, r record) {
+	for _, pt := range r.Parts {
+		_ = s.b.Delete(context.WithoutCancel(ctx), pt.Staged)
+	}
+}
 
 func randName() string {
 	var b [12]byte

@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,14 +30,9 @@ import (
 func partIDs(t *testing.T, root string, f objsink.Format, p flightsink.Pipeline) []int64 {
 	target, err := objsink.Target(p)
 	require.NoError(t, err)
-	files, err := filepath.Glob(filepath.Join(root, target, "*"))
-	require.NoError(t, err)
 	var ids []int64
-	for _, name := range files {
+	for _, name := range listParts(t, filepath.Join(root, target)) {
 		base := filepath.Base(name)
-		if strings.HasPrefix(base, "_") || strings.HasPrefix(base, ".") {
-			continue
-		}
 		require.True(t, strings.HasSuffix(base, "."+f.Ext()), "unexpected file %s", name)
 		data, err := os.ReadFile(name)
 		require.NoError(t, err)
@@ -64,6 +61,32 @@ func partIDs(t *testing.T, root string, f objsink.Format, p flightsink.Pipeline)
 	return ids
 }
 
+// listParts lists the files under dir that a reader picks up: recursively,
+// skipping names (files and directories) that start with _ or . .
+func listParts(t *testing.T, dir string) []string {
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if b := d.Name(); p != dir && (strings.HasPrefix(b, "_") || strings.HasPrefix(b, ".")) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.IsDir() {
+			out = append(out, p)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	return out
+}
+
 func parquetIDs(t *testing.T, data []byte) []int64 {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -82,14 +105,14 @@ func parquetIDs(t *testing.T, data []byte) []int64 {
 	return ids
 }
 
-func conformance(t *testing.T, f objsink.Format) {
+func conformance(t *testing.T, f objsink.Format, opts ...objsink.Option) {
 	root := t.TempDir()
 	sinktest.Run(t, sinktest.Harness{
 		Guarantee: flightsink.ExactlyOnce,
 		NewSink: func(t *testing.T) flightsink.Sink {
 			b, err := objsink.NewLocal(root)
 			require.NoError(t, err)
-			s, err := objsink.New(b, "file sink", objsink.WithFormat(f))
+			s, err := objsink.New(b, "file sink", append(opts, objsink.WithFormat(f))...)
 			require.NoError(t, err)
 			return s
 		},
@@ -100,3 +123,9 @@ func conformance(t *testing.T, f objsink.Format) {
 func TestConformanceParquet(t *testing.T) { conformance(t, objsink.Parquet) }
 func TestConformanceJSONL(t *testing.T)   { conformance(t, objsink.JSONL) }
 func TestConformanceCSV(t *testing.T)     { conformance(t, objsink.CSV) }
+
+// Partitioned by the suite's name column: a part file per row (and one
+// directory of nulls), so every commit publishes many files.
+func TestConformancePartitioned(t *testing.T) {
+	conformance(t, objsink.Parquet, objsink.PartitionBy("name"))
+}
