@@ -149,7 +149,6 @@ type record struct {
 	Schema     []byte `json:"schema,omitempty"` // Arrow IPC schema message, of a record with rows
 	Parts      []part `json:"parts,omitempty"`
 
-
 	seq uint64
 }
 
