@@ -8,6 +8,7 @@
 // sink's root:
 //
 //	<root>/<target>/part-<seq>.<ext>                the data of commit <seq>
+//	<root>/<target>/<col>=<v>/part-<seq>-<i>.<ext>  … partitioned (PartitionBy)
 //	<root>/<target>/_flightline/commits/<seq>.json  the commit records
 //	<root>/<target>/_flightline/staging/…           data not yet committed
 //
@@ -31,7 +32,8 @@
 //     can commit after it.
 //  5. It publishes the staged data as part-<seq>.<ext> (link, or a
 //     server-side copy; create-if-absent, so a repeat is harmless) and
-//     removes the staged object.
+//     removes the staged object. A partitioned batch stages one part file
+//     per partition in step 2, named by its one record in step 4.
 //
 // Open claims a pipeline by committing a record without data (an epoch
 // marker) whose epoch is one above every epoch the pipeline's records
@@ -48,7 +50,9 @@
 //
 // Pitfalls:
 //   - A reader that lists the target between steps 4 and 5 does not see
-//     that batch yet; it never sees part of one (one part file per batch).
+//     that batch yet. Unpartitioned, it never sees part of one (one part
+//     file per batch); partitioned, it may see some of a batch's part
+//     files while they are linked one after another.
 //   - Checkpoint and Open read every commit record of the target: cost
 //     grows with the number of commits.
 //   - The local backend fsyncs the staged file, the record and the
