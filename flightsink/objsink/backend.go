@@ -167,6 +167,9 @@ func (l *Local) link(from, to string) error {
 	if errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("%s: %w", to, ErrExists)
 	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("file sink: link %s: %w", to, err)
+	}
 	if err != nil {
 		return ioErr("link "+to, err)
 	}

@@ -3,6 +3,8 @@ package objsink_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +29,9 @@ type faulty struct {
 	*objsink.Local
 	failCommit  atomic.Bool // PutIfAbsent of commit records
 	failPublish atomic.Bool
+	// lostRace: another process publishes and removes the staged copy
+	// just before this one links it.
+	lostRace atomic.Bool
 }
 
 var errDied = errors.New("the writer died here")
@@ -41,6 +46,15 @@ func (f *faulty) PutIfAbsent(ctx context.Context, key string, data []byte) error
 func (f *faulty) Publish(ctx context.Context, from, to string) error {
 	if f.failPublish.Load() {
 		return errDied
+	}
+	if f.lostRace.Load() {
+		if err := f.Local.Publish(ctx, from, to); err != nil {
+			return err
+		}
+		if err := f.Local.Delete(ctx, from); err != nil {
+			return err
+		}
+		return fmt.Errorf("link %s: %w", to, fs.ErrNotExist)
 	}
 	return f.Local.Publish(ctx, from, to)
 }
@@ -132,6 +146,29 @@ func TestDiedBeforePublishIsFinishedByOpen(t *testing.T) {
 	staged, err := os.ReadDir(filepath.Join(root, "default", "_flightline", "staging"))
 	require.NoError(t, err)
 	require.Empty(t, staged, "the staged copy is removed once published")
+}
+
+// Recovery that loses the race to publish a part file to another process
+// (which then removed the staged copy) finds the part file there: no error.
+func TestPublishRaceLost(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	root := t.TempDir()
+	f, s := newFaulty(t, root)
+	p := flightsink.Pipeline{ID: "p"}
+	w, _, err := s.Open(ctx, p)
+	require.NoError(t, err)
+	rec := sinktest.Batch(mem, 0, 10)
+	defer rec.Release()
+	f.failPublish.Store(true)
+	require.NoError(t, w.WriteBatch(ctx, rec, sinktest.CP(10)))
+	f.failPublish.Store(false)
+	f.lostRace.Store(true)
+	_, cp, err := s.Open(ctx, p)
+	require.NoError(t, err, "the part file is there: recovery's own link failing is no error")
+	require.Equal(t, sinktest.CP(10), cp)
+	require.Equal(t, seqIDs(0, 10), sortedIDs(partIDs(t, root, objsink.Parquet, p)))
 }
 
 func mustCP(t *testing.T, s flightsink.Sink, p flightsink.Pipeline) []byte {

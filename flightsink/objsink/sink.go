@@ -310,6 +310,12 @@ func (s *Sink) publish(ctx context.Context, target string, r record) error {
 		if !ok {
 			err := s.b.Publish(ctx, pt.Staged, name)
 			if err != nil && !errors.Is(err, ErrExists) {
+				// Another process (the committer, or a concurrent Open's
+				// recovery) may have published it and removed the staged
+				// copy since the check above.
+				if now, xerr := s.b.Exists(ctx, name); xerr == nil && now {
+					continue
+				}
 				if errors.Is(err, fs.ErrNotExist) {
 					return fmt.Errorf("%w: %s: commit %d's staged data %s is gone and its part file %s was never published", flightline.ErrInternal, s.name, r.seq, pt.Staged, name)
 				}
