@@ -37,7 +37,7 @@ func TestFileSinkSpec(t *testing.T) {
 		s, closeFn, err := openSink(testEnv, raw, endpoint.ClientConfig{})
 		require.NoError(t, err, raw)
 		closeFn()
-		require.Equal(t, want, s.(fileSink).Format(), raw)
+		require.Equal(t, want, s.(objSink).Format(), raw)
 		require.Equal(t, flightsink.ExactlyOnce, flightsink.GuaranteeOf(s))
 	}
 }

@@ -29,8 +29,12 @@ type Backend interface {
 	// PutIfAbsent writes data at key durably only if nothing is there; of
 	// racing writers exactly one succeeds, the others get ErrExists.
 	PutIfAbsent(ctx context.Context, key string, data []byte) error
-	// Publish makes the object at from also visible at to, durably, only
-	// if nothing is at to (ErrExists otherwise); from stays.
+	// Publish makes the object at from also visible at to, durably; from
+	// stays. The protocol publishes a name only from the staged data its
+	// commit record names, so an object already at to holds the same
+	// bytes: a backend refuses it with ErrExists where the store can
+	// (link, a conditional copy) and may overwrite it where the store
+	// ignores the condition (fake-gcs-server's copyTo does).
 	Publish(ctx context.Context, from, to string) error
 	// Get returns the object at key; a missing key is an error wrapping
 	// fs.ErrNotExist.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -186,7 +187,8 @@ func (s *Sink) scan(ctx context.Context, target string, after uint64) ([]record,
 		r.seq = seq
 		out = append(out, r)
 	}
-	return out, nil // List sorts by name, and names are zero-padded
+	sort.Slice(out, func(i, j int) bool { return out[i].seq < out[j].seq })
+	return out, nil
 }
 
 // state is what the records of a target say about one pipeline.
