@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -423,17 +424,102 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 		return w.broken
 	}
 	if flightsink.Replayed(w.cp, cp) {
-		// Fencing wins over replay: a fenced writer's replay fails too.
-		w.s.mu.Lock()
-		err := w.examine(ctx, true)
-		w.s.mu.Unlock()
-		return err
+		return w.checkFenced(ctx) // fencing wins over replay
 	}
 	if rec.NumRows() > 0 && w.schema != nil && !flightsink.SameSchema(w.schema, rec.Schema()) {
 		return fmt.Errorf("%w: %s: target %q has schema %s, batch has %s", flightline.ErrSchemaMismatch, w.s.name, w.p.Target, w.schema, rec.Schema())
 	}
-	r := record{Checkpoint: cp, Rows: rec.NumRows()}
-	if rec.NumRows() > 0 {
+	if rec.NumRows() == 0 {
+		rec = nil
+	}
+	return w.write(ctx, rec, flightsink.Next(w.cp, cp))
+}
+
+// WriteBatches implements flightsink.GroupWriter: the group's new batches
+// (Fold) become one part file per partition and one commit record with the
+// checkpoint after the group, so the group is all or nothing and costs the
+// fsyncs of one batch.
+func (w *writer) WriteBatches(ctx context.Context, batches []flightsink.Batch) error {
+	if err := flightsink.CheckGroup(batches); err != nil {
+		return err
+	}
+	if w.broken != nil {
+		return w.broken
+	}
+	fresh, next, n := flightsink.Fold(w.cp, batches)
+	if n == 0 {
+		return w.checkFenced(ctx) // fencing wins over replay
+	}
+	schema := w.schema
+	var recs []arrow.RecordBatch
+	for i, b := range batches {
+		if !fresh[i] || b.Rec.NumRows() == 0 {
+			continue
+		}
+		if schema != nil && !flightsink.SameSchema(schema, b.Rec.Schema()) {
+			return fmt.Errorf("%w: %s: target %q has schema %s, batch %d of the group has %s", flightline.ErrSchemaMismatch, w.s.name, w.p.Target, schema, i, b.Rec.Schema())
+		}
+		if schema == nil {
+			schema = b.Rec.Schema()
+		}
+		recs = append(recs, b.Rec)
+	}
+	switch len(recs) {
+	case 0:
+		return w.write(ctx, nil, next)
+	case 1:
+		return w.write(ctx, recs[0], next)
+	}
+	rec, err := concat(w.s.o.mem, recs)
+	if err != nil {
+		return fmt.Errorf("%w: %s: joining the group: %v", flightline.ErrInternal, w.s.name, err)
+	}
+	defer rec.Release()
+	return w.write(ctx, rec, next)
+}
+
+// concat joins batches of one schema into one; the caller releases it.
+func concat(mem memory.Allocator, recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
+	sc := recs[0].Schema()
+	cols := make([]arrow.Array, sc.NumFields())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	var rows int64
+	for _, r := range recs {
+		rows += r.NumRows()
+	}
+	parts := make([]arrow.Array, len(recs))
+	for j := range cols {
+		for k, r := range recs {
+			parts[k] = r.Column(j)
+		}
+		c, err := array.Concatenate(parts, mem)
+		if err != nil {
+			return nil, err
+		}
+		cols[j] = c
+	}
+	return array.NewRecordBatch(sc, cols, rows), nil
+}
+
+// checkFenced fails when a newer Open has claimed the pipeline.
+func (w *writer) checkFenced(ctx context.Context) error {
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	return w.examine(ctx, true)
+}
+
+// write stages rec (nil: no rows) and commits it with checkpoint next,
+// the pipeline's checkpoint after it.
+func (w *writer) write(ctx context.Context, rec arrow.RecordBatch, next []byte) error {
+	r := record{Checkpoint: next}
+	if rec != nil {
+		r.Rows = rec.NumRows()
 		files, err := w.s.encodeParts(ctx, rec)
 		if err != nil {
 			return err
@@ -452,8 +538,8 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 		w.s.dropStaged(ctx, r)
 		return err
 	}
-	w.cp = flightsink.Next(w.cp, cp)
-	if w.schema == nil && rec.NumRows() > 0 {
+	w.cp = next
+	if w.schema == nil && rec != nil {
 		w.schema = rec.Schema()
 	}
 	return nil

@@ -109,6 +109,7 @@ func conformance(t *testing.T, f objsink.Format, opts ...objsink.Option) {
 	root := t.TempDir()
 	sinktest.Run(t, sinktest.Harness{
 		Guarantee: flightsink.ExactlyOnce,
+		Group:     true,
 		NewSink: func(t *testing.T) flightsink.Sink {
 			b, err := objsink.NewLocal(root)
 			require.NoError(t, err)

@@ -104,6 +104,7 @@ func TestIntegrationGCSConformance(t *testing.T) {
 	bucket := newBucket(t, endpoint)
 	sinktest.Run(t, sinktest.Harness{
 		Guarantee: flightsink.ExactlyOnce,
+		Group:     true,
 		NewSink: func(t *testing.T) flightsink.Sink {
 			b, err := gcs.New(context.Background(), bucket, "lake", gcs.Endpoint(endpoint))
 			require.NoError(t, err)
