@@ -217,7 +217,7 @@ func (d *Dir) state(dir, pipeline string) (dirState, error) {
 		}
 		st.epoch = max(st.epoch, e.epoch)
 		if e.cp != nil {
-			st.cp = Next(st.cp, e.cp)
+			st.cp = checkpoint.Next(st.cp, e.cp)
 		}
 	}
 	claimed, err := claimEpoch(dir, pipeline)
@@ -360,7 +360,7 @@ func (d *Dir) Open(_ context.Context, p Pipeline) (Writer, []byte, error) {
 			for _, e := range newer {
 				w.seen = e.seq
 				if e.pipeline == p.ID && e.cp != nil {
-					w.cp = Next(w.cp, e.cp)
+					w.cp = checkpoint.Next(w.cp, e.cp)
 				}
 				if w.schema == nil && e.rows > 0 {
 					w.schema = stripMeta(e.schema)
@@ -419,7 +419,7 @@ func (w *dirWriter) WriteBatch(_ context.Context, rec arrow.RecordBatch, cp []by
 		return fmt.Errorf("%w: target %q has schema %s, batch has %s", flightline.ErrSchemaMismatch, w.p.Target, w.schema, rec.Schema())
 	}
 	for {
-		next := Next(w.cp, cp) // link fails if another commit of p moved w.cp
+		next := checkpoint.Next(w.cp, cp) // link fails if another commit of p moved w.cp
 		ok, err := w.link([]arrow.RecordBatch{rec}, next, true)
 		if err != nil {
 			return err
@@ -529,7 +529,7 @@ func (w *dirWriter) examine(writing bool) ([]entry, error) {
 			// Opening: a commit that landed since Open's scan moves the
 			// checkpoint Open must return, and a racing Open is outbid.
 			if e.cp != nil {
-				w.cp = Next(w.cp, e.cp)
+				w.cp = checkpoint.Next(w.cp, e.cp)
 			}
 			w.epoch = max(w.epoch, e.epoch+1)
 		}

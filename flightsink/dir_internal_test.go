@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/checkpoint"
 )
 
 func oneRow(mem memory.Allocator, v int64) arrow.RecordBatch {
@@ -155,7 +156,7 @@ func (w *dirWriter) linkLegacy(rec arrow.RecordBatch, cp []byte) (bool, error) {
 	defer func() { w.d.legacyFiles = false }()
 	ok, err := w.link([]arrow.RecordBatch{rec}, cp, true)
 	if ok {
-		w.cp = Next(w.cp, cp)
+		w.cp = checkpoint.Next(w.cp, cp)
 	}
 	return ok, err
 }

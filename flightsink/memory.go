@@ -147,7 +147,7 @@ func (w *memWriter) WriteBatch(_ context.Context, rec arrow.RecordBatch, cp []by
 		rec.Retain()
 		t.batches = append(t.batches, rec)
 	}
-	pp.cp = Next(pp.cp, cp)
+	pp.cp = checkpoint.Next(pp.cp, cp)
 	return nil
 }
 

@@ -119,13 +119,6 @@ func GuaranteeOf(s Sink) Guarantee {
 	return AtLeastOnce
 }
 
-// Next is checkpoint.Next, the merge rule a sink's stored checkpoint
-// follows.
-//
-// Deprecated: use checkpoint.Next; Next stays until cmd/flightline no
-// longer calls it.
-func Next(last, cp []byte) []byte { return checkpoint.Next(last, cp) }
-
 // CheckBatch runs the checks every Writer makes first, in one order, before
 // any I/O: a batch is required, and so is a non-empty checkpoint. Sinks
 // call it first thing in WriteBatch; fencing, replay and schema checks
@@ -176,7 +169,7 @@ type Batch struct {
 //     group fails whole, replays included), replay, schema.
 //   - Replays are recognised batch by batch, as if the batches had been
 //     written one after another: batch i is a replay when checkpoint.Replayed(run, cp)
-//     where run starts at the stored checkpoint and becomes Next(run, cp)
+//     where run starts at the stored checkpoint and becomes checkpoint.Next(run, cp)
 //     after every batch that is not one. A replayed batch writes nothing;
 //     a group of replays only commits nothing.
 //   - The checkpoint committed with the group is run after its last batch:
@@ -294,7 +287,7 @@ func Fold(last []byte, batches []Batch) (fresh []bool, next []byte, n int) {
 		}
 		fresh[i] = true
 		n++
-		run = Next(run, b.CP)
+		run = checkpoint.Next(run, b.CP)
 	}
 	return fresh, run, n
 }

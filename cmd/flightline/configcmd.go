@@ -328,10 +328,14 @@ func checkSink(e env, c *endpointConf, ps []flightsink.Pipeline) (string, error)
 	if c.remote() {
 		what = "checkpoint action answered"
 	}
+	line := what + "; " + strings.Join(parts, "; ")
 	if len(parts) == 0 || (len(parts) == 1 && len(ps) == 1 && ps[0].ID == checkProbe) {
-		return strings.Join(append(parts, what), "; "), nil
+		line = strings.Join(append(parts, what), "; ")
 	}
-	return what + "; " + strings.Join(parts, "; "), nil
+	if d, ok := sink.(checkDetailer); ok {
+		return d.checkDetail(line), nil
+	}
+	return line, nil
 }
 
 // pingWhat says what a sink kind's Ping contacted.

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/coordinator"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsrc"
@@ -357,7 +358,7 @@ func (w *endWatch) run(ctx context.Context, co *coordinator.Coordinator, log *sl
 			continue
 		}
 		last = cp
-		w.merged = flightsink.Next(w.merged, cp)
+		w.merged = checkpoint.Next(w.merged, cp)
 		done, err := w.end.Covered(ctx, w.merged)
 		if err != nil {
 			log.Warn("sync --once: cannot compare the checkpoint with the end", "err", err)

@@ -5,6 +5,8 @@ Go test can check the records one by one.
 usage: read_keys.py delta URI COLUMN   a Delta table, read with delta-rs
        read_keys.py arrow DIR COLUMN   a Dir sink's target directory, read
                                        with pyarrow.dataset (format arrow)
+       read_keys.py parquet DIR COLUMN a file sink's target directory, read
+                                       with pyarrow.dataset (format parquet)
 
 Delta storage options come as JSON in FLIGHTLINE_DELTA_STORAGE (may be
 empty). A missing table or directory prints nothing.
@@ -24,10 +26,10 @@ if kind == "delta":
         t = DeltaTable(uri, storage_options=storage or None).to_pyarrow_table(columns=[column])
     except TableNotFoundError:
         t = None
-elif kind == "arrow":
+elif kind in ("arrow", "parquet"):
     import pyarrow.dataset as ds
 
-    t = ds.dataset(uri, format="arrow").to_table(columns=[column]) if os.path.isdir(uri) else None
+    t = ds.dataset(uri, format=kind).to_table(columns=[column]) if os.path.isdir(uri) else None
 else:
     sys.exit(f"read_keys.py: unknown kind {kind!r}")
 

@@ -1,0 +1,239 @@
+package objsink_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/flightsink/objsink"
+	"github.com/flightline/flightline/flightsink/sinktest"
+)
+
+// faulty fails the operations its switches name, as a process that dies
+// at that step would leave the store.
+type faulty struct {
+	*objsink.Local
+	failCommit  atomic.Bool // PutIfAbsent of commit records
+	failPublish atomic.Bool
+	// lostRace: another process publishes and removes the staged copy
+	// just before this one links it.
+	lostRace atomic.Bool
+}
+
+var errDied = errors.New("the writer died here")
+
+func (f *faulty) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	if f.failCommit.Load() {
+		return errDied
+	}
+	return f.Local.PutIfAbsent(ctx, key, data)
+}
+
+func (f *faulty) Publish(ctx context.Context, from, to string) error {
+	if f.failPublish.Load() {
+		return errDied
+	}
+	if f.lostRace.Load() {
+		if err := f.Local.Publish(ctx, from, to); err != nil {
+			return err
+		}
+		if err := f.Local.Delete(ctx, from); err != nil {
+			return err
+		}
+		return fmt.Errorf("link %s: %w", to, fs.ErrNotExist)
+	}
+	return f.Local.Publish(ctx, from, to)
+}
+
+func (f *faulty) Delete(ctx context.Context, key string) error {
+	if f.failPublish.Load() || f.failCommit.Load() {
+		return errDied // a dead writer cleans nothing up
+	}
+	return f.Local.Delete(ctx, key)
+}
+
+func newFaulty(t *testing.T, root string) (*faulty, *objsink.Sink) {
+	l, err := objsink.NewLocal(root)
+	require.NoError(t, err)
+	f := &faulty{Local: l}
+	s, err := objsink.New(f, "file sink")
+	require.NoError(t, err)
+	return f, s
+}
+
+func visible(t *testing.T, root string) []string {
+	files, err := filepath.Glob(filepath.Join(root, "default", "*"))
+	require.NoError(t, err)
+	var out []string
+	for _, f := range files {
+		if b := filepath.Base(f); !strings.HasPrefix(b, "_") && !strings.HasPrefix(b, ".") {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// A writer that dies after staging, before its commit record: a reader
+// sees nothing of the batch, the checkpoint does not move, and the retry
+// commits it once.
+func TestDiedBeforeCommitLeavesNothingVisible(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	root := t.TempDir()
+	f, s := newFaulty(t, root)
+	p := flightsink.Pipeline{ID: "p"}
+	w, _, err := s.Open(ctx, p)
+	require.NoError(t, err)
+	rec := sinktest.Batch(mem, 0, 10)
+	defer rec.Release()
+	f.failCommit.Store(true)
+	require.ErrorIs(t, w.WriteBatch(ctx, rec, sinktest.CP(10)), errDied)
+	require.Empty(t, visible(t, root))
+	staged, err := os.ReadDir(filepath.Join(root, "default", "_flightline", "staging"))
+	require.NoError(t, err)
+	require.Len(t, staged, 1, "the staged data is there, hidden under _flightline")
+
+	_, s2 := newFaulty(t, root)
+	w2, cp, err := s2.Open(ctx, p)
+	require.NoError(t, err)
+	require.Nil(t, cp)
+	require.NoError(t, w2.WriteBatch(ctx, rec, sinktest.CP(10)))
+	require.Equal(t, []string{objsink.PartName(3, 0, 1, objsink.Parquet)}, visible(t, root))
+	require.Equal(t, sinktest.CP(10), mustCP(t, s2, p))
+}
+
+// A writer that dies between its commit record and the publication of
+// the part file: the checkpoint has the batch, and the next Open publishes
+// it, once.
+func TestDiedBeforePublishIsFinishedByOpen(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	root := t.TempDir()
+	f, s := newFaulty(t, root)
+	p := flightsink.Pipeline{ID: "p"}
+	w, _, err := s.Open(ctx, p)
+	require.NoError(t, err)
+	rec := sinktest.Batch(mem, 0, 10)
+	defer rec.Release()
+	f.failPublish.Store(true)
+	require.NoError(t, w.WriteBatch(ctx, rec, sinktest.CP(10)), "committed: publication is finished later")
+	require.Empty(t, visible(t, root))
+	require.Equal(t, sinktest.CP(10), mustCP(t, s, p))
+
+	_, s2 := newFaulty(t, root)
+	w2, cp, err := s2.Open(ctx, p)
+	require.NoError(t, err)
+	require.Equal(t, sinktest.CP(10), cp)
+	require.NoError(t, w2.WriteBatch(ctx, rec, sinktest.CP(10)), "a replay is a no-op")
+	require.Equal(t, []string{objsink.PartName(2, 0, 1, objsink.Parquet)}, visible(t, root))
+	require.Equal(t, seqIDs(0, 10), sortedIDs(partIDs(t, root, objsink.Parquet, p)))
+	staged, err := os.ReadDir(filepath.Join(root, "default", "_flightline", "staging"))
+	require.NoError(t, err)
+	require.Empty(t, staged, "the staged copy is removed once published")
+}
+
+// Recovery that loses the race to publish a part file to another process
+// (which then removed the staged copy) finds the part file there: no error.
+func TestPublishRaceLost(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	root := t.TempDir()
+	f, s := newFaulty(t, root)
+	p := flightsink.Pipeline{ID: "p"}
+	w, _, err := s.Open(ctx, p)
+	require.NoError(t, err)
+	rec := sinktest.Batch(mem, 0, 10)
+	defer rec.Release()
+	f.failPublish.Store(true)
+	require.NoError(t, w.WriteBatch(ctx, rec, sinktest.CP(10)))
+	f.failPublish.Store(false)
+	f.lostRace.Store(true)
+	_, cp, err := s.Open(ctx, p)
+	require.NoError(t, err, "the part file is there: recovery's own link failing is no error")
+	require.Equal(t, sinktest.CP(10), cp)
+	require.Equal(t, seqIDs(0, 10), sortedIDs(partIDs(t, root, objsink.Parquet, p)))
+}
+
+func mustCP(t *testing.T, s flightsink.Sink, p flightsink.Pipeline) []byte {
+	cp, err := s.Checkpoint(context.Background(), p)
+	require.NoError(t, err)
+	return cp
+}
+
+// A full file system: the commit fails with ErrUnavailable saying so,
+// nothing is visible or committed, and the pipeline goes on once space
+// returns. It mounts a small tmpfs, so it needs root.
+func TestDiskFull(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("mounts a tmpfs: needs root")
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	root := t.TempDir()
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m", "flightline-objsink", root).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", root).Run() })
+
+	_, s := newFaulty(t, root)
+	p := flightsink.Pipeline{ID: "p"}
+	w, _, err := s.Open(ctx, p)
+	require.NoError(t, err)
+	rec := sinktest.Batch(mem, 0, 1000)
+	defer rec.Release()
+	require.NoError(t, w.WriteBatch(ctx, rec, sinktest.CP(1000)))
+
+	filler := filepath.Join(root, "filler")
+	fh, err := os.Create(filler)
+	require.NoError(t, err)
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := fh.Write(buf); err != nil {
+			require.ErrorIs(t, err, syscall.ENOSPC)
+			break
+		}
+	}
+	require.NoError(t, fh.Close())
+	more := sinktest.Batch(mem, 1000, 2000)
+	defer more.Release()
+	err = w.WriteBatch(ctx, more, sinktest.CP(2000))
+	require.ErrorIs(t, err, flightline.ErrUnavailable)
+	require.ErrorIs(t, err, syscall.ENOSPC)
+	require.ErrorContains(t, err, "the file system is full")
+	require.Equal(t, sinktest.CP(1000), mustCP(t, s, p))
+	require.Len(t, visible(t, root), 1)
+
+	require.NoError(t, os.Remove(filler))
+	require.NoError(t, w.WriteBatch(ctx, more, sinktest.CP(2000)))
+	require.Equal(t, seqIDs(0, 2000), sortedIDs(partIDs(t, root, objsink.Parquet, p)))
+}
+
+func seqIDs(from, to int64) []int64 {
+	var out []int64
+	for i := from; i < to; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+func sortedIDs(ids []int64) []int64 {
+	slices.Sort(ids)
+	return ids
+}

@@ -1,0 +1,586 @@
+package objsink
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/checkpoint"
+	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/internal/parquetw"
+	"github.com/flightline/flightline/internal/rowenc"
+)
+
+// Format is the encoding of the part files.
+type Format string
+
+// The formats.
+const (
+	Parquet Format = "parquet" // snappy-compressed, one row group per batch (up to 1M rows)
+	JSONL   Format = "jsonl"   // one JSON object per row, keys in column order
+	CSV     Format = "csv"     // RFC 4180, a header line per file
+)
+
+// StaleAfter is how old an unnamed staged object must be before Open
+// removes it: far longer than any writer takes from staging to commit.
+const StaleAfter = 10 * time.Minute
+
+// Option configures a Sink.
+type Option func(*options) error
+
+type options struct {
+	format Format
+	mem    memory.Allocator
+	// partition is the column the part files are partitioned by ("":
+	// none); byDay partitions by its UTC day.
+	partition string
+	byDay     bool
+}
+
+// WithFormat sets the part files' format; Parquet is the default.
+func WithFormat(f Format) Option {
+	return func(o *options) error {
+		switch f {
+		case Parquet, JSONL, CSV:
+			o.format = f
+			return nil
+		}
+		return fmt.Errorf("%w: format %q: want parquet, jsonl or csv", flightline.ErrInvalidInput, f)
+	}
+}
+
+// Allocator sets the allocator Parquet encoding draws from (nil: the
+// default). Everything drawn is released before WriteBatch returns.
+func Allocator(mem memory.Allocator) Option {
+	return func(o *options) error {
+		if mem == nil {
+			mem = memory.DefaultAllocator
+		}
+		o.mem = mem
+		return nil
+	}
+}
+
+// Sink is the exactly-once sink on a Backend; see the package doc. Safe for
+// concurrent use.
+type Sink struct {
+	b    Backend
+	o    options
+	name string // for errors: "file sink"
+
+	mu sync.Mutex // serializes commits within the process (any target)
+}
+
+// New returns a Sink writing through b. name says which sink it is in
+// errors ("file sink").
+func New(b Backend, name string, opts ...Option) (*Sink, error) {
+	o := options{format: Parquet, mem: memory.DefaultAllocator}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return &Sink{b: b, o: o, name: name}, nil
+}
+
+// Format returns the part files' format.
+func (s *Sink) Format() Format { return s.o.format }
+
+// Guarantee implements flightsink.Guaranteer.
+func (s *Sink) Guarantee() flightsink.Guarantee { return flightsink.ExactlyOnce }
+
+// Ext is the file name extension of format f.
+func (f Format) Ext() string {
+	if f == JSONL {
+		return "jsonl"
+	}
+	return string(f)
+}
+
+// Keys of a target.
+const (
+	metaDir    = "_flightline"
+	commitsDir = "_flightline/commits"
+	stagingDir = "_flightline/staging"
+)
+
+// Target returns the directory key of p's target.
+func Target(p flightsink.Pipeline) (string, error) {
+	if err := flightsink.CheckDirTarget(p.Target); err != nil {
+		return "", err
+	}
+	if p.Target == "" {
+		return "default", nil
+	}
+	return p.Target, nil
+}
+
+func seqName(seq uint64) string { return fmt.Sprintf("%020d", seq) }
+
+// PartName is the name of part file i of the n of commit seq: one per
+// partition the batch touches.
+func PartName(seq uint64, i, n int, f Format) string {
+	if n == 1 {
+		return "part-" + seqName(seq) + "." + f.Ext()
+	}
+	return fmt.Sprintf("part-%s-%04d.%s", seqName(seq), i, f.Ext())
+}
+
+// record is a commit record, <target>/_flightline/commits/<seq>.json.
+type record struct {
+	Pipeline   string `json:"pipeline"`
+	Epoch      uint64 `json:"epoch"`
+	Checkpoint []byte `json:"checkpoint,omitempty"` // base64 in JSON
+	Rows       int64  `json:"rows"`
+	Schema     []byte `json:"schema,omitempty"` // Arrow IPC schema message, of a record with rows
+	Parts      []part `json:"parts,omitempty"`
+
+	seq uint64
+}
+
+// part is one part file of a commit: a batch has one per partition.
+type part struct {
+	Staged string `json:"staged"`         // key of the staged data
+	Dir    string `json:"dir,omitempty"`  // the partition's directory, e.g. "quantity=3"
+	Name   string `json:"name,omitempty"` // path of the part file under the target
+}
+
+// scan reads the records of target with seq > after, in order.
+func (s *Sink) scan(ctx context.Context, target string, after uint64) ([]record, error) {
+	objs, err := s.b.List(ctx, path.Join(target, commitsDir))
+	if err != nil {
+		return nil, err
+	}
+	var out []record
+	for _, o := range objs {
+		num, ok := strings.CutSuffix(o.Name, ".json")
+		if !ok || len(num) != 20 {
+			continue
+		}
+		seq, err := strconv.ParseUint(num, 10, 64)
+		if err != nil || seq <= after {
+			continue
+		}
+		data, err := s.b.Get(ctx, path.Join(target, commitsDir, o.Name))
+		if err != nil {
+			return nil, err
+		}
+		var r record
+		if err := json.Unmarshal(data, &r); err != nil {
+			return nil, fmt.Errorf("%w: %s: commit record %s/%s: %v", flightline.ErrInternal, s.name, target, o.Name, err)
+		}
+		r.seq = seq
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].seq < out[j].seq })
+	return out, nil
+}
+
+// state is what the records of a target say about one pipeline.
+type state struct {
+	lastSeq uint64
+	epoch   uint64
+	cp      []byte
+	schema  *arrow.Schema
+}
+
+func (s *Sink) fold(st *state, rs []record, pipeline string) error {
+	for _, r := range rs {
+		st.lastSeq = r.seq
+		if st.schema == nil && r.Rows > 0 && len(r.Schema) > 0 {
+			sc, err := flight.DeserializeSchema(r.Schema, s.o.mem)
+			if err != nil {
+				return fmt.Errorf("%w: %s: schema of commit %d: %v", flightline.ErrInternal, s.name, r.seq, err)
+			}
+			st.schema = sc
+		}
+		if r.Pipeline != pipeline {
+			continue
+		}
+		st.epoch = max(st.epoch, r.Epoch)
+		if r.Checkpoint != nil {
+			st.cp = checkpoint.Next(st.cp, r.Checkpoint)
+		}
+	}
+	return nil
+}
+
+// Checkpoint implements flightsink.Sink. It reads the commit records and
+// fences nothing.
+func (s *Sink) Checkpoint(ctx context.Context, p flightsink.Pipeline) ([]byte, error) {
+	target, err := Target(p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.name, err)
+	}
+	rs, err := s.scan(ctx, target, 0)
+	if err != nil {
+		return nil, err
+	}
+	var st state
+	if err := s.fold(&st, rs, p.ID); err != nil {
+		return nil, err
+	}
+	return st.cp, nil
+}
+
+// Open implements flightsink.Sink: it finishes the publication of every
+// committed batch whose part file is missing, removes stale staged data,
+// and commits an epoch marker that fences older writers of p.
+func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writer, []byte, error) {
+	if p.ID == "" {
+		return nil, nil, fmt.Errorf("%w: %s: empty pipeline id", flightline.ErrInvalidInput, s.name)
+	}
+	target, err := Target(p)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", s.name, err)
+	}
+	rs, err := s.scan(ctx, target, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.recover(ctx, target, rs); err != nil {
+		return nil, nil, err
+	}
+	var st state
+	if err := s.fold(&st, rs, p.ID); err != nil {
+		return nil, nil, err
+	}
+	w := &writer{s: s, target: target, p: p, epoch: st.epoch + 1, seen: st.lastSeq, cp: st.cp, schema: st.schema}
+	if err := w.commit(ctx, record{}, false); err != nil {
+		return nil, nil, err
+	}
+	return w, w.cp, nil
+}
+
+// recover publishes the part files of committed records that lack them
+// (their writer died between commit and publication) and removes staged
+// data no record names once it is StaleAfter old.
+func (s *Sink) recover(ctx context.Context, target string, rs []record) error {
+	named := map[string]bool{}
+	for _, r := range rs {
+		for _, pt := range r.Parts {
+			named[pt.Staged] = true
+		}
+		if err := s.publish(ctx, target, r); err != nil {
+			return err
+		}
+	}
+	objs, err := s.b.List(ctx, path.Join(target, stagingDir))
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		key := path.Join(target, stagingDir, o.Name)
+		if !named[key] && time.Since(o.Modified) > StaleAfter {
+			if err := s.b.Delete(ctx, key); err != nil {
+				return err
+			}
+		}
+	}
+	if l, ok := s.b.(*Local); ok {
+		for _, d := range []string{target, path.Join(target, commitsDir), path.Join(target, stagingDir)} {
+			l.removeStaleTemps(d, StaleAfter)
+		}
+	}
+	return nil
+}
+
+// publish makes r's part files visible (step 5), then drops their staged
+// copies. A part file already there is r's own: names are per sequence.
+func (s *Sink) publish(ctx context.Context, target string, r record) error {
+	for _, pt := range r.Parts {
+		name := path.Join(target, pt.Name)
+		ok, err := s.b.Exists(ctx, name)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			err := s.b.Publish(ctx, pt.Staged, name)
+			if err != nil && !errors.Is(err, ErrExists) {
+				// Another process (the committer, or a concurrent Open's
+				// recovery) may have published it and removed the staged
+				// copy since the check above.
+				if now, xerr := s.b.Exists(ctx, name); xerr == nil && now {
+					continue
+				}
+				if errors.Is(err, fs.ErrNotExist) {
+					return fmt.Errorf("%w: %s: commit %d's staged data %s is gone and its part file %s was never published", flightline.ErrInternal, s.name, r.seq, pt.Staged, name)
+				}
+				return err
+			}
+		}
+	}
+	for _, pt := range r.Parts {
+		if err := s.b.Delete(ctx, pt.Staged); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type writer struct {
+	s      *Sink
+	target string
+	p      flightsink.Pipeline
+	epoch  uint64
+	seen   uint64 // highest seq this writer has examined
+	cp     []byte // the pipeline's checkpoint as this writer knows it
+	schema *arrow.Schema
+	broken error // set once the pipeline moved under this writer
+}
+
+// examine reads the records after w.seen. writing says the caller is
+// about to commit a batch (not Open's marker).
+func (w *writer) examine(ctx context.Context, writing bool) error {
+	rs, err := w.s.scan(ctx, w.target, w.seen)
+	if err != nil {
+		return err
+	}
+	for _, r := range rs {
+		w.seen = r.seq
+		if w.schema == nil && r.Rows > 0 && len(r.Schema) > 0 {
+			if sc, err := flight.DeserializeSchema(r.Schema, w.s.o.mem); err == nil {
+				w.schema = sc
+			}
+		}
+		if r.Pipeline != w.p.ID {
+			continue
+		}
+		if writing {
+			if r.Epoch >= w.epoch {
+				return fmt.Errorf("%w: %s: pipeline %q reopened with epoch %d (this writer has %d)", flightline.ErrFenced, w.s.name, w.p.ID, r.Epoch, w.epoch)
+			}
+			w.broken = fmt.Errorf("%w: %s: pipeline %q moved since it was opened (a commit of epoch %d landed after the claim of epoch %d); re-open and resume from its checkpoint",
+				flightline.ErrConflict, w.s.name, w.p.ID, r.Epoch, w.epoch)
+			return w.broken
+		}
+		// Opening: a commit that landed since the scan moves the
+		// checkpoint, and a racing Open is outbid.
+		if r.Checkpoint != nil {
+			w.cp = checkpoint.Next(w.cp, r.Checkpoint)
+		}
+		w.epoch = max(w.epoch, r.Epoch+1)
+	}
+	return nil
+}
+
+// commit runs steps 3 and 4 for rec (its parts' Staged and Dir filled in
+// by the caller; their names are derived per sequence number) and step 5.
+func (w *writer) commit(ctx context.Context, rec record, writing bool) error {
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	for {
+		if err := w.examine(ctx, writing); err != nil {
+			return err
+		}
+		seq := w.seen + 1
+		rec.Pipeline, rec.Epoch = w.p.ID, w.epoch
+		for i := range rec.Parts {
+			rec.Parts[i].Name = path.Join(rec.Parts[i].Dir, PartName(seq, i, len(rec.Parts), w.s.o.format))
+		}
+		data, err := json.Marshal(rec)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v", flightline.ErrInternal, w.s.name, err)
+		}
+		err = w.s.b.PutIfAbsent(ctx, path.Join(w.target, commitsDir, seqName(seq)+".json"), data)
+		if errors.Is(err, ErrExists) {
+			continue // another writer took seq: examine it, then try the next
+		}
+		if err != nil {
+			return err
+		}
+		w.seen = seq
+		rec.seq = seq
+		if len(rec.Parts) > 0 {
+			// Committed: a failure to publish now is finished by the next
+			// Open, so it is not the batch's failure.
+			_ = w.s.publish(ctx, w.target, rec)
+		}
+		return nil
+	}
+}
+
+func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byte) error {
+	if err := flightsink.CheckBatch(rec, cp); err != nil {
+		return err
+	}
+	if w.broken != nil {
+		return w.broken
+	}
+	if checkpoint.Replayed(w.cp, cp) {
+		return w.checkFenced(ctx) // fencing wins over replay
+	}
+	if rec.NumRows() > 0 && w.schema != nil && !flightsink.SameSchema(w.schema, rec.Schema()) {
+		return fmt.Errorf("%w: %s: target %q has schema %s, batch has %s", flightline.ErrSchemaMismatch, w.s.name, w.p.Target, w.schema, rec.Schema())
+	}
+	if rec.NumRows() == 0 {
+		rec = nil
+	}
+	return w.write(ctx, rec, checkpoint.Next(w.cp, cp))
+}
+
+// WriteBatches implements flightsink.GroupWriter: the group's new batches
+// (Fold) become one part file per partition and one commit record with the
+// checkpoint after the group, so the group is all or nothing and costs the
+// fsyncs of one batch.
+func (w *writer) WriteBatches(ctx context.Context, batches []flightsink.Batch) error {
+	if err := flightsink.CheckGroup(batches); err != nil {
+		return err
+	}
+	if w.broken != nil {
+		return w.broken
+	}
+	fresh, next, n := flightsink.Fold(w.cp, batches)
+	if n == 0 {
+		return w.checkFenced(ctx) // fencing wins over replay
+	}
+	schema := w.schema
+	var recs []arrow.RecordBatch
+	for i, b := range batches {
+		if !fresh[i] || b.Rec.NumRows() == 0 {
+			continue
+		}
+		if schema != nil && !flightsink.SameSchema(schema, b.Rec.Schema()) {
+			return fmt.Errorf("%w: %s: target %q has schema %s, batch %d of the group has %s", flightline.ErrSchemaMismatch, w.s.name, w.p.Target, schema, i, b.Rec.Schema())
+		}
+		if schema == nil {
+			schema = b.Rec.Schema()
+		}
+		recs = append(recs, b.Rec)
+	}
+	switch len(recs) {
+	case 0:
+		return w.write(ctx, nil, next)
+	case 1:
+		return w.write(ctx, recs[0], next)
+	}
+	rec, err := concat(w.s.o.mem, recs)
+	if err != nil {
+		return fmt.Errorf("%w: %s: joining the group: %v", flightline.ErrInternal, w.s.name, err)
+	}
+	defer rec.Release()
+	return w.write(ctx, rec, next)
+}
+
+// concat joins batches of one schema into one; the caller releases it.
+func concat(mem memory.Allocator, recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
+	sc := recs[0].Schema()
+	cols := make([]arrow.Array, sc.NumFields())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	var rows int64
+	for _, r := range recs {
+		rows += r.NumRows()
+	}
+	parts := make([]arrow.Array, len(recs))
+	for j := range cols {
+		for k, r := range recs {
+			parts[k] = r.Column(j)
+		}
+		c, err := array.Concatenate(parts, mem)
+		if err != nil {
+			return nil, err
+		}
+		cols[j] = c
+	}
+	return array.NewRecordBatch(sc, cols, rows), nil
+}
+
+// checkFenced fails when a newer Open has claimed the pipeline.
+func (w *writer) checkFenced(ctx context.Context) error {
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	return w.examine(ctx, true)
+}
+
+// write stages rec (nil: no rows) and commits it with checkpoint next,
+// the pipeline's checkpoint after it.
+func (w *writer) write(ctx context.Context, rec arrow.RecordBatch, next []byte) error {
+	r := record{Checkpoint: next}
+	if rec != nil {
+		r.Rows = rec.NumRows()
+		files, err := w.s.encodeParts(ctx, rec)
+		if err != nil {
+			return err
+		}
+		r.Schema = flight.SerializeSchema(rec.Schema(), w.s.o.mem)
+		for _, f := range files {
+			pt := part{Staged: path.Join(w.target, stagingDir, randName()+"."+w.s.o.format.Ext()), Dir: f.dir}
+			r.Parts = append(r.Parts, pt)
+			if err := w.s.b.Put(ctx, pt.Staged, f.data); err != nil {
+				w.s.dropStaged(ctx, r)
+				return err
+			}
+		}
+	}
+	if err := w.commit(ctx, r, true); err != nil {
+		w.s.dropStaged(ctx, r)
+		return err
+	}
+	w.cp = next
+	if w.schema == nil && rec != nil {
+		w.schema = rec.Schema()
+	}
+	return nil
+}
+
+func (w *writer) Close(context.Context) error { return nil }
+
+// dropStaged removes the staged files of a batch that was not committed.
+func (s *Sink) dropStaged(ctx context.Context, r record) {
+	for _, pt := range r.Parts {
+		_ = s.b.Delete(context.WithoutCancel(ctx), pt.Staged)
+	}
+}
+
+func randName() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// encode returns rec as one part file.
+func (s *Sink) encode(rec arrow.RecordBatch) ([]byte, error) {
+	switch s.o.format {
+	case JSONL, CSV:
+		var enc rowenc.Encoder = rowenc.NewJSONL(rec.Schema())
+		if s.o.format == CSV {
+			enc = rowenc.NewCSV(rec.Schema())
+		}
+		var buf bytes.Buffer
+		if err := enc.Encode(&buf, rec); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+		return buf.Bytes(), nil
+	}
+	sc := parquetw.StoredSchema(rec.Schema())
+	st := parquetw.Storable(s.o.mem, rec, sc)
+	defer st.Release()
+	data, _, err := parquetw.Bytes(st, parquetw.Allocator(s.o.mem))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: as Parquet: %v", flightline.ErrInvalidInput, s.name, err)
+	}
+	return data, nil
+}
