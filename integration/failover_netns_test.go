@@ -2,7 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,7 +25,7 @@ import (
 func TestIntegrationChainFailover(t *testing.T) {
 	Need(t, "FLIGHTLINE_PYTHON", "python with deltalake")
 	outages := []time.Duration{2 * time.Second, 8 * time.Second}
-	if os.Getenv("FLIGHTLINE_CHAOS") == "1" {
+	if chaosMode() {
 		outages = []time.Duration{2 * time.Second, 5 * time.Second, 8 * time.Second, 20 * time.Second, 45 * time.Second}
 	}
 	for _, o := range outages {
