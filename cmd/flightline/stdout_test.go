@@ -62,7 +62,8 @@ pipelines:
 	var out bytes.Buffer
 	require.NoError(t, checkCommand(context.Background(), []string{"--config", path}, &out), out.String())
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	require.Len(t, lines, 3, out.String())
+	require.Len(t, lines, 4, out.String()) // the file, the source, the sink, the pipeline
+	require.Contains(t, lines[3], "ok    pipelines.p")
 	require.Contains(t, lines[2], "ok    sinks.screen")
 	require.Contains(t, lines[2], "no guarantee: prints csv to stdout, keeps no checkpoint across runs")
 }
