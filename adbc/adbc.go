@@ -146,6 +146,8 @@ func (d *DB) Close() error { return d.db.Close() }
 
 // probe fills d.caps: vendor, dialect, transactions, bulk ingest.
 func (d *DB) probe(ctx context.Context) error {
+	ctx, done := d.driverCtx(ctx)
+	defer done()
 	c, err := d.db.Open(ctx)
 	if err != nil {
 		return Wrap(err, "adbc: connect with driver %q", d.cfg.Driver)
@@ -228,7 +230,7 @@ func info(ctx context.Context, c adbcapi.Connection) (vendor, driver string) {
 	if err != nil {
 		return "", ""
 	}
-	defer rdr.Release()
+	defer drainRelease(rdr)
 	for rdr.Next() {
 		rec := rdr.RecordBatch()
 		codes, ok1 := rec.Column(0).(*array.Uint32)
@@ -260,6 +262,8 @@ func info(ctx context.Context, c adbcapi.Connection) (vendor, driver string) {
 // timeout of SQLiteBusyTimeoutMillis so writers queue rather than fail, and
 // asks for WAL mode (readers then do not block on a writer).
 func (d *DB) Conn(ctx context.Context) (*Conn, error) {
+	ctx, done := d.driverCtx(ctx)
+	defer done()
 	c, err := d.db.Open(ctx)
 	if err != nil {
 		return nil, Wrap(err, "adbc: connect with driver %q", d.cfg.Driver)
@@ -280,6 +284,42 @@ func (d *DB) Conn(ctx context.Context) (*Conn, error) {
 // another's write lock before failing with "database is locked".
 const SQLiteBusyTimeoutMillis = 60_000
 
+// driverCtx returns the context to hand the driver for one call and the
+// function that ends it; call done once the call and its result are
+// finished, in the goroutine that made the call.
+//
+// With the Flight SQL driver it is ctx without its cancellation and
+// deadline, ended by done only, and results are read to their end before
+// they are released (drainRelease). The driver (arrow-adbc v1.11.0 over
+// arrow-go v18.9.0) hands gRPC the addresses of header and trailer
+// variables (grpc.Header, grpc.Trailer) and reads them when a call or a
+// result ends. gRPC writes them when it finishes a stream, and it finishes
+// a stream whose context ends from a goroutine of its own: a context that
+// ends while a result is read (the reader goroutine then reads the
+// variables while gRPC writes them), or while a prepared statement runs
+// (its parameters go on a DoPut stream the driver never reads to the end;
+// gRPC writes that stream's header variable, which the driver also hands
+// to the GetFlightInfo that follows) is a data race. Ended by done, after
+// the driver is through with the variables and in the same goroutine, the
+// context orders gRPC's late writes after the driver's reads. The price:
+// the caller's context does not interrupt a Flight SQL call once sent
+// (see docs/sinks/adbc.md).
+func (d *DB) driverCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d.cfg.Driver != FlightSQL {
+		return ctx, func() {}
+	}
+	return context.WithCancel(context.WithoutCancel(ctx))
+}
+
+// drainRelease reads r to its end, then releases it. A Flight SQL result
+// released before its end cancels its stream, which races inside the
+// driver (driverCtx).
+func drainRelease(r array.RecordReader) {
+	for r.Next() {
+	}
+	r.Release()
+}
+
 // Conn is one connection. It is not safe for concurrent use.
 type Conn struct {
 	c    adbcapi.Connection
@@ -290,15 +330,12 @@ type Conn struct {
 // Caps returns the database's capabilities.
 func (c *Conn) Caps() Caps { return c.db.caps }
 
-// BindRaces reports whether the connection's driver races when it binds
-// parameters: the Flight SQL driver (arrow-adbc v1.11.0 over arrow-go
-// v18.9.0). Its PreparedStatement.Execute sends the parameters on a
-// DoPut stream that it never reads to the end; gRPC then finishes that
-// stream from a goroutine of its own, which writes the grpc.Header
-// target the driver also hands to the GetFlightInfo that follows, and the
-// race detector sees two writes. Callers that can spell their values as
-// literals (Incremental.Inline) avoid binding there.
-func (c *Conn) BindRaces() bool { return c.db.cfg.Driver == FlightSQL }
+// PrefersLiterals reports whether values the caller can spell safely as
+// SQL literals (Incremental.Inline) are better not bound: with the Flight
+// SQL driver a bound query costs a prepare and a DoPut round trip more.
+// (Its binding also raced inside the driver when the call's context ended
+// early; driverCtx now keeps off that path, binding or not.)
+func (c *Conn) PrefersLiterals() bool { return c.db.cfg.Driver == FlightSQL }
 
 // Raw is the underlying ADBC connection, for what this package does not
 // cover. Do not Close it.
@@ -335,6 +372,8 @@ func (c *Conn) Commit(ctx context.Context) error {
 		return fmt.Errorf("%w: adbc: no transaction to commit", flightline.ErrInvalidInput)
 	}
 	c.inTx = false
+	ctx, done := c.db.driverCtx(ctx)
+	defer done()
 	if err := c.c.Commit(ctx); err != nil {
 		_ = c.c.Rollback(ctx)
 		_ = c.c.(adbcapi.PostInitOptions).SetOption(adbcapi.OptionKeyAutoCommit, adbcapi.OptionValueEnabled)
@@ -350,6 +389,8 @@ func (c *Conn) Rollback(ctx context.Context) error {
 		return nil
 	}
 	c.inTx = false
+	ctx, done := c.db.driverCtx(ctx)
+	defer done()
 	err := c.c.Rollback(ctx)
 	err2 := c.c.(adbcapi.PostInitOptions).SetOption(adbcapi.OptionKeyAutoCommit, adbcapi.OptionValueEnabled)
 	if err == nil {
@@ -391,6 +432,8 @@ func (c *Conn) statement(ctx context.Context, q string, args []any) (adbcapi.Sta
 // driver does not say). Arguments are bound by position: string, []byte,
 // int64, int, float64, bool, or nil.
 func (c *Conn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	ctx, done := c.db.driverCtx(ctx)
+	defer done() // after st.Close
 	st, err := c.statement(ctx, q, args)
 	if err != nil {
 		return 0, err
@@ -442,24 +485,35 @@ func (c *Conn) QueryRow(ctx context.Context, q string, dest []any, args ...any) 
 
 // Query runs a query and returns its result as Arrow. Release the reader
 // (which closes the statement) before the next call on c.
+//
+// With the Flight SQL driver ctx does not interrupt the query once sent,
+// and Release reads what is left of the result before it lets go of it
+// (see driverCtx).
 func (c *Conn) Query(ctx context.Context, q string, args ...any) (array.RecordReader, error) {
+	ctx, done := c.db.driverCtx(ctx)
 	st, err := c.statement(ctx, q, args)
 	if err != nil {
+		done()
 		return nil, err
 	}
 	r, _, err := st.ExecuteQuery(ctx)
 	if err != nil {
 		st.Close()
+		done()
 		return nil, Wrap(err, "adbc: %s", q)
 	}
-	return &stmtReader{RecordReader: r, st: st}, nil
+	return &stmtReader{RecordReader: r, st: st, drain: c.db.cfg.Driver == FlightSQL, ctxDone: done}, nil
 }
 
 // stmtReader closes its statement when released.
+// With drain set it first reads the result to its end, and it ends the
+// driver's context (ctxDone) last (see driverCtx).
 type stmtReader struct {
 	array.RecordReader
-	st   adbcapi.Statement
-	done bool
+	st      adbcapi.Statement
+	drain   bool
+	ctxDone context.CancelFunc
+	done    bool
 }
 
 func (r *stmtReader) Release() {
@@ -467,8 +521,13 @@ func (r *stmtReader) Release() {
 		return
 	}
 	r.done = true
+	if r.drain {
+		for r.RecordReader.Next() {
+		}
+	}
 	r.RecordReader.Release()
 	r.st.Close()
+	r.ctxDone()
 }
 
 // Table names a table, optionally in a schema.
@@ -533,7 +592,9 @@ func (c *Conn) TableSchema(ctx context.Context, t Table) (*arrow.Schema, error) 
 	if t.Schema != "" {
 		schema = &t.Schema
 	}
-	sc, err := c.c.GetTableSchema(ctx, nil, schema, t.Name)
+	dctx, done := c.db.driverCtx(ctx)
+	sc, err := c.c.GetTableSchema(dctx, nil, schema, t.Name)
+	done()
 	if err != nil {
 		var ae adbcapi.Error
 		if errors.As(err, &ae) && ae.Code == adbcapi.StatusNotFound {
@@ -553,6 +614,8 @@ func (c *Conn) TableSchema(ctx context.Context, t Table) (*arrow.Schema, error) 
 // the rows go in through one INSERT prepared once and bound to rec. It
 // returns the rows written (-1 where the driver does not say).
 func (c *Conn) Ingest(ctx context.Context, t Table, rec arrow.RecordBatch, create bool) (int64, error) {
+	ctx, done := c.db.driverCtx(ctx)
+	defer done() // after st.Close
 	if c.db.caps.BulkIngest {
 		st, err := c.c.NewStatement()
 		if err != nil {

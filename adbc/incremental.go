@@ -56,8 +56,8 @@ type Incremental struct {
 	Quote func(string) string
 	// Inline, when set, spells a position value as an SQL literal (ok
 	// false: bind it). Query inlines the position when both its values
-	// have a literal. The Flight SQL driver needs it (InlineInt): its
-	// parameter binding races (see Conn.BindRaces).
+	// have a literal (InlineInt), which spares the Flight SQL driver a
+	// prepare and a DoPut (see Conn.PrefersLiterals).
 	Inline func(v any) (lit string, ok bool)
 }
 

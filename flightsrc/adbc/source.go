@@ -151,7 +151,7 @@ func (s *Source) Read(ctx context.Context, req flightsrc.ReadRequest) (flightsrc
 		return nil, err
 	}
 	q := fadbc.Incremental{Table: t.ID, Cursor: t.Cursor, Tiebreak: t.Tiebreak, Limit: s.o.Batch, Placeholder: c.Caps().Placeholder}
-	if c.BindRaces() {
+	if c.PrefersLiterals() {
 		q.Inline = fadbc.InlineInt // integer positions need no binding
 	}
 	names := make([]string, sc.NumFields())
