@@ -54,7 +54,8 @@ func readDeltaLog(t *testing.T, table string) []deltaCommit {
 					} `json:"flightline"`
 				} `json:"commitInfo"`
 				Add *struct {
-					Stats string `json:"stats"`
+					Stats      string `json:"stats"`
+					DataChange bool   `json:"dataChange"`
 				} `json:"add"`
 				DomainMetadata *struct {
 					Domain        string `json:"domain"`
@@ -65,6 +66,9 @@ func readDeltaLog(t *testing.T, table string) []deltaCommit {
 			switch {
 			case a.CommitInfo != nil:
 				c.instance = a.CommitInfo.Flightline.Instance
+			case a.Add != nil && !a.Add.DataChange:
+				// A compaction commit (dataChange=false) rewrites files of
+				// several partitions and writes no new data: not a batch.
 			case a.Add != nil:
 				var st struct {
 					Min struct{ Partition, Offset int64 } `json:"minValues"`
