@@ -1,0 +1,216 @@
+package azblob_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/flightsink/objsink"
+	"github.com/flightline/flightline/flightsink/objsink/azblob"
+	"github.com/flightline/flightline/flightsink/sinktest"
+	"github.com/flightline/flightline/internal/testkit/servicetest"
+)
+
+type azurite struct{ endpoint, account, key string }
+
+func need(t *testing.T) azurite {
+	endpoint := servicetest.Need(t, "FLIGHTLINE_AZURITE_ENDPOINT", "Azurite")
+	return azurite{endpoint, os.Getenv("FLIGHTLINE_AZURITE_ACCOUNT"), os.Getenv("FLIGHTLINE_AZURITE_KEY")}
+}
+
+func (a azurite) opts() []azblob.Option {
+	return []azblob.Option{azblob.Endpoint(a.endpoint), azblob.SharedKey(a.account, a.key)}
+}
+
+// newContainer creates a fresh container that anyone may read, so that
+// readIDs can list and read it with plain unauthenticated HTTP.
+func (a azurite) newContainer(t *testing.T) string {
+	name := fmt.Sprintf("st-%06d", rand.IntN(1e6))
+	cred, err := container.NewSharedKeyCredential(a.account, a.key)
+	require.NoError(t, err)
+	c, err := container.NewClientWithSharedKeyCredential(a.endpoint+"/"+name, cred, nil)
+	require.NoError(t, err)
+	_, err = c.Create(context.Background(), &container.CreateOptions{Access: to.Ptr(container.PublicAccessTypeContainer)})
+	require.NoError(t, err)
+	return name
+}
+
+// readIDs lists every blob under prefix with the Blob service's REST API
+// over plain HTTP (not the Backend, not the SDK), skips names with a
+// component starting with _ or ., and reads the id column of each Parquet
+// part file.
+func (a azurite) readIDs(t *testing.T, cont, prefix string) []int64 {
+	var ids []int64
+	marker := ""
+	for {
+		q := url.Values{"restype": {"container"}, "comp": {"list"}, "prefix": {prefix + "/"}}
+		if marker != "" {
+			q.Set("marker", marker)
+		}
+		resp, err := http.Get(a.endpoint + "/" + cont + "?" + q.Encode())
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+		var page struct {
+			Blobs struct {
+				Blob []struct {
+					Name string `xml:"Name"`
+				} `xml:"Blob"`
+			} `xml:"Blobs"`
+			NextMarker string `xml:"NextMarker"`
+		}
+		require.NoError(t, xml.Unmarshal(body, &page))
+	blobs:
+		for _, it := range page.Blobs.Blob {
+			for _, c := range strings.Split(strings.TrimPrefix(it.Name, prefix+"/"), "/") {
+				if strings.HasPrefix(c, "_") || strings.HasPrefix(c, ".") {
+					continue blobs
+				}
+			}
+			resp, err := http.Get(a.endpoint + "/" + cont + "/" + (&url.URL{Path: it.Name}).EscapedPath())
+			require.NoError(t, err)
+			data, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, resp.StatusCode, "%s", data)
+			ids = append(ids, parquetIDs(t, data)...)
+		}
+		if page.NextMarker == "" {
+			return ids
+		}
+		marker = page.NextMarker
+	}
+}
+
+func parquetIDs(t *testing.T, data []byte) []int64 {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	pf, err := file.NewParquetReader(bytes.NewReader(data))
+	require.NoError(t, err)
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, mem)
+	require.NoError(t, err)
+	tbl, err := fr.ReadTable(context.Background())
+	require.NoError(t, err)
+	defer tbl.Release()
+	var ids []int64
+	for _, ch := range tbl.Column(0).Data().Chunks() {
+		ids = append(ids, ch.(*array.Int64).Int64Values()...)
+	}
+	return ids
+}
+
+func TestIntegrationAzblobConformance(t *testing.T) {
+	a := need(t)
+	cont := a.newContainer(t)
+	sinktest.Run(t, sinktest.Harness{
+		Guarantee: flightsink.ExactlyOnce,
+		Group:     true,
+		NewSink: func(t *testing.T) flightsink.Sink {
+			b, err := azblob.New(cont, "lake", a.opts()...)
+			require.NoError(t, err)
+			s, err := objsink.New(b, "azblob sink")
+			require.NoError(t, err)
+			return s
+		},
+		IDs: func(t *testing.T, p flightsink.Pipeline) []int64 {
+			target, err := objsink.Target(p)
+			require.NoError(t, err)
+			return a.readIDs(t, cont, "lake/"+target)
+		},
+	})
+}
+
+// The create-if-absent primitive as Azurite answers it, and the errors a
+// user meets.
+func TestIntegrationAzblobBackend(t *testing.T) {
+	a := need(t)
+	ctx := context.Background()
+	b, err := azblob.New(a.newContainer(t), "x", a.opts()...)
+	require.NoError(t, err)
+	require.NoError(t, b.PutIfAbsent(ctx, "d/a", []byte("one")))
+	require.ErrorIs(t, b.PutIfAbsent(ctx, "d/a", []byte("two")), objsink.ErrExists)
+	got, err := b.Get(ctx, "d/a")
+	require.NoError(t, err)
+	require.Equal(t, "one", string(got), "the loser wrote nothing")
+	require.NoError(t, b.Publish(ctx, "d/a", "d/b"))
+	got, err = b.Get(ctx, "d/b")
+	require.NoError(t, err)
+	require.Equal(t, "one", string(got))
+	require.NoError(t, b.Put(ctx, "d/c", []byte("three")))
+	require.ErrorIs(t, b.Publish(ctx, "d/c", "d/b"), objsink.ErrExists, "a copy onto an existing blob is refused")
+	got, err = b.Get(ctx, "d/b")
+	require.NoError(t, err)
+	require.Equal(t, "one", string(got), "the refused copy left the blob")
+	objs, err := b.List(ctx, "d")
+	require.NoError(t, err)
+	require.Len(t, objs, 3)
+	require.WithinDuration(t, time.Now(), objs[0].Modified, time.Hour)
+	require.NoError(t, b.Delete(ctx, "d/a"))
+	require.NoError(t, b.Delete(ctx, "d/a"), "deleting a missing blob is no error")
+	ok, err := b.Exists(ctx, "d/a")
+	require.NoError(t, err)
+	require.False(t, ok)
+	_, err = b.Get(ctx, "d/a")
+	require.ErrorIs(t, err, os.ErrNotExist)
+	objs, err = b.List(ctx, "nothing-here")
+	require.NoError(t, err)
+	require.Empty(t, objs)
+
+	missing, err := azblob.New("no-such-container-37", "x", a.opts()...)
+	require.NoError(t, err)
+	err = missing.PutIfAbsent(ctx, "k", []byte("v"))
+	require.ErrorIs(t, err, flightline.ErrNotFound)
+	require.ErrorContains(t, err, "no-such-container-37")
+	_, err = missing.List(ctx, "d")
+	require.ErrorIs(t, err, flightline.ErrNotFound)
+
+	wrong, err := azblob.New("whatever", "x", azblob.Endpoint(a.endpoint),
+		azblob.SharedKey(a.account, base64.StdEncoding.EncodeToString([]byte("not the key"))))
+	require.NoError(t, err)
+	err = wrong.Put(ctx, "k", []byte("v"))
+	require.True(t, errors.Is(err, flightline.ErrUnauthenticated) || errors.Is(err, flightline.ErrPermissionDenied), "wrong key: %v", err)
+
+	down, err := azblob.New("c", "x", azblob.Endpoint("http://127.0.0.1:1/devstoreaccount1"), azblob.SharedKey(a.account, a.key))
+	require.NoError(t, err)
+	require.ErrorIs(t, down.Put(ctx, "k", []byte("v")), flightline.ErrUnavailable)
+}
+
+func TestNewRefusesBadConfig(t *testing.T) {
+	for name, opts := range map[string][]azblob.Option{
+		"no credentials": {azblob.Account("acct")},
+		"no account":     {azblob.SAS("sv=1")},
+		"key and sas":    {azblob.SharedKey("acct", "a2V5"), azblob.SAS("sv=1")},
+		"key not base64": {azblob.SharedKey("acct", "%%%secret%%%")},
+		"bad endpoint":   {azblob.Endpoint("ftp://x"), azblob.SAS("sv=1")},
+	} {
+		_, err := azblob.New("c", "p", opts...)
+		require.Error(t, err, name)
+		require.NotContains(t, err.Error(), "secret", name)
+	}
+	_, err := azblob.New("a/b", "p", azblob.SAS("sv=1"), azblob.Account("acct"))
+	require.ErrorIs(t, err, flightline.ErrInvalidInput)
+}
