@@ -154,6 +154,11 @@ func (b *Backend) classify(what string, err error) error {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return fmt.Errorf("azblob: %s: %w", what, err)
 		}
+		// A url.Error quotes the request URL, which holds a SAS token.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return fmt.Errorf("%w: azblob: %s: %v", flightline.ErrUnavailable, what, err)
 	}
 	detail := fmt.Sprintf("azblob: %s: HTTP %d %s", what, re.StatusCode, re.ErrorCode)

@@ -18,17 +18,20 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsink/objsink"
 	"github.com/flightline/flightline/flightsink/objsink/azblob"
 	"github.com/flightline/flightline/flightsink/sinktest"
+	"github.com/flightline/flightline/internal/flighterr"
 	"github.com/flightline/flightline/internal/testkit/servicetest"
 )
 
@@ -185,6 +188,7 @@ func TestIntegrationAzblobBackend(t *testing.T) {
 	err = missing.PutIfAbsent(ctx, "k", []byte("v"))
 	require.ErrorIs(t, err, flightline.ErrNotFound)
 	require.ErrorContains(t, err, "no-such-container-37")
+	require.Equal(t, codes.NotFound, flighterr.Code(err), "the code at the Flight boundary")
 	_, err = missing.List(ctx, "d")
 	require.ErrorIs(t, err, flightline.ErrNotFound)
 
@@ -193,10 +197,65 @@ func TestIntegrationAzblobBackend(t *testing.T) {
 	require.NoError(t, err)
 	err = wrong.Put(ctx, "k", []byte("v"))
 	require.True(t, errors.Is(err, flightline.ErrUnauthenticated) || errors.Is(err, flightline.ErrPermissionDenied), "wrong key: %v", err)
+	require.Contains(t, []codes.Code{codes.Unauthenticated, codes.PermissionDenied}, flighterr.Code(err))
+	require.NotContains(t, err.Error(), a.key)
+	t.Logf("wrong key: %v", err)
 
 	down, err := azblob.New("c", "x", azblob.Endpoint("http://127.0.0.1:1/devstoreaccount1"), azblob.SharedKey(a.account, a.key))
 	require.NoError(t, err)
-	require.ErrorIs(t, down.Put(ctx, "k", []byte("v")), flightline.ErrUnavailable)
+	err = down.Put(ctx, "k", []byte("v"))
+	require.ErrorIs(t, err, flightline.ErrUnavailable)
+	require.Equal(t, codes.Unavailable, flighterr.Code(err))
+}
+
+// A container SAS token instead of the account key: the whole protocol,
+// the server-side copy included (its source URL carries the token).
+func TestIntegrationAzblobSAS(t *testing.T) {
+	a := need(t)
+	ctx := context.Background()
+	cont := a.newContainer(t)
+	cred, err := container.NewSharedKeyCredential(a.account, a.key)
+	require.NoError(t, err)
+	perms := sas.ContainerPermissions{Read: true, Add: true, Create: true, Write: true, Delete: true, List: true}
+	q, err := sas.BlobSignatureValues{
+		Protocol: sas.ProtocolHTTPSandHTTP, StartTime: time.Now().Add(-time.Minute), ExpiryTime: time.Now().Add(time.Hour),
+		Permissions: perms.String(), ContainerName: cont,
+	}.SignWithSharedKey(cred)
+	require.NoError(t, err)
+	b, err := azblob.New(cont, "s", azblob.Endpoint(a.endpoint), azblob.SAS("?"+q.Encode()))
+	require.NoError(t, err)
+	require.NoError(t, b.PutIfAbsent(ctx, "d/a", []byte("one")))
+	require.ErrorIs(t, b.PutIfAbsent(ctx, "d/a", []byte("two")), objsink.ErrExists)
+	require.NoError(t, b.Publish(ctx, "d/a", "d/b"))
+	got, err := b.Get(ctx, "d/b")
+	require.NoError(t, err)
+	require.Equal(t, "one", string(got))
+	objs, err := b.List(ctx, "d")
+	require.NoError(t, err)
+	require.Len(t, objs, 2)
+
+	// A read-only token cannot write: PermissionDenied, nothing written.
+	ro := sas.ContainerPermissions{Read: true, List: true}
+	q, err = sas.BlobSignatureValues{
+		Protocol: sas.ProtocolHTTPSandHTTP, StartTime: time.Now().Add(-time.Minute), ExpiryTime: time.Now().Add(time.Hour),
+		Permissions: ro.String(), ContainerName: cont,
+	}.SignWithSharedKey(cred)
+	require.NoError(t, err)
+	rb, err := azblob.New(cont, "s", azblob.Endpoint(a.endpoint), azblob.SAS(q.Encode()))
+	require.NoError(t, err)
+	err = rb.PutIfAbsent(ctx, "d/c", []byte("x"))
+	require.ErrorIs(t, err, flightline.ErrPermissionDenied)
+	require.NotContains(t, err.Error(), q.Signature())
+	ok, err := b.Exists(ctx, "d/c")
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	down, err := azblob.New(cont, "s", azblob.Endpoint("http://127.0.0.1:1/devstoreaccount1"), azblob.SAS(q.Encode()))
+	require.NoError(t, err)
+	err = down.Put(ctx, "k", []byte("v"))
+	require.ErrorIs(t, err, flightline.ErrUnavailable)
+	require.NotContains(t, err.Error(), "sig=", "the token stays out of the message")
+	t.Logf("unreachable: %v", err)
 }
 
 func TestNewRefusesBadConfig(t *testing.T) {
