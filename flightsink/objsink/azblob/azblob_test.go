@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -12,6 +13,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -272,4 +275,68 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	}
 	_, err := azblob.New("a/b", "p", azblob.SAS("sv=1"), azblob.Account("acct"))
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
+}
+
+// TestIntegrationAzblobPythonRead writes batches through two writers (the
+// second Opens as a restarted process would, and replays the first's last
+// batch) and reads the container back with the azure-storage-blob Python
+// client and pyarrow.dataset: every id exactly once, the schema's types.
+func TestIntegrationAzblobPythonRead(t *testing.T) {
+	a := need(t)
+	py := servicetest.Need(t, "FLIGHTLINE_PYTHON", "python with pyarrow and azure-storage-blob")
+	ctx := context.Background()
+	cont := a.newContainer(t)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	p := flightsink.Pipeline{ID: "py-read"}
+	open := func() flightsink.Writer {
+		b, err := azblob.New(cont, "lake", a.opts()...)
+		require.NoError(t, err)
+		s, err := objsink.New(b, "azblob sink", objsink.Allocator(mem))
+		require.NoError(t, err)
+		w, _, err := s.Open(ctx, p)
+		require.NoError(t, err)
+		return w
+	}
+	write := func(w flightsink.Writer, from, to int64) {
+		rec := sinktest.Batch(mem, from, to)
+		defer rec.Release()
+		require.NoError(t, w.WriteBatch(ctx, rec, sinktest.CP(to)))
+	}
+	w := open()
+	write(w, 0, 100)
+	write(w, 100, 250)
+	require.NoError(t, w.Close(ctx))
+	w = open()
+	write(w, 100, 250) // a replay: nothing written
+	write(w, 250, 400)
+	require.NoError(t, w.Close(ctx))
+
+	target, err := objsink.Target(p)
+	require.NoError(t, err)
+	cmd := exec.Command(py, "../../../integration/python/azblob_read.py", cont, "lake/"+target)
+	cmd.Env = append(os.Environ(), "FLIGHTLINE_AZURITE_ENDPOINT="+a.endpoint,
+		"FLIGHTLINE_AZURITE_ACCOUNT="+a.account, "FLIGHTLINE_AZURITE_KEY="+a.key)
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		t.Fatalf("azblob_read.py: %v\n%s", err, ee.Stderr)
+	}
+	require.NoError(t, err)
+	var got struct {
+		Files  []string `json:"files"`
+		Rows   int      `json:"rows"`
+		Schema [][]any  `json:"schema"`
+		IDs    []int64  `json:"ids"`
+	}
+	require.NoError(t, json.Unmarshal(out, &got), "%s", out)
+	require.Len(t, got.Files, 3, "one part file per committed batch: %v", got.Files)
+	require.Equal(t, 400, got.Rows)
+	require.Equal(t, [][]any{{"id", "int64", false}, {"name", "string", true}}, got.Schema)
+	slices.Sort(got.IDs)
+	want := make([]int64, 400)
+	for i := range want {
+		want[i] = int64(i)
+	}
+	require.Equal(t, want, got.IDs, "every id exactly once")
 }
