@@ -87,7 +87,7 @@ pipelines:
 	err := checkCommand(context.Background(), []string{"--config", path, "--timeout", "5s"}, &out)
 	require.ErrorContains(t, err, "1 endpoint(s) failed")
 	require.Regexp(t, `ok    pipelines.p.transforms\[0\] +grpc +the service's gRPC health check answered SERVING`, out.String())
-	require.Regexp(t, `FAIL  pipelines.p.transforms\[2\] +grpc +grpc://`+dead+`: health check: .*`, out.String())
+	require.Regexp(t, `FAIL  pipelines.p.transforms\[2\] +grpc +endpoint: grpc://`+dead+` does not answer .*`, out.String())
 	require.NotContains(t, out.String(), "transforms[1]")
 }
 

@@ -159,6 +159,7 @@ type pipelineConf struct {
 type transformConf struct {
 	spec   string        // builtin:…, or the service's grpc:// URL
 	remote *endpointConf // the service's url, TLS and token; nil for a built-in
+	bare   bool          // remote, written as a bare URL (no TLS or token keys)
 }
 
 // pipelineKeys are the keys of a pipeline entry.
@@ -643,7 +644,7 @@ func (l *loader) transforms(n *yaml.Node, where string) ([]transformConf, error)
 			}
 			e := &endpointConf{section: secPipelines, name: strings.TrimPrefix(w, secPipelines+"."), line: it.Line,
 				kind: "grpc", decl: grpcDecl, q: url.Values{"url": {s}}}
-			out = append(out, transformConf{spec: s, remote: e})
+			out = append(out, transformConf{spec: s, remote: e, bare: true})
 			continue
 		}
 		if _, err := builtin(s); err != nil {

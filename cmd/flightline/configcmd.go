@@ -275,11 +275,18 @@ func checkPipeline(e env, p *pipelineConf, once bool) (string, error) {
 	return strings.Join(parts, "; "), nil
 }
 
-// checkTransform asks a transform service's gRPC health service whether
-// it serves: a call on its connection, with its TLS and token.
+// checkTransform probes a transform service's transport (endpoint.Probe),
+// then asks its gRPC health service whether it serves: a call on its
+// connection, with its TLS and token.
 func checkTransform(ctx context.Context, t transformConf) error {
 	cc, err := t.remote.clientConfig()
 	if err != nil {
+		return err
+	}
+	// The transport first, as sync probes it: a mismatch names the key to
+	// fix; a service that does not answer fails the check (sync would
+	// start, warn and retry).
+	if err := endpoint.Probe(ctx, t.spec, cc, t.caKey()); err != nil {
 		return err
 	}
 	conn, err := endpoint.Dial(t.spec, cc)

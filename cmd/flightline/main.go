@@ -570,7 +570,7 @@ func runPipeline(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	chain, closeChain, err := tf.open(*pipeline, *stream)
+	chain, closeChain, err := tf.open(e, *pipeline, *stream)
 	if err != nil {
 		return err
 	}

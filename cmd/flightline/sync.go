@@ -211,7 +211,7 @@ func syncPipeline(ctx context.Context, e env, p *pipelineConf, once bool, pr *pr
 	if p.plainViews {
 		opts = append(opts, coordinator.WithTransform(transform.PlainViews(nil)))
 	}
-	chain, closeChain, err := openConfTransforms(p, stream)
+	chain, closeChain, err := openConfTransforms(e, p, stream)
 	if err != nil {
 		return err
 	}

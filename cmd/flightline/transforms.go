@@ -72,8 +72,10 @@ func (t *transformFlags) register(fs *flag.FlagSet) {
 }
 
 // open returns the chain the flags name and a function that closes its
-// connections.
-func (t *transformFlags) open(pipeline, stream string) ([]transform.Transform, func(), error) {
+// connections. A remote transform's transport is probed first, like a
+// remote source's or sink's (probeRemote): a mismatch is an error naming
+// the flag to fix; a service that does not answer yet is a warning.
+func (t *transformFlags) open(e env, pipeline, stream string) ([]transform.Transform, func(), error) {
 	var chain []transform.Transform
 	var closers []func()
 	closeAll := func() {
@@ -88,6 +90,10 @@ func (t *transformFlags) open(pipeline, stream string) ([]transform.Transform, f
 			}
 			cc, err := t.cf.config("FLIGHTLINE_TRANSFORM_TOKEN")
 			if err != nil {
+				closeAll()
+				return nil, nil, err
+			}
+			if err := probeRemote(e, "--transform "+spec, spec, cc, "--transform-tls-ca"); err != nil {
 				closeAll()
 				return nil, nil, err
 			}
@@ -111,8 +117,9 @@ func (t *transformFlags) open(pipeline, stream string) ([]transform.Transform, f
 }
 
 // openConfTransforms opens the transforms of pipeline p of the config file,
-// for stream, and returns a function that closes their connections.
-func openConfTransforms(p *pipelineConf, stream string) ([]transform.Transform, func(), error) {
+// for stream, and returns a function that closes their connections. Remote
+// transforms are probed first (probeRemote), as run's are.
+func openConfTransforms(e env, p *pipelineConf, stream string) ([]transform.Transform, func(), error) {
 	var chain []transform.Transform
 	var closers []func()
 	closeAll := func() {
@@ -135,6 +142,10 @@ func openConfTransforms(p *pipelineConf, stream string) ([]transform.Transform, 
 			closeAll()
 			return nil, nil, err
 		}
+		if err := probeRemote(e, t.remote.ref(), t.spec, cc, t.caKey()); err != nil {
+			closeAll()
+			return nil, nil, err
+		}
 		c, err := flighttransform.Dial(t.spec, cc, flighttransform.ForPipeline(p.id, stream))
 		if err != nil {
 			closeAll()
@@ -144,6 +155,16 @@ func openConfTransforms(p *pipelineConf, stream string) ([]transform.Transform, 
 		chain = append(chain, c)
 	}
 	return chain, closeAll, nil
+}
+
+// caKey names the setting that gives a remote transform's CA, for
+// endpoint.Probe's errors. A transform written as a bare URL has none: the
+// hint says how to write it so that it can.
+func (t transformConf) caKey() string {
+	if !t.bare {
+		return t.remote.ref() + " tls_ca"
+	}
+	return "a tls_ca key (write " + t.remote.ref() + " as {grpc: {url: …, tls_ca: FILE}})"
 }
 
 // named gives a Transform the name errors call it by.

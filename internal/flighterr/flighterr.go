@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"unicode/utf8"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -141,6 +142,14 @@ func FromStatus(prefix string, err error) error {
 		sentinel = flightline.ErrConflict
 	case codes.Unavailable:
 		sentinel = flightline.ErrUnavailable
+		if hint, misconfigured := tlsHandshake(st.Message()); misconfigured {
+			// The transport's own verdict on this connection's TLS
+			// handshake: retrying meets the same certificate again.
+			sentinel = flightline.ErrInvalidInput
+			return &remote{code: st.Code(), msg: prefix + ": " + st.Message() + ": " + hint, sentinel: sentinel}
+		} else if hint != "" {
+			return &remote{code: st.Code(), msg: prefix + ": " + st.Message() + " " + hint, sentinel: sentinel}
+		}
 	case codes.ResourceExhausted:
 		// A message over the peer's size limit (gRPC refuses it before
 		// any handler runs): the same batch is refused again however
@@ -165,6 +174,69 @@ func FromStatus(prefix string, err error) error {
 		return &remote{code: st.Code(), msg: prefix + ": " + st.Message()}
 	}
 	return &remote{code: st.Code(), msg: prefix + ": " + st.Message(), sentinel: sentinel}
+}
+
+// handshakeFailed is how grpc-go's client transport introduces the error of
+// its own TLS handshake with the server: the status message of the call it
+// fails is the transport's ConnectionError ("connection error: desc = %q")
+// whose Desc is "transport: authentication handshake failed: %v". Matching
+// it at the start of the message tells this client's own connection from a
+// peer that relays some other connection's failure in its message.
+const (
+	handshakeFailed = `connection error: desc = "transport: authentication handshake failed: `
+	prefaceEOF      = `connection error: desc = "error reading server preface: EOF"`
+)
+
+// tlsHandshake reads msg, the message of an UNAVAILABLE status this client
+// received, and reports whether it is a TLS configuration problem that no
+// retry cures, with what to do about it (misconfigured), or else a hint to
+// append to a retryable error ("" for none).
+//
+// Only the texts grpc-go writes for this connection's own TLS handshake
+// count, and only the failures a configuration change alone cures:
+//
+//   - "x509: certificate signed by unknown authority"
+//     (x509.UnknownAuthorityError): no configured CA trusts the server's
+//     certificate, e.g. one replaced by a certificate from another CA;
+//   - "x509: certificate is valid for …, not …" and "x509: certificate is
+//     not valid for any names" (x509.HostnameError): the certificate is for
+//     another name than the one connected to;
+//   - "tls: first record does not look like a TLS handshake"
+//     (tls.RecordHeaderError): grpc+tls:// against a plaintext server.
+//
+// A text match is the only way: grpc-go turns the handshake's typed error
+// into text (transport.ConnectionError's Desc, then a status.Status with
+// codes.Unavailable), and neither the status nor what FromStatus receives
+// wraps the x509 or tls error (errors.As finds neither; TestTLSClassified
+// checks it). The texts are those of crypto/x509 and crypto/tls, stable for
+// many Go releases, and each is checked against a real TLS Flight server
+// in TestTLSClassified, so a change of wording fails a test rather than
+// silently turning a configuration error back into retries.
+//
+// Not classified, and so still retried: "error reading server preface:
+// EOF", which a grpc:// client reaching a TLS server sees, but so does any
+// client whose server (or a proxy in front of it) accepts a connection and
+// closes it, as a restarting server can — the text cannot tell them apart,
+// so it only gains a hint; an expired or not-yet-valid certificate (a
+// renewal, or a clock, may cure it); refused or reset connections.
+func tlsHandshake(msg string) (hint string, misconfigured bool) {
+	cause, ok := strings.CutPrefix(msg, handshakeFailed)
+	if !ok {
+		if msg == prefaceEOF {
+			return "(retried: a restarting server closes connections this way; if it persists, the server may speak TLS: reach it with grpc+tls://)", false
+		}
+		return "", false
+	}
+	const notRetried = "a TLS configuration error, not retried"
+	switch {
+	case strings.Contains(cause, "x509: certificate signed by unknown authority"):
+		return notRetried + ": the endpoint's certificate is signed by a CA this client does not trust: give the CA that signed it (--source-tls-ca, --sink-tls-ca or --transform-tls-ca; tls_ca in a config file)", true
+	case strings.Contains(cause, "x509: certificate is valid for "), strings.Contains(cause, "x509: certificate is not valid for any names"):
+		return notRetried + ": the endpoint's certificate is not for the name or address connected to: connect by a name or IP it holds, or set the name to check (--source-tls-server-name, --sink-tls-server-name or --transform-tls-server-name; tls_server_name in a config file)", true
+	case strings.Contains(cause, "tls: first record does not look like a TLS handshake"):
+		return notRetried + ": the endpoint does not speak TLS: reach it with grpc://, or serve it with a certificate", true
+	}
+	return "", false
 }
 
 func hasReason(st *status.Status, r string) bool {

@@ -72,3 +72,42 @@ func TestInternalBugIsNotRetryable(t *testing.T) {
 	require.ErrorIs(t, back, flightline.ErrInternal)
 	require.False(t, flightline.IsRetryable(back))
 }
+
+// Each text tlsHandshake classifies, as grpc-go writes it for this
+// client's own handshake, and texts that look alike but must stay
+// retryable.
+func TestTLSHandshakeClassification(t *testing.T) {
+	const hs = `connection error: desc = "transport: authentication handshake failed: `
+	for _, tc := range []struct {
+		name, msg     string
+		misconfigured bool
+		hint          string
+	}{
+		{"unknown CA", hs + `tls: failed to verify certificate: x509: certificate signed by unknown authority"`, true, "give the CA that signed it (--source-tls-ca"},
+		{"unknown CA, with the candidate", hs + `tls: failed to verify certificate: x509: certificate signed by unknown authority (possibly because of \"x509: ECDSA verification failure\" while trying to verify candidate authority certificate \"ca\")"`, true, "give the CA that signed it"},
+		{"another name", hs + `tls: failed to verify certificate: x509: certificate is valid for 10.9.9.9, not 127.0.0.1"`, true, "connect by a name or IP it holds"},
+		{"no names", hs + `tls: failed to verify certificate: x509: certificate is not valid for any names, but wanted to match localhost"`, true, "tls_server_name"},
+		{"TLS to plaintext", hs + `tls: first record does not look like a TLS handshake"`, true, "the endpoint does not speak TLS: reach it with grpc://"},
+		{"plaintext to TLS, or a restart", `connection error: desc = "error reading server preface: EOF"`, false, "if it persists, the server may speak TLS"},
+		{"expired", hs + `tls: failed to verify certificate: x509: certificate has expired or is not yet valid: current time …"`, false, ""},
+		{"reset during the handshake", hs + `read tcp 127.0.0.1:1->127.0.0.1:2: read: connection reset by peer"`, false, ""},
+		{"refused", `connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:1: connect: connection refused"`, false, ""},
+		{"a peer relaying another connection's failure", `adbc: flightsql: ` + hs + `tls: failed to verify certificate: x509: certificate signed by unknown authority"`, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hint, misconfigured := tlsHandshake(tc.msg)
+			require.Equal(t, tc.misconfigured, misconfigured)
+			if tc.hint == "" {
+				require.Empty(t, hint)
+			} else {
+				require.Contains(t, hint, tc.hint)
+			}
+			err := FromStatus("DoPut", status.Error(codes.Unavailable, tc.msg))
+			require.Equal(t, !tc.misconfigured, flightline.IsRetryable(err), err)
+			require.Equal(t, tc.misconfigured, errors.Is(err, flightline.ErrInvalidInput), err)
+			require.Equal(t, !tc.misconfigured, errors.Is(err, flightline.ErrUnavailable), err)
+			require.Equal(t, codes.Unavailable, status.Code(err), "the code is the transport's")
+			require.Contains(t, err.Error(), "DoPut: "+tc.msg)
+		})
+	}
+}
