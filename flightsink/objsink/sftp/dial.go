@@ -1,0 +1,139 @@
+package sftp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/pkg/sftp"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/flightline/flightline"
+)
+
+// Option configures Dial.
+type Option func(*dialConfig)
+
+type dialConfig struct {
+	keyFile, passphrase string
+	password            string
+	knownHosts          string
+	insecure            bool
+	timeout             time.Duration
+}
+
+// KeyFile authenticates with the private key in file, decrypted with
+// passphrase when it is not empty.
+func KeyFile(file, passphrase string) Option {
+	return func(c *dialConfig) { c.keyFile, c.passphrase = file, passphrase }
+}
+
+// Password authenticates with a password (the kind takes it only from the
+// environment).
+func Password(pw string) Option { return func(c *dialConfig) { c.password = pw } }
+
+// KnownHosts checks the server's host key against file (OpenSSH format).
+// Default: ~/.ssh/known_hosts.
+func KnownHosts(file string) Option { return func(c *dialConfig) { c.knownHosts = file } }
+
+// InsecureIgnoreHostKey accepts any host key; Dial logs a warning.
+func InsecureIgnoreHostKey() Option { return func(c *dialConfig) { c.insecure = true } }
+
+// Timeout bounds the TCP connect and the SSH handshake (default 30s).
+func Timeout(d time.Duration) Option { return func(c *dialConfig) { c.timeout = d } }
+
+// Dial connects to the SSH server at addr (host:port) as user, starts the
+// sftp subsystem and returns the Backend of root. Errors: no credentials
+// or a bad key file → flightline.ErrInvalidInput; a host key not in
+// known_hosts or refused credentials → flightline.ErrUnauthenticated; an
+// unreachable server → flightline.ErrUnavailable; a server without the
+// extensions → flightline.ErrFailedPrecondition (see New). Secrets never
+// appear in an error.
+func Dial(ctx context.Context, addr, user, root string, opts ...Option) (*Backend, error) {
+	c := dialConfig{timeout: 30 * time.Second}
+	for _, o := range opts {
+		o(&c)
+	}
+	if user == "" {
+		return nil, fmt.Errorf("%w: sftp sink: no user: write sftp://USER@HOST/PATH", flightline.ErrInvalidInput)
+	}
+	var auth []ssh.AuthMethod
+	if c.keyFile != "" {
+		pem, err := os.ReadFile(c.keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: sftp sink: key file: %v", flightline.ErrInvalidInput, err)
+		}
+		var signer ssh.Signer
+		if c.passphrase != "" {
+			signer, err = ssh.ParsePrivateKeyWithPassphrase(pem, []byte(c.passphrase))
+		} else {
+			signer, err = ssh.ParsePrivateKey(pem)
+		}
+		var missing *ssh.PassphraseMissingError
+		if errors.As(err, &missing) {
+			return nil, fmt.Errorf("%w: sftp sink: key file %s is encrypted: set its passphrase in the environment", flightline.ErrInvalidInput, c.keyFile)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: sftp sink: key file %s: %v", flightline.ErrInvalidInput, c.keyFile, err)
+		}
+		auth = append(auth, ssh.PublicKeys(signer))
+	}
+	if c.password != "" {
+		auth = append(auth, ssh.Password(c.password))
+	}
+	if len(auth) == 0 {
+		return nil, fmt.Errorf("%w: sftp sink: no credentials: give a key file, or a password in the environment", flightline.ErrInvalidInput)
+	}
+	var hostKey ssh.HostKeyCallback
+	if c.insecure {
+		slog.Warn("sftp sink: the server's host key is not checked (insecure_ignore_host_key=true): a man in the middle can read and change the data", "addr", addr)
+		hostKey = ssh.InsecureIgnoreHostKey() //nolint:gosec // asked for, and warned about
+	} else {
+		file := c.knownHosts
+		if file == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return nil, fmt.Errorf("%w: sftp sink: no known_hosts file given and no home directory: %v", flightline.ErrInvalidInput, err)
+			}
+			file = home + "/.ssh/known_hosts"
+		}
+		cb, err := knownhosts.New(file)
+		if err != nil {
+			return nil, fmt.Errorf("%w: sftp sink: known_hosts: %v (set known_hosts, or insecure_ignore_host_key=true)", flightline.ErrInvalidInput, err)
+		}
+		hostKey = cb
+	}
+	cfg := &ssh.ClientConfig{User: user, Auth: auth, HostKeyCallback: hostKey, Timeout: c.timeout}
+	d := net.Dialer{Timeout: c.timeout}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: sftp sink: connect to %s: %v", flightline.ErrUnavailable, addr, err)
+	}
+	sconn, chans, reqs, err := ssh.NewClientConn(conn, addr, cfg)
+	if err != nil {
+		conn.Close()
+		var kerr *knownhosts.KeyError
+		if errors.As(err, &kerr) {
+			return nil, fmt.Errorf("%w: sftp sink: %s: the host key is not the one in known_hosts (or not there): %v", flightline.ErrUnauthenticated, addr, err)
+		}
+		return nil, fmt.Errorf("%w: sftp sink: ssh handshake with %s as %s: %v", flightline.ErrUnauthenticated, addr, user, err)
+	}
+	client := ssh.NewClient(sconn, chans, reqs)
+	sc, err := sftp.NewClient(client)
+	if err != nil {
+		client.Close()
+		return nil, fmt.Errorf("%w: sftp sink: start the sftp subsystem on %s: %v", flightline.ErrUnavailable, addr, err)
+	}
+	b, err := New(sc, root, client.Close)
+	if err != nil {
+		sc.Close()
+		client.Close()
+		return nil, err
+	}
+	return b, nil
+}
