@@ -34,6 +34,8 @@ require (
 	google.golang.org/protobuf v1.36.12
 )
 
+require github.com/rabbitmq/amqp091-go v1.17.0 // indirect
+
 require (
 	cloud.google.com/go v0.123.0 // indirect
 	cloud.google.com/go/auth v0.24.1 // indirect
