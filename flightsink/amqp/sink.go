@@ -142,29 +142,37 @@ func (w *Writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 	if err != nil {
 		return err
 	}
-	first := w.seq + 1
+	b := batchWait{w: w, first: w.seq + 1}
 	for _, m := range msgs {
 		if err := w.ch.PublishWithContext(ctx, w.s.cfg.Exchange, m.key, true, false, m.pub); err != nil {
 			return w.fail(fmt.Errorf("%w: amqp sink: publish: %v", flightline.ErrUnavailable, err))
 		}
 		w.seq++
+		b.pending++
+		// Drain what has arrived, so the client's reader never blocks on
+		// a full confirm channel while a large batch is published.
+		for drained := false; !drained; {
+			select {
+			case r := <-w.returns:
+				b.onReturn(r)
+			case c := <-w.confirms:
+				if err := b.onConfirm(c); err != nil {
+					return err
+				}
+			default:
+				drained = true
+			}
+		}
 	}
 	timer := time.NewTimer(w.s.cfg.ConfirmTimeout)
 	defer timer.Stop()
-	var returned *amqp091.Return
-	for pending := len(msgs); pending > 0; {
+	for b.pending > 0 {
 		select {
 		case r := <-w.returns:
-			if returned == nil {
-				returned = &r
-			}
+			b.onReturn(r)
 		case c := <-w.confirms:
-			if c.DeliveryTag < first {
-				continue
-			}
-			pending--
-			if !c.Ack {
-				return w.fail(fmt.Errorf("%w: amqp sink: broker nacked message %d of the batch", flightline.ErrUnavailable, c.DeliveryTag-first))
+			if err := b.onConfirm(c); err != nil {
+				return err
 			}
 		case e := <-w.closed:
 			return w.fail(fmt.Errorf("%w: amqp sink: channel closed: %v", flightline.ErrUnavailable, e))
@@ -174,22 +182,40 @@ func (w *Writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 			return w.fail(ctx.Err())
 		}
 	}
-	// A return is sent before the ack of its message, so every return of
-	// the batch has arrived by now.
-	for returned == nil {
-		select {
-		case r := <-w.returns:
-			returned = &r
-		default:
-			goto done
-		}
-	}
-done:
-	if returned != nil {
+	// The client delivers a message's return before its ack (one reader
+	// goroutine, in the broker's order), so every return of the batch has
+	// arrived by now.
+	if r := b.returned; r != nil {
 		return fmt.Errorf("%w: amqp sink: message unroutable: exchange %q routing key %q: %d %s",
-			flightline.ErrFailedPrecondition, returned.Exchange, returned.RoutingKey, returned.ReplyCode, returned.ReplyText)
+			flightline.ErrFailedPrecondition, r.Exchange, r.RoutingKey, r.ReplyCode, r.ReplyText)
 	}
 	w.last = append(w.last[:0], cp...)
+	return nil
+}
+
+// batchWait counts the confirms a batch still waits for and keeps its
+// first return.
+type batchWait struct {
+	w        *Writer
+	first    uint64 // delivery tag of the batch's first message
+	pending  int
+	returned *amqp091.Return
+}
+
+func (b *batchWait) onReturn(r amqp091.Return) {
+	if b.returned == nil {
+		b.returned = &r
+	}
+}
+
+func (b *batchWait) onConfirm(c amqp091.Confirmation) error {
+	if c.DeliveryTag < b.first {
+		return nil // of an earlier, failed batch
+	}
+	b.pending--
+	if !c.Ack {
+		return b.w.fail(fmt.Errorf("%w: amqp sink: broker nacked message %d of the batch", flightline.ErrUnavailable, c.DeliveryTag-b.first))
+	}
 	return nil
 }
 

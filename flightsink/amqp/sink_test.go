@@ -204,3 +204,23 @@ func TestWrongCredentialsUnauthenticated(t *testing.T) {
 	require.ErrorIs(t, err, flightline.ErrUnauthenticated)
 	require.NotContains(t, err.Error(), "not-the-password")
 }
+
+// TestLargeBatch publishes more rows than the confirm channel holds.
+func TestLargeBatch(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	u, exchange, queue := broker(t)
+	ctx := context.Background()
+	s, err := amqp.New(amqp.Config{URL: u, Exchange: exchange, RoutingKey: "big"})
+	require.NoError(t, err)
+	w, _, err := s.Open(ctx, flightsink.Pipeline{ID: "big"})
+	require.NoError(t, err)
+	defer w.Close(ctx)
+	rec := sinktest.Batch(mem, 0, 5000)
+	defer rec.Release()
+	require.NoError(t, w.WriteBatch(ctx, rec, sinktest.CP(5000)))
+	got := ids(readAll(t, u, queue), "big")
+	slices.Sort(got)
+	require.Len(t, got, 5000)
+	require.Equal(t, int64(4999), got[4999])
+}
