@@ -67,6 +67,16 @@ func (s *Sink) Guarantee() flightsink.Guarantee { return flightsink.AtLeastOnce 
 // Checkpoint returns nil: the sink keeps no checkpoint.
 func (s *Sink) Checkpoint(context.Context, flightsink.Pipeline) ([]byte, error) { return nil, nil }
 
+// Ping connects to the broker and closes the connection: an unreachable
+// broker is ErrUnavailable, refused credentials ErrUnauthenticated.
+func (s *Sink) Ping(ctx context.Context) error {
+	conn, err := dial(ctx, s.cfg.URL)
+	if err != nil {
+		return err
+	}
+	return conn.Close()
+}
+
 // Open connects to the broker and returns a Writer and a nil checkpoint.
 func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writer, []byte, error) {
 	conn, err := dial(ctx, s.cfg.URL)
