@@ -352,6 +352,8 @@ func pingWhat(kind string) string {
 		return "HEAD of the bucket with the configured credentials"
 	case "postgres", "postgresql":
 		return "connected and pinged the database"
+	case "amqp", "amqps":
+		return "connected to the broker"
 	}
 	return "pinged"
 }
