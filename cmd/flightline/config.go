@@ -197,7 +197,7 @@ func (l *loader) errf(n *yaml.Node, format string, args ...any) error {
 
 // unknownKey is the error for key k at n, naming the nearest of valid.
 func (l *loader) unknownKey(n *yaml.Node, where, k string, valid []string) error {
-	if near := nearest(k, valid); near != "" {
+	if near := spec.Nearest(k, valid); near != "" {
 		return l.errf(n, "%s: unknown key %q; did you mean %q?", where, k, near)
 	}
 	return l.errf(n, "%s: unknown key %q; valid keys: %s", where, k, strings.Join(valid, ", "))
@@ -467,7 +467,7 @@ func (l *loader) endpoint(section string, k, v *yaml.Node) (*endpointConf, error
 	d, ok := kinds[kn.Value]
 	if !ok {
 		valid := mainKinds(section)
-		if near := nearest(kn.Value, valid); near != "" {
+		if near := spec.Nearest(kn.Value, valid); near != "" {
 			return nil, l.errf(kn, "%s: unknown kind %q; did you mean %q? (known: %s)", where, kn.Value, near, strings.Join(valid, ", "))
 		}
 		return nil, l.errf(kn, "%s: unknown kind %q (known: %s)", where, kn.Value, strings.Join(valid, ", "))
@@ -673,7 +673,7 @@ func (l *loader) resolveRef(c *fileConfig, n *yaml.Node, where, section string) 
 		return e, nil
 	}
 	names := sortedKeys(m)
-	if near := nearest(name, names); near != "" {
+	if near := spec.Nearest(name, names); near != "" {
 		return nil, l.errf(n, "%s: %s has no %q; did you mean %q?", where, section, name, near)
 	}
 	return nil, l.errf(n, "%s: %s has no %q (it has: %s)", where, section, name, strings.Join(names, ", "))
@@ -763,41 +763,6 @@ func (l *loader) pipeline(c *fileConfig, k, v *yaml.Node) (*pipelineConf, error)
 // same options.
 func sameEndpoint(a, b *endpointConf) bool {
 	return a.kind == b.kind && a.loc == b.loc && a.q.Encode() == b.q.Encode()
-}
-
-// nearest returns the name of valid closest to k by edit distance, or ""
-// when none is close enough to be a likely typo.
-func nearest(k string, valid []string) string {
-	best, bestD := "", 1<<30
-	for _, v := range valid {
-		if d := editDistance(strings.ToLower(k), strings.ToLower(v)); d < bestD {
-			best, bestD = v, d
-		}
-	}
-	if bestD > max(2, len(k)/2) {
-		return ""
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // errNoPipeline is returned when --pipeline names no pipeline of the file.

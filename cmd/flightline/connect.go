@@ -242,7 +242,7 @@ func connectCommand(args []string, out io.Writer) error {
 					}
 				}
 			})
-			if near := nearest(key, valid); near != "" {
+			if near := spec.Nearest(key, valid); near != "" {
 				return fmt.Errorf("connect %s %s: unknown key --%s; did you mean --%s?", role, kind, key, near)
 			}
 			return fmt.Errorf("connect %s %s: unknown key --%s (keys: %s)", role, kind, key, strings.Join(valid, ", "))
