@@ -629,6 +629,144 @@ class SinkAdbc(Kind):
     ) -> None:
         self._init(dict(locals()))
 
+class SinkAmqp(Kind):
+    """amqp: at-least-once: one JSON message per row, publisher confirms, mandatory; a deterministic message_id per row for consumer dedup.
+
+    URL form: ``amqp://USER@HOST:PORT/VHOST?exchange=X&routing_key=K``.
+
+    Args:
+        url: amqp://USER@HOST:PORT/VHOST (no password: see password_env)
+        exchange: exchange every message is published to (default: the default
+            exchange)
+        routing_key: routing key when the pipeline names no target (--target
+            overrides it)
+        routing_key_column: utf8 column holding each row's routing key (overrides
+            target and routing_key)
+        headers: comma-separated columns copied into each message's headers
+        password_env: environment variable holding the password (default
+            AMQP_PASSWORD)
+        confirm_timeout: longest wait for a batch's publisher confirms (default 30s)
+    """
+
+    section = 'sinks'
+    kind = 'amqp'
+    _keys = {
+        'url': ('string', False, ()),
+        'exchange': ('string', False, ()),
+        'routing_key': ('string', False, ()),
+        'routing_key_column': ('string', False, ()),
+        'headers': ('string', False, ()),
+        'password_env': ('string', False, ()),
+        'confirm_timeout': ('duration', False, ()),
+    }
+
+    def __init__(
+        self,
+        url: Optional[str] = None,
+        *,
+        exchange: Optional[Union[str, EnvRef]] = None,
+        routing_key: Optional[Union[str, EnvRef]] = None,
+        routing_key_column: Optional[Union[str, EnvRef]] = None,
+        headers: Optional[Union[str, EnvRef]] = None,
+        password_env: Optional[Union[str, EnvRef]] = None,
+        confirm_timeout: Optional[Union[Union[str, timedelta], EnvRef]] = None,
+    ) -> None:
+        self._init(dict(locals()))
+
+class SinkAmqps(Kind):
+    """amqps: at-least-once: one JSON message per row, publisher confirms, mandatory; a deterministic message_id per row for consumer dedup.
+
+    URL form: ``amqp://USER@HOST:PORT/VHOST?exchange=X&routing_key=K``.
+
+    Args:
+        url: amqp://USER@HOST:PORT/VHOST (no password: see password_env)
+        exchange: exchange every message is published to (default: the default
+            exchange)
+        routing_key: routing key when the pipeline names no target (--target
+            overrides it)
+        routing_key_column: utf8 column holding each row's routing key (overrides
+            target and routing_key)
+        headers: comma-separated columns copied into each message's headers
+        password_env: environment variable holding the password (default
+            AMQP_PASSWORD)
+        confirm_timeout: longest wait for a batch's publisher confirms (default 30s)
+    """
+
+    section = 'sinks'
+    kind = 'amqps'
+    _keys = {
+        'url': ('string', False, ()),
+        'exchange': ('string', False, ()),
+        'routing_key': ('string', False, ()),
+        'routing_key_column': ('string', False, ()),
+        'headers': ('string', False, ()),
+        'password_env': ('string', False, ()),
+        'confirm_timeout': ('duration', False, ()),
+    }
+
+    def __init__(
+        self,
+        url: Optional[str] = None,
+        *,
+        exchange: Optional[Union[str, EnvRef]] = None,
+        routing_key: Optional[Union[str, EnvRef]] = None,
+        routing_key_column: Optional[Union[str, EnvRef]] = None,
+        headers: Optional[Union[str, EnvRef]] = None,
+        password_env: Optional[Union[str, EnvRef]] = None,
+        confirm_timeout: Optional[Union[Union[str, timedelta], EnvRef]] = None,
+    ) -> None:
+        self._init(dict(locals()))
+
+class SinkAzblob(Kind):
+    """azblob: exactly-once part files under the container's PREFIX/<target>/, committed by If-None-Match: * records.
+
+    URL form: ``azblob:CONTAINER/PREFIX?account=…&format=parquet|jsonl|csv``.
+
+    Args:
+        prefix: CONTAINER/PREFIX the blobs go under
+        format: the part files' format (Parquet: snappy) (default parquet)
+        partition_by: Hive-style partitions by this column's value:
+            <target>/COLUMN=VALUE/
+        partition_by_day: Hive-style partitions by the UTC day of this timestamp or
+            date column: <target>/COLUMN_day=YYYY-MM-DD/
+        account: the storage account; default: $AZURE_STORAGE_ACCOUNT
+        key: the account's shared key; write it ${VAR}; default: $AZURE_STORAGE_KEY
+            (secret)
+        sas: a SAS token for the container (read, add, create, write, delete, list)
+            instead of the key; write it ${VAR}; default: $AZURE_STORAGE_SAS_TOKEN
+            (secret)
+        endpoint: the service URL, e.g. Azurite's
+            http://127.0.0.1:10000/devstoreaccount1; default:
+            https://ACCOUNT.blob.core.windows.net
+    """
+
+    section = 'sinks'
+    kind = 'azblob'
+    _keys = {
+        'prefix': ('string', False, ()),
+        'format': ('enum', False, ('parquet', 'jsonl', 'csv')),
+        'partition_by': ('string', False, ()),
+        'partition_by_day': ('string', False, ()),
+        'account': ('string', False, ()),
+        'key': ('string', True, ()),
+        'sas': ('string', True, ()),
+        'endpoint': ('string', False, ()),
+    }
+
+    def __init__(
+        self,
+        prefix: Optional[str] = None,
+        *,
+        format: Optional[Union[Literal['parquet', 'jsonl', 'csv'], EnvRef]] = None,
+        partition_by: Optional[Union[str, EnvRef]] = None,
+        partition_by_day: Optional[Union[str, EnvRef]] = None,
+        account: Optional[Union[str, EnvRef]] = None,
+        key: Optional[EnvRef] = None,
+        sas: Optional[EnvRef] = None,
+        endpoint: Optional[Union[str, EnvRef]] = None,
+    ) -> None:
+        self._init(dict(locals()))
+
 class SinkBigQuery(Kind):
     """bigquery: at-least-once, idempotent: each batch staged through the Storage Write API and MERGEd on the key.
 
@@ -750,6 +888,18 @@ class SinkDelta(Kind):
             more) (default 10)
         schema_evolution: add new nullable columns to the table instead of refusing
             the batch (default false)
+        target_file_size: the size compaction aims its files at; a file under half
+            of it is small (a compaction holds about this much in memory) (default
+            32MiB)
+        compact: auto: rewrite small files in the background into files near
+            target_file_size, in commits that change no data (dataChange=false); off:
+            never (default auto)
+        compact_min_files: how many small files gather before a compaction (default
+            50)
+        vacuum: auto: at most hourly, delete expired log entries
+            (delta.logRetentionDuration, 30 days) and the data files no retained version
+            references (delta.deletedFileRetentionDuration, 7 days); off: never
+            (flightline delta vacuum does it on demand) (default auto)
         AWS_ACCESS_KEY_ID: storage options (credentials are better left to the
             environment)
         AWS_ALLOW_HTTP: storage options (credentials are better left to the
@@ -770,6 +920,10 @@ class SinkDelta(Kind):
         'instance': ('string', False, ()),
         'checkpoint_interval': ('integer', False, ()),
         'schema_evolution': ('bool', False, ()),
+        'target_file_size': ('size', False, ()),
+        'compact': ('enum', False, ('auto', 'off')),
+        'compact_min_files': ('integer', False, ()),
+        'vacuum': ('enum', False, ('auto', 'off')),
         'AWS_ACCESS_KEY_ID': ('string', False, ()),
         'AWS_ALLOW_HTTP': ('string', False, ()),
         'AWS_ENDPOINT_URL': ('string', False, ()),
@@ -785,6 +939,10 @@ class SinkDelta(Kind):
         instance: Optional[Union[str, EnvRef]] = None,
         checkpoint_interval: Optional[Union[int, EnvRef]] = None,
         schema_evolution: Optional[Union[bool, EnvRef]] = None,
+        target_file_size: Optional[Union[Union[int, str], EnvRef]] = None,
+        compact: Optional[Union[Literal['auto', 'off'], EnvRef]] = None,
+        compact_min_files: Optional[Union[int, EnvRef]] = None,
+        vacuum: Optional[Union[Literal['auto', 'off'], EnvRef]] = None,
         AWS_ACCESS_KEY_ID: Optional[Union[str, EnvRef]] = None,
         AWS_ALLOW_HTTP: Optional[Union[str, EnvRef]] = None,
         AWS_ENDPOINT_URL: Optional[Union[str, EnvRef]] = None,
@@ -812,6 +970,77 @@ class SinkDir(Kind):
     def __init__(
         self,
         path: Optional[str] = None,
+    ) -> None:
+        self._init(dict(locals()))
+
+class SinkFile(Kind):
+    """file: exactly-once part files (Parquet, JSON lines or CSV) under DIR/<target>/, committed by create-if-absent records and link(2), fsynced.
+
+    URL form: ``file:DIR?format=parquet|jsonl|csv``.
+
+    Args:
+        path: the directory
+        format: the part files' format (Parquet: snappy) (default parquet)
+        partition_by: Hive-style partitions by this column's value:
+            <target>/COLUMN=VALUE/
+        partition_by_day: Hive-style partitions by the UTC day of this timestamp or
+            date column: <target>/COLUMN_day=YYYY-MM-DD/
+    """
+
+    section = 'sinks'
+    kind = 'file'
+    _keys = {
+        'path': ('string', False, ()),
+        'format': ('enum', False, ('parquet', 'jsonl', 'csv')),
+        'partition_by': ('string', False, ()),
+        'partition_by_day': ('string', False, ()),
+    }
+
+    def __init__(
+        self,
+        path: Optional[str] = None,
+        *,
+        format: Optional[Union[Literal['parquet', 'jsonl', 'csv'], EnvRef]] = None,
+        partition_by: Optional[Union[str, EnvRef]] = None,
+        partition_by_day: Optional[Union[str, EnvRef]] = None,
+    ) -> None:
+        self._init(dict(locals()))
+
+class SinkGcs(Kind):
+    """gcs: exactly-once part files under gs://BUCKET/PREFIX/<target>/, committed by ifGenerationMatch=0 records.
+
+    URL form: ``gcs:BUCKET/PREFIX?format=parquet|jsonl|csv``.
+
+    Args:
+        prefix: BUCKET/PREFIX the objects go under
+        format: the part files' format (Parquet: snappy) (default parquet)
+        partition_by: Hive-style partitions by this column's value:
+            <target>/COLUMN=VALUE/
+        partition_by_day: Hive-style partitions by the UTC day of this timestamp or
+            date column: <target>/COLUMN_day=YYYY-MM-DD/
+        endpoint: the JSON API endpoint of an emulator, e.g. http://127.0.0.1:4443
+            (no authentication); default: Google Cloud Storage with application default
+            credentials
+    """
+
+    section = 'sinks'
+    kind = 'gcs'
+    _keys = {
+        'prefix': ('string', False, ()),
+        'format': ('enum', False, ('parquet', 'jsonl', 'csv')),
+        'partition_by': ('string', False, ()),
+        'partition_by_day': ('string', False, ()),
+        'endpoint': ('string', False, ()),
+    }
+
+    def __init__(
+        self,
+        prefix: Optional[str] = None,
+        *,
+        format: Optional[Union[Literal['parquet', 'jsonl', 'csv'], EnvRef]] = None,
+        partition_by: Optional[Union[str, EnvRef]] = None,
+        partition_by_day: Optional[Union[str, EnvRef]] = None,
+        endpoint: Optional[Union[str, EnvRef]] = None,
     ) -> None:
         self._init(dict(locals()))
 
@@ -1097,6 +1326,52 @@ class SinkS3(Kind):
     ) -> None:
         self._init(dict(locals()))
 
+class SinkSftp(Kind):
+    """sftp: exactly-once part files under PATH/<target>/ on an OpenSSH-compatible server, committed by hardlink@openssh.com after fsync@openssh.com; refused on a server without them.
+
+    URL form: ``sftp://USER@HOST[:PORT]/PATH?key_file=…&format=parquet|jsonl|csv``.
+
+    Args:
+        path: USER@HOST[:PORT]/PATH, the existing directory the files go under
+        format: the part files' format (Parquet: snappy) (default parquet)
+        partition_by: Hive-style partitions by this column's value:
+            <target>/COLUMN=VALUE/
+        partition_by_day: Hive-style partitions by the UTC day of this timestamp or
+            date column: <target>/COLUMN_day=YYYY-MM-DD/
+        key_file: the private key to log in with (its passphrase from
+            $FLIGHTLINE_SFTP_PASSPHRASE); a password is taken only from
+            $FLIGHTLINE_SFTP_PASSWORD
+        known_hosts: the OpenSSH known_hosts file the server's host key is checked
+            against; default: ~/.ssh/known_hosts
+        insecure_ignore_host_key: accept any host key (logged as a warning); for
+            tests only
+    """
+
+    section = 'sinks'
+    kind = 'sftp'
+    _keys = {
+        'path': ('string', False, ()),
+        'format': ('enum', False, ('parquet', 'jsonl', 'csv')),
+        'partition_by': ('string', False, ()),
+        'partition_by_day': ('string', False, ()),
+        'key_file': ('string', False, ()),
+        'known_hosts': ('string', False, ()),
+        'insecure_ignore_host_key': ('bool', False, ()),
+    }
+
+    def __init__(
+        self,
+        path: Optional[str] = None,
+        *,
+        format: Optional[Union[Literal['parquet', 'jsonl', 'csv'], EnvRef]] = None,
+        partition_by: Optional[Union[str, EnvRef]] = None,
+        partition_by_day: Optional[Union[str, EnvRef]] = None,
+        key_file: Optional[Union[str, EnvRef]] = None,
+        known_hosts: Optional[Union[str, EnvRef]] = None,
+        insecure_ignore_host_key: Optional[Union[bool, EnvRef]] = None,
+    ) -> None:
+        self._init(dict(locals()))
+
 class SinkSnowflake(Kind):
     """snowflake: exactly-once Snowflake (Parquet PUT, then COPY and checkpoint in one transaction).
 
@@ -1181,6 +1456,35 @@ class SinkSnowflake(Kind):
     ) -> None:
         self._init(dict(locals()))
 
+class SinkStdout(Kind):
+    """stdout: no guarantee: prints rows for a person to read (logs stay on stderr); keeps checkpoints in memory only.
+
+    URL form: ``stdout:?format=table|jsonl|csv``.
+
+    Args:
+        location: what the URL form writes between KIND: and ?
+        format: auto: table on a terminal, jsonl otherwise (default auto)
+        max_width: table: the widest a cell gets, in characters; longer values end
+            in … (default 40)
+    """
+
+    section = 'sinks'
+    kind = 'stdout'
+    _keys = {
+        'location': ('string', False, ()),
+        'format': ('enum', False, ('auto', 'table', 'jsonl', 'csv')),
+        'max_width': ('integer', False, ()),
+    }
+
+    def __init__(
+        self,
+        location: Optional[str] = None,
+        *,
+        format: Optional[Union[Literal['auto', 'table', 'jsonl', 'csv'], EnvRef]] = None,
+        max_width: Optional[Union[int, EnvRef]] = None,
+    ) -> None:
+        self._init(dict(locals()))
+
 class SchemaSinkGlue(Kind):
     """glue: registers the schema a pipeline writes as an AWS Glue Data Catalog table (Parquet SerDe), adding new nullable columns.
 
@@ -1233,6 +1537,12 @@ KINDS: Dict[Tuple[str, str], Type[Kind]] = {
     ('sources', 'snowflake'): SourceSnowflake,
     ('sinks', 'adbc'): SinkAdbc,
     ('deadletter_sinks', 'adbc'): SinkAdbc,
+    ('sinks', 'amqp'): SinkAmqp,
+    ('deadletter_sinks', 'amqp'): SinkAmqp,
+    ('sinks', 'amqps'): SinkAmqps,
+    ('deadletter_sinks', 'amqps'): SinkAmqps,
+    ('sinks', 'azblob'): SinkAzblob,
+    ('deadletter_sinks', 'azblob'): SinkAzblob,
     ('sinks', 'bigquery'): SinkBigQuery,
     ('deadletter_sinks', 'bigquery'): SinkBigQuery,
     ('sinks', 'databricks'): SinkDatabricks,
@@ -1241,6 +1551,10 @@ KINDS: Dict[Tuple[str, str], Type[Kind]] = {
     ('deadletter_sinks', 'delta'): SinkDelta,
     ('sinks', 'dir'): SinkDir,
     ('deadletter_sinks', 'dir'): SinkDir,
+    ('sinks', 'file'): SinkFile,
+    ('deadletter_sinks', 'file'): SinkFile,
+    ('sinks', 'gcs'): SinkGcs,
+    ('deadletter_sinks', 'gcs'): SinkGcs,
     ('sinks', 'grpc'): SinkGrpc,
     ('deadletter_sinks', 'grpc'): SinkGrpc,
     ('sinks', 'kafka'): SinkKafka,
@@ -1253,9 +1567,13 @@ KINDS: Dict[Tuple[str, str], Type[Kind]] = {
     ('deadletter_sinks', 'postgres'): SinkPostgres,
     ('sinks', 's3'): SinkS3,
     ('deadletter_sinks', 's3'): SinkS3,
+    ('sinks', 'sftp'): SinkSftp,
+    ('deadletter_sinks', 'sftp'): SinkSftp,
     ('sinks', 'snowflake'): SinkSnowflake,
     ('deadletter_sinks', 'snowflake'): SinkSnowflake,
+    ('sinks', 'stdout'): SinkStdout,
+    ('deadletter_sinks', 'stdout'): SinkStdout,
     ('schema_sinks', 'glue'): SchemaSinkGlue,
 }
 
-__all__ = ['KINDS', 'EnvRef', 'Kind', 'SourceAdbc', 'SourceBigQuery', 'SourceDatabricks', 'SourceDelta', 'SourceGenerator', 'SourceGrpc', 'SourceKafka', 'SourcePostgres', 'SourceSnowflake', 'SinkAdbc', 'SinkBigQuery', 'SinkDatabricks', 'SinkDelta', 'SinkDir', 'SinkGrpc', 'SinkKafka', 'SinkMemory', 'SinkNull', 'SinkPostgres', 'SinkS3', 'SinkSnowflake', 'SchemaSinkGlue']
+__all__ = ['KINDS', 'EnvRef', 'Kind', 'SourceAdbc', 'SourceBigQuery', 'SourceDatabricks', 'SourceDelta', 'SourceGenerator', 'SourceGrpc', 'SourceKafka', 'SourcePostgres', 'SourceSnowflake', 'SinkAdbc', 'SinkAmqp', 'SinkAmqps', 'SinkAzblob', 'SinkBigQuery', 'SinkDatabricks', 'SinkDelta', 'SinkDir', 'SinkFile', 'SinkGcs', 'SinkGrpc', 'SinkKafka', 'SinkMemory', 'SinkNull', 'SinkPostgres', 'SinkS3', 'SinkSftp', 'SinkSnowflake', 'SinkStdout', 'SchemaSinkGlue']
