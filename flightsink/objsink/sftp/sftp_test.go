@@ -2,8 +2,8 @@ package sftp_test
 
 import (
 	"bytes"
-	"io"
 	"context"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
