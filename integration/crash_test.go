@@ -89,7 +89,17 @@ func start(t *testing.T, bin string, args ...string) *proc {
 // collect several runs.
 func startLogged(t *testing.T, bin string, log *syncBuffer, args ...string) *proc {
 	t.Helper()
+	return startLoggedEnv(t, nil, bin, log, args...)
+}
+
+// startLoggedEnv is startLogged with env added to the process's
+// environment (the test's own otherwise).
+func startLoggedEnv(t *testing.T, env []string, bin string, log *syncBuffer, args ...string) *proc {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout = log
 	cmd.Stderr = log
 	require.NoError(t, cmd.Start())

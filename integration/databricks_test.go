@@ -27,17 +27,26 @@ import (
 // DATABRICKS_TOKEN in the children's environment), the table location and
 // the fake catalog.
 func databricksSpec(t *testing.T, name string, credLife time.Duration) (spec, uri string, e *uctest.Env) {
+	spec, uri, e, env := databricksSpecEnv(t, name, credLife)
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	return spec, uri, e
+}
+
+// databricksSpecEnv is databricksSpec returning the children's
+// environment instead of setting it (for tests that run in parallel).
+func databricksSpecEnv(t *testing.T, name string, credLife time.Duration) (spec, uri string, e *uctest.Env, env []string) {
 	e = uctest.NewMotoEnv(t)
 	table := "main.flightline." + strings.NewReplacer("-", "_").Replace(name)
 	uri = fmt.Sprintf("s3://%s/%s/orders", uctest.Bucket, name)
 	e.AddExternal(table, uri)
 	e.SetCredentialLife(credLife)
-	t.Setenv("DATABRICKS_TOKEN", e.Token)
-	t.Setenv("DATABRICKS_CLIENT_ID", "")
-	t.Setenv("DATABRICKS_CLIENT_SECRET", "")
+	env = []string{"DATABRICKS_TOKEN=" + e.Token, "DATABRICKS_CLIENT_ID=", "DATABRICKS_CLIENT_SECRET="}
 	spec = fmt.Sprintf("databricks:%s?host=%s&vend_margin=1ms&AWS_ENDPOINT_URL=%s&AWS_ALLOW_HTTP=true&AWS_REGION=us-east-1",
 		table, e.URL, e.Proxy)
-	return spec, uri, e
+	return spec, uri, e, env
 }
 
 // databricksKillDest is the Databricks sink of the split kill tests, with
@@ -45,9 +54,9 @@ func databricksSpec(t *testing.T, name string, credLife time.Duration) (spec, ur
 // the check also fails if any request reached S3 with an expired key.
 func databricksKillDest(t *testing.T, _ context.Context, name string) killDest {
 	Need(t, "FLIGHTLINE_PYTHON", "python with deltalake")
-	spec, uri, e := databricksSpec(t, name, 8*time.Second)
+	spec, uri, e, env := databricksSpecEnv(t, name, 8*time.Second)
 	read := pythonKeys(t, "delta", uri, e.DirectOptions())
-	return killDest{spec: spec + "&checkpoint_interval=10", read: func(ctx context.Context) ([]string, error) {
+	return killDest{spec: spec + "&checkpoint_interval=10", env: env, read: func(ctx context.Context) ([]string, error) {
 		if st := e.Stats(); st.ExpiredRejected > 0 {
 			return nil, fmt.Errorf("%d S3 requests were signed with expired vended credentials (%+v)", st.ExpiredRejected, st)
 		}

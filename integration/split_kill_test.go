@@ -70,6 +70,9 @@ type killDest struct {
 	// read returns the key of every row committed at the destination, as
 	// a reader independent of Flightline sees it.
 	read func(ctx context.Context) ([]string, error)
+	// env is added to serve-sink's environment (credentials): the runs
+	// of TestIntegrationSplitKill9 are parallel, so no t.Setenv.
+	env []string
 }
 
 // killSinks are the exactly-once sinks; chaos adds those that only the
@@ -155,7 +158,6 @@ func snowflakeKillDest(t *testing.T, _ context.Context, name string) killDest {
 	cfg := snowtest.Config(t)
 	py := snowtest.Python(t)
 	table := strings.NewReplacer("-", "_").Replace(name)
-	t.Setenv("SNOWFLAKE_PASSWORD", cfg.Password) // serve-sink inherits it
 	spec := fmt.Sprintf("snowflake://%s@%s/%s/%s?host=%s&port=%d&protocol=http&warehouse=%s&table=%s&match=case_insensitive&timeout=30s&retries=1&stage=%s",
 		cfg.User, cfg.Account, cfg.Database, cfg.Schema, cfg.Host, cfg.Port, cfg.Warehouse, table, snowtest.Stage)
 	read := func(ctx context.Context) ([]string, error) {
@@ -173,7 +175,7 @@ func snowflakeKillDest(t *testing.T, _ context.Context, name string) killDest {
 		}
 		return keys, nil
 	}
-	return killDest{spec: spec, read: read}
+	return killDest{spec: spec, read: read, env: []string{"SNOWFLAKE_PASSWORD=" + cfg.Password}}
 }
 
 func kafkaKillDest(t *testing.T, ctx context.Context, name string) killDest {
@@ -520,7 +522,11 @@ func (r *killRun) start(role string) {
 		r.procs[role] = startLogged(r.t, "ip", r.logs[role], append([]string{"netns", "exec", ns, r.bin}, r.argv[role]...)...)
 		return
 	}
-	r.procs[role] = startLogged(r.t, r.bin, r.logs[role], r.argv[role]...)
+	var env []string
+	if role == "sink" {
+		env = r.dest.env
+	}
+	r.procs[role] = startLoggedEnv(r.t, env, r.bin, r.logs[role], r.argv[role]...)
 }
 
 func (r *killRun) kill(role string) {
@@ -1083,6 +1089,11 @@ func TestIntegrationSplitKill9(t *testing.T) {
 				name += "-instance_id"
 			}
 			t.Run(name, func(t *testing.T) {
+				// The sinks' runs share nothing (a topic, ports and a
+				// destination each) and spend most of their time waiting
+				// for processes to start and commit: they run side by side,
+				// go test's -parallel at a time.
+				t.Parallel()
 				t.Logf("seed %d (FLIGHTLINE_KILL_SEED=%d replays it)", seed, seed)
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 				defer cancel()
@@ -1135,6 +1146,7 @@ func TestIntegrationQuickSourceRestart(t *testing.T) {
 			continue // make chaos runs every sink
 		}
 		t.Run(s.name, func(t *testing.T) {
+			t.Parallel() // as in TestIntegrationSplitKill9
 			t.Logf("seed %d (FLIGHTLINE_KILL_SEED=%d replays the producer)", seed, seed)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
