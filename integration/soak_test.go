@@ -20,6 +20,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/flightline/flightline/internal/deltalog"
+	"github.com/flightline/flightline/internal/objstore"
 )
 
 // The soak test (issue 16): Kafka → Delta, Kafka → PostgreSQL and Kafka →
@@ -536,10 +539,27 @@ func TestIntegrationSoak(t *testing.T) {
 	if table != "" {
 		files0 = dataFiles()
 	}
+	// deltaFiles samples the Delta table as a reader sees it: its live
+	// data files (the snapshot's, which compaction bounds), its data files
+	// on disk (live plus those compacted away and not yet vacuumed) and
+	// its log files (commits and checkpoints). Empty for the others.
+	deltaFiles := func(p *soakPipeline) string {
+		if p.name != "delta" || table == "" {
+			return ",,"
+		}
+		live := ""
+		if st, err := objstore.Open(ctx, table, nil); err == nil {
+			if snap, err := deltalog.NewTable(st, nil).LeanSnapshot(ctx); err == nil {
+				live = strconv.Itoa(len(snap.Files))
+			}
+		}
+		logs, _ := filepath.Glob(filepath.Join(table, "_delta_log", "*"))
+		return fmt.Sprintf("%s,%d,%d", live, dataFiles(), len(logs))
+	}
 	csvPath := filepath.Join(dir, "soak.csv")
 	csv, err := os.Create(csvPath)
 	require.NoError(t, err)
-	fmt.Fprintln(csv, "t_s,pipeline,rss_bytes,rss_anon_bytes,go_heap_bytes,go_heap_live_bytes,go_sys_bytes,arrow_bytes,goroutines,open_fds,rows_per_s,commit_p50_s,commit_p99_s,lag_records")
+	fmt.Fprintln(csv, "t_s,pipeline,rss_bytes,rss_anon_bytes,go_heap_bytes,go_heap_live_bytes,go_sys_bytes,arrow_bytes,goroutines,open_fds,rows_per_s,commit_p50_s,commit_p99_s,lag_records,delta_live_files,delta_disk_files,delta_log_files")
 	// Heap profiles after a GC (pprof's heap?gc=1) and goroutine dumps of
 	// each process, early (a fifth into the steady phase) and late (at
 	// nine tenths), beside the CSV: `go tool pprof -base
@@ -594,8 +614,8 @@ func TestIntegrationSoak(t *testing.T) {
 			}
 			prevRows[p.name], prevHist[p.name] = rows, h
 			samples[p.name] = append(samples[p.name], s)
-			fmt.Fprintf(csv, "%.1f,%s,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.1f,%g,%g,%.0f\n", s.t, p.name, s.rss, s.anon, s.heap, s.live, s.gosys, s.arrow, s.goroutines,
-				s.fds, s.rowsPerSec, s.p50, s.p99, s.lag)
+			fmt.Fprintf(csv, "%.1f,%s,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.1f,%g,%g,%.0f,%s\n", s.t, p.name, s.rss, s.anon, s.heap, s.live, s.gosys, s.arrow, s.goroutines,
+				s.fds, s.rowsPerSec, s.p50, s.p99, s.lag, deltaFiles(p))
 		}
 	}
 	close(stop)
@@ -607,12 +627,13 @@ func TestIntegrationSoak(t *testing.T) {
 	require.NoError(t, csv.Close())
 	t.Logf("samples: %s", csvPath)
 	if table != "" {
-		// The Delta sink's snapshot holds every active file (≈600 bytes
-		// of live heap each, docs/sinks/delta.md): the file count is the
-		// live heap's expected growth.
+		// The Delta sink's snapshot holds every active file (≈227 bytes
+		// of live heap each, docs/sinks/delta.md), and compaction bounds
+		// how many there are; the files on disk include those compacted
+		// away until vacuum removes them.
 		n := dataFiles()
-		t.Logf("delta: %d data files at the end, %d at the steady phase's start: %.1f files/s", n, files0,
-			float64(n-files0)/time.Since(start).Seconds())
+		t.Logf("delta: %d data files on disk at the end, %d at the steady phase's start: %.1f files/s written; live files, disk files, log files: %s",
+			n, files0, float64(n-files0)/time.Since(start).Seconds(), deltaFiles(&soakPipeline{name: "delta"}))
 	}
 	if py := os.Getenv("FLIGHTLINE_PLOT_PYTHON"); py != "" {
 		png := filepath.Join(dir, "soak.png")

@@ -2,7 +2,8 @@
 
 One panel per series (resident memory and its anonymous part, Go heap allocated and live
 after the last GC, the Go runtime's memory from the OS, Arrow allocator bytes, goroutines,
-open descriptors, rows/s, commit latency p50/p99, lag), one line per pipeline.
+open descriptors, rows/s, commit latency p50/p99, lag, and the Delta table's live, on-disk and
+log files), one line per pipeline.
 """
 import csv
 import sys
@@ -26,6 +27,9 @@ PANELS = [
     ("commit_p50_s", "commit latency p50 (s)", 1),
     ("commit_p99_s", "commit latency p99 (s)", 1),
     ("lag_records", "lag (records)", 1),
+    ("delta_live_files", "Delta: live data files (compaction bounds them)", 1),
+    ("delta_disk_files", "Delta: data files on disk (until vacuum)", 1),
+    ("delta_log_files", "Delta: _delta_log files", 1),
 ]
 
 
@@ -36,8 +40,9 @@ def main(src, dst):
             d = data[row["pipeline"]]
             d["t"].append(float(row["t_s"]) / 60)
             for col, _, _ in PANELS:
-                d[col].append(float(row[col]))
-    fig, axes = plt.subplots(6, 2, figsize=(14, 20), sharex=True)
+                v = row.get(col) or ""
+                d[col].append(float(v) if v else float("nan"))
+    fig, axes = plt.subplots(8, 2, figsize=(14, 26), sharex=True)
     for ax, (col, title, scale) in zip(axes.flat, PANELS):
         for name, d in sorted(data.items()):
             ax.plot(d["t"], [v * scale for v in d[col]], label=name, linewidth=1)
@@ -46,6 +51,7 @@ def main(src, dst):
     for ax in axes.flat[len(PANELS):]:
         ax.set_visible(False)
     for ax in axes.flat[len(PANELS) - 2:len(PANELS)]:
+        ax.xaxis.set_tick_params(labelbottom=True)
         ax.set_xlabel("minutes")
     axes[0][0].legend()
     fig.suptitle("Flightline soak: Kafka → Delta, PostgreSQL, Kafka")
