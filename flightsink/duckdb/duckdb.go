@@ -234,3 +234,36 @@ func (d *DB) Conn(ctx context.Context) (c *fadbc.Conn, unlock func(), err error)
 // Close gives the database back (closing it when no Sink of this process
 // uses it).
 func (d *DB) Close() error { return d.release() }
+
+// OpenMemory opens an in-memory DuckDB database of its own (not shared, not
+// registered), for queries over files it attaches read-only (flightline
+// query). lib is as in Open.
+func OpenMemory(ctx context.Context, lib string) (*DB, error) {
+	lib, err := FindLibrary(lib)
+	if err != nil {
+		return nil, err
+	}
+	db, err := fadbc.Open(ctx, fadbc.Config{
+		Driver:  lib,
+		Options: map[string]string{"entrypoint": "duckdb_adbc_init", "path": ":memory:"},
+		Dialect: fadbc.DuckDB,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &DB{s: &shared{db: db, lib: lib, refs: 1}, release: db.Close}, nil
+}
+
+// Attach attaches the database file at path read-only as name, on c, and
+// makes it the default for unqualified names (USE). A file another
+// process writes is refused with ErrLocked.
+func Attach(ctx context.Context, c *fadbc.Conn, path, name string) error {
+	q := "ATTACH '" + strings.ReplaceAll(path, "'", "''") + "' AS " + fadbc.Quote(name) + " (READ_ONLY)"
+	if _, err := c.Exec(ctx, q); err != nil {
+		return classify(err, path)
+	}
+	if _, err := c.Exec(ctx, "USE "+fadbc.Quote(name)); err != nil {
+		return fmt.Errorf("duckdb: %w", err)
+	}
+	return nil
+}

@@ -1,11 +1,12 @@
-SERVICES+=(duckdb)
+SERVICES+=(duckdb duckdbpy)
 # DuckDB's shared library, libduckdb.so, which the duckdb sink and
 # `flightline query` load through the ADBC driver manager (its entry point
 # duckdb_adbc_init). Taken from the npm package DuckDB publishes its
 # Node.js bindings in (a tarball holding libduckdb.so for linux-x64), with
-# `npm pack`: no build. Beside it, the tests' independent reader: DuckDB's
-# Python package of the same version in a venv of its own
-# (FLIGHTLINE_DUCKDB_PYTHON). Nothing runs: `up` records the library's
+# `npm pack`: no build (`make build` calls `up duckdb` and copies the
+# library beside the binary). The second service, duckdbpy, is the tests'
+# independent reader: DuckDB's Python package of the same version in a venv
+# of its own (FLIGHTLINE_DUCKDB_PYTHON). Nothing runs: `up` records the library's
 # absolute path as FLIGHTLINE_DUCKDB_LIB, the variable the flightline
 # binary reads too. Cached under $CACHE by version.
 DUCKDB_VERSION=1.5.6
@@ -24,6 +25,9 @@ duckdb_up() {
 		rm -rf "$tmp"
 	fi
 	setenv FLIGHTLINE_DUCKDB_LIB "$dir/libduckdb.so"
+}
+duckdb_down() { :; }
+duckdbpy_up() {
 	local venv="$CACHE/duckdb-venv"
 	if [ ! -f "$venv/.duckdb-$DUCKDB_VERSION" ]; then
 		python3 -m venv "$venv" >&2
@@ -32,4 +36,4 @@ duckdb_up() {
 	fi
 	setenv FLIGHTLINE_DUCKDB_PYTHON "$venv/bin/python"
 }
-duckdb_down() { :; }
+duckdbpy_down() { :; }
