@@ -923,7 +923,7 @@ func duckType(t arrow.DataType) (string, error) {
 		return "UBIGINT", nil
 	case arrow.BOOL:
 		return "BOOLEAN", nil
-	case arrow.FLOAT16, arrow.FLOAT32:
+	case arrow.FLOAT32: // no FLOAT16: DuckDB's Arrow import has none
 		return "FLOAT", nil
 	case arrow.FLOAT64:
 		return "DOUBLE", nil
@@ -938,6 +938,12 @@ func duckType(t arrow.DataType) (string, error) {
 			return "TIMESTAMPTZ", nil
 		}
 		return "TIMESTAMP", nil
+	case arrow.TIME32, arrow.TIME64:
+		return "TIME", nil
+	case arrow.INTERVAL_MONTH_DAY_NANO:
+		return "INTERVAL", nil
+	case arrow.DICTIONARY:
+		return duckType(t.(*arrow.DictionaryType).ValueType)
 	case arrow.DECIMAL128, arrow.DECIMAL256:
 		d := t.(arrow.DecimalType)
 		if d.GetPrecision() <= 38 {

@@ -558,7 +558,10 @@ func checkFields(caps fadbc.Caps, sc *arrow.Schema) error {
 			return fmt.Errorf("%w: duplicate column %q", flightline.ErrInvalidInput, f.Name)
 		}
 		seen[f.Name] = true
-		if !caps.BulkIngest {
+		// Without bulk ingest the sink creates tables with ColumnType's
+		// types; DuckDB's ingest fails on Arrow types it has no column type
+		// for (float16) with an error that does not say it is the input's.
+		if !caps.BulkIngest || caps.Dialect == fadbc.DuckDB {
 			if _, err := fadbc.ColumnType(caps.Dialect, f.Type); err != nil {
 				return fmt.Errorf("column %q: %w", f.Name, err)
 			}

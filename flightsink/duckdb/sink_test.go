@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/float16"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
@@ -168,4 +169,47 @@ func TestNoLibrary(t *testing.T) {
 	require.ErrorIs(t, err, duckdb.ErrNoLibrary)
 	require.Contains(t, err.Error(), duckdb.LibraryEnv)
 	require.False(t, errors.Is(err, flightline.ErrInvalidInput))
+}
+
+// A column DuckDB has no type for (float16) is refused before any I/O:
+// INVALID_ARGUMENT, no table, no checkpoint. Intervals, lists (as JSON
+// text) and dictionaries land.
+func TestIntegrationUnmappableTypeRefused(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	path := filepath.Join(t.TempDir(), "types.duckdb")
+	s := newSink(t, path)
+	write := func(f arrow.Field, fill func(array.Builder)) error {
+		sc := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, f}, nil)
+		b := array.NewRecordBuilder(mem, sc)
+		defer b.Release()
+		b.Field(0).(*array.Int64Builder).Append(1)
+		fill(b.Field(1))
+		rec := b.NewRecordBatch()
+		defer rec.Release()
+		p := flightsink.Pipeline{ID: f.Name, Target: "t_" + f.Name}
+		w, _, err := s.Open(ctx, p)
+		require.NoError(t, err)
+		defer w.Close(ctx)
+		return w.WriteBatch(ctx, rec, sinktest.CP(1))
+	}
+	err := write(arrow.Field{Name: "half", Type: arrow.FixedWidthTypes.Float16, Nullable: true}, func(b array.Builder) {
+		b.(*array.Float16Builder).Append(float16.New(1.5))
+	})
+	require.ErrorIs(t, err, flightline.ErrSchemaMismatch)
+	require.Equal(t, codes.InvalidArgument, flighterr.Code(err))
+	cp, err := s.Checkpoint(ctx, flightsink.Pipeline{ID: "half", Target: "t_half"})
+	require.NoError(t, err)
+	require.Nil(t, cp, "nothing committed")
+	require.Nil(t, ids(t, path, "t_half"), "no table")
+
+	for _, f := range []arrow.Field{
+		{Name: "iv", Type: arrow.FixedWidthTypes.MonthDayNanoInterval, Nullable: true},
+		{Name: "li", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64), Nullable: true},
+		{Name: "di", Type: &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}, Nullable: true},
+	} {
+		require.NoError(t, write(f, func(b array.Builder) { b.AppendNull() }), f.Name)
+		require.Equal(t, []int64{1}, ids(t, path, "t_"+f.Name))
+	}
 }
