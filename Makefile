@@ -7,6 +7,7 @@ SERVICES := integration/services/services.sh
 GOTESTFLAGS ?= -race -count=1 -timeout 60m
 
 .PHONY: python test-python
+.PHONY: duckdb-lib
 .PHONY: all build demo test test-vet test-go test-bigquery test-unit test-interop services-up services-down bench bench-report fuzz chaos chaos-kill chaos-fuzz fuzz-long vet soak
 
 # The fuzz targets of the wire boundary (package:Target). Their seed corpus
@@ -26,6 +27,14 @@ FLIGHTLINE_COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 
 build:
 	CGO_ENABLED=1 $(GO) build -ldflags "-X main.commit=$(FLIGHTLINE_COMMIT)" -o bin/flightline ./cmd/flightline
+	@$(MAKE) --no-print-directory duckdb-lib || echo "make build: libduckdb.so was not fetched; the duckdb: sink, pipelines without sink: and flightline query need it (docs/sinks/duckdb.md)" >&2
+
+# DuckDB's libduckdb.so beside the binary, where flightline finds it (the
+# duckdb: sink, pipelines without sink:, flightline query): fetched once by
+# the duckdb service script (npm pack), cached under ~/.cache/flightline.
+duckdb-lib:
+	@$(SERVICES) up duckdb >/dev/null 2>&1 && set -a && . integration/services/run/env && set +a && \
+		mkdir -p bin && cp -f "$$FLIGHTLINE_DUCKDB_LIB" bin/libduckdb.so
 
 demo: build
 	./bin/flightline demo
@@ -146,10 +155,10 @@ chaos: chaos-kill chaos-fuzz
 
 # The tests FLIGHTLINE_CHAOS=1 makes longer (make test runs them short:
 # 10 kills per crash loop; see docs/testing.md).
-CHAOS_TESTS := TestIntegrationSplitKill9|TestIntegrationQuickSourceRestart|TestIntegrationPostgresRestart|TestIntegrationS3Faults|TestIntegrationKafkaBrokerKill|TestIntegrationDiskFull|TestIntegrationDatabricksS3Faults|TestIntegrationSnowflakeRestart|TestIntegrationPartitions|TestIntegrationNetem|TestIntegrationScaleOut|TestIntegrationScaleOutPostgres|TestIntegrationPostgresCrashKill9|TestIntegrationS3CrashKill9|TestIntegrationDeltaCrashKill9|TestIntegrationKafkaDeltaCrashKill9|TestIntegrationKafkaDeltaSplitKill9|TestIntegrationKafkaSinkCrashKill9|TestIntegrationBigQueryCrashKill9|TestCrashDemoKill9|TestCrashSplitProcessesKill9|TestIntegrationDeltaCompactionKill9|TestIntegrationFileKill9Generator|TestIntegrationFileKill9Kafka|TestIntegrationChainFailover
+CHAOS_TESTS := TestIntegrationSplitKill9|TestIntegrationQuickSourceRestart|TestIntegrationPostgresRestart|TestIntegrationS3Faults|TestIntegrationKafkaBrokerKill|TestIntegrationDiskFull|TestIntegrationDatabricksS3Faults|TestIntegrationSnowflakeRestart|TestIntegrationPartitions|TestIntegrationNetem|TestIntegrationScaleOut|TestIntegrationScaleOutPostgres|TestIntegrationPostgresCrashKill9|TestIntegrationS3CrashKill9|TestIntegrationDeltaCrashKill9|TestIntegrationKafkaDeltaCrashKill9|TestIntegrationKafkaDeltaSplitKill9|TestIntegrationKafkaSinkCrashKill9|TestIntegrationBigQueryCrashKill9|TestCrashDemoKill9|TestCrashSplitProcessesKill9|TestIntegrationDeltaCompactionKill9|TestIntegrationFileKill9Generator|TestIntegrationFileKill9Kafka|TestIntegrationChainFailover|TestIntegrationDuckDBCrashKill9
 
 chaos-kill:
-	@$(SERVICES) up kafka postgres python s3 moto adbc fakesnow bigquery && $(SERVICES) wait bigquery && \
+	@$(SERVICES) up kafka postgres python s3 moto adbc duckdb duckdbpy fakesnow bigquery && $(SERVICES) wait bigquery && \
 	set -a && . integration/services/run/env && set +a && \
 	rm -f $(CHAOS_REPORT) && FLIGHTLINE_CHAOS_REPORT=$(CHAOS_REPORT) \
 	FLIGHTLINE_REQUIRE_SERVICES=1 FLIGHTLINE_CHAOS=1 $(GO) test -race -count=1 -timeout 180m -v \

@@ -39,7 +39,7 @@ type Config struct {
 	// Options are further database options of the driver (username,
 	// password, driver-specific keys).
 	Options map[string]string
-	// Dialect, when set ("postgres", "sqlite", "generic"), overrides the
+	// Dialect, when set ("postgres", "sqlite", "duckdb", "generic"), overrides the
 	// dialect the probe infers from the vendor name.
 	Dialect string
 	// Alloc allocates the Arrow data of the Go-native drivers; nil means
@@ -51,6 +51,7 @@ type Config struct {
 const (
 	Postgres = "postgres"
 	SQLite   = "sqlite"
+	DuckDB   = "duckdb"
 	Generic  = "generic"
 )
 
@@ -59,7 +60,7 @@ type Caps struct {
 	// Vendor and DriverName are what the driver reports (GetInfo); either
 	// may be empty.
 	Vendor, DriverName string
-	// Dialect is Postgres, SQLite or Generic (inferred from Vendor unless
+	// Dialect is Postgres, SQLite, DuckDB or Generic (inferred from Vendor unless
 	// Config.Dialect says otherwise). It fixes the placeholder style and
 	// the column types of tables created without bulk ingest.
 	Dialect string
@@ -138,6 +139,9 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 // Caps returns the capabilities probed at Open.
 func (d *DB) Caps() Caps { return d.caps }
 
+// Driver is the Config.Driver the database was opened with.
+func (d *DB) Driver() string { return d.cfg.Driver }
+
 // Alloc is the allocator of the Go-native drivers' data.
 func (d *DB) Alloc() memory.Allocator { return d.alloc }
 
@@ -159,9 +163,9 @@ func (d *DB) probe(ctx context.Context) error {
 		d.caps.Dialect = dialectOf(d.caps.Vendor + " " + d.caps.DriverName + " " + filepath.Base(d.cfg.Driver))
 	}
 	switch d.caps.Dialect {
-	case Postgres, SQLite, Generic:
+	case Postgres, SQLite, DuckDB, Generic:
 	default:
-		return fmt.Errorf("%w: adbc: unknown dialect %q (want postgres, sqlite or generic)", flightline.ErrInvalidInput, d.caps.Dialect)
+		return fmt.Errorf("%w: adbc: unknown dialect %q (want postgres, sqlite, duckdb or generic)", flightline.ErrInvalidInput, d.caps.Dialect)
 	}
 	if o, ok := c.(adbcapi.PostInitOptions); ok {
 		if o.SetOption(adbcapi.OptionKeyAutoCommit, adbcapi.OptionValueDisabled) == nil {
@@ -219,6 +223,8 @@ func dialectOf(s string) string {
 		return Postgres
 	case strings.Contains(s, "sqlite"):
 		return SQLite
+	case strings.Contains(s, "duckdb"):
+		return DuckDB
 	}
 	return Generic
 }
@@ -585,6 +591,22 @@ func (c *Conn) TableSchema(ctx context.Context, t Table) (*arrow.Schema, error) 
 			return nil, nil
 		}
 	}
+	if c.db.caps.Dialect == DuckDB {
+		// A failed statement aborts DuckDB's open transaction too, and
+		// the driver's lookup of a missing table is one: ask first.
+		var n int64
+		q := "SELECT count(*) FROM information_schema.tables WHERE table_catalog = current_database() AND table_schema = coalesce(?, current_schema()) AND table_name = ?"
+		var schema any
+		if t.Schema != "" {
+			schema = t.Schema
+		}
+		if _, err := c.QueryRow(ctx, q, []any{&n}, schema, t.Name); err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return nil, nil
+		}
+	}
 	if c.db.caps.Dialect == SQLite && c.db.cfg.Driver != FlightSQL {
 		return c.sqliteSchema(ctx, t)
 	}
@@ -701,10 +723,14 @@ func (c *Conn) CreateTableSQL(t Table, sc *arrow.Schema) (string, error) {
 }
 
 // ColumnType is the SQL column type a table created without bulk ingest
-// gets for an Arrow type. SQLite and Generic keep to the types SQLite
+// (or a column added to one) gets for an Arrow type. DuckDB gets its own
+// types (duckType). SQLite and Generic keep to the types SQLite
 // itself (and so the SQLite-backed Flight SQL servers) understand: INTEGER,
 // REAL, TEXT, BLOB; timestamps are TEXT on SQLite, TIMESTAMP on Generic.
 func ColumnType(dialect string, t arrow.DataType) (string, error) {
+	if dialect == DuckDB {
+		return duckType(t)
+	}
 	pg := dialect == Postgres
 	switch t.ID() {
 	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32:
@@ -764,7 +790,7 @@ func Wrap(err error, format string, args ...any) error {
 			e.kind = flightline.ErrUnauthenticated
 		case ae.Code == adbcapi.StatusUnauthorized || state == "42501":
 			e.kind = flightline.ErrPermissionDenied
-		case state == "40001" || state == "40P01":
+		case state == "40001" || state == "40P01" || isDuckDBConflict(ae):
 			e.kind = flightline.ErrConflict
 		}
 	}
@@ -873,4 +899,64 @@ func sqliteAffinity(decl string) arrow.DataType {
 		return arrow.Null
 	}
 	return arrow.PrimitiveTypes.Float64 // REAL, FLOA, DOUB, and NUMERIC affinity
+}
+
+// duckType is DuckDB's column type for an Arrow type: the types DuckDB's own
+// Arrow import gives them.
+func duckType(t arrow.DataType) (string, error) {
+	switch t.ID() {
+	case arrow.INT8:
+		return "TINYINT", nil
+	case arrow.INT16:
+		return "SMALLINT", nil
+	case arrow.INT32:
+		return "INTEGER", nil
+	case arrow.INT64:
+		return "BIGINT", nil
+	case arrow.UINT8:
+		return "UTINYINT", nil
+	case arrow.UINT16:
+		return "USMALLINT", nil
+	case arrow.UINT32:
+		return "UINTEGER", nil
+	case arrow.UINT64:
+		return "UBIGINT", nil
+	case arrow.BOOL:
+		return "BOOLEAN", nil
+	case arrow.FLOAT32: // no FLOAT16: DuckDB's Arrow import has none
+		return "FLOAT", nil
+	case arrow.FLOAT64:
+		return "DOUBLE", nil
+	case arrow.STRING, arrow.LARGE_STRING, arrow.STRING_VIEW:
+		return "VARCHAR", nil
+	case arrow.BINARY, arrow.LARGE_BINARY, arrow.BINARY_VIEW, arrow.FIXED_SIZE_BINARY:
+		return "BLOB", nil
+	case arrow.DATE32, arrow.DATE64:
+		return "DATE", nil
+	case arrow.TIMESTAMP:
+		if t.(*arrow.TimestampType).TimeZone != "" {
+			return "TIMESTAMPTZ", nil
+		}
+		return "TIMESTAMP", nil
+	case arrow.TIME32, arrow.TIME64:
+		return "TIME", nil
+	case arrow.INTERVAL_MONTH_DAY_NANO:
+		return "INTERVAL", nil
+	case arrow.DICTIONARY:
+		return duckType(t.(*arrow.DictionaryType).ValueType)
+	case arrow.DECIMAL128, arrow.DECIMAL256:
+		d := t.(arrow.DecimalType)
+		if d.GetPrecision() <= 38 {
+			return fmt.Sprintf("DECIMAL(%d,%d)", d.GetPrecision(), d.GetScale()), nil
+		}
+	}
+	return "", fmt.Errorf("%w: adbc: no DuckDB column type for Arrow %s", flightline.ErrSchemaMismatch, t)
+}
+
+// isDuckDBConflict tells DuckDB's write-write conflict between transactions
+// (optimistic concurrency: the later writer of a row fails). DuckDB reports
+// no SQLSTATE, so its message is the only sign; this is the one place that
+// reads it.
+func isDuckDBConflict(ae adbcapi.Error) bool {
+	return strings.Contains(ae.Msg, "TransactionContext Error") && strings.Contains(ae.Msg, "onflict")
 }

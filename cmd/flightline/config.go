@@ -152,6 +152,7 @@ type pipelineConf struct {
 	plainViews bool            // copy view columns to plain ones before the sink
 	schemaSink *schemaSinkConf // nil: none
 	transforms []transformConf // between source and sink, in order
+	local      bool            // no sink: in the file: sink is the embedded local table (local.go)
 }
 
 // transformConf is one stage of a pipeline's transforms: a built-in, or a
@@ -746,8 +747,14 @@ func (l *loader) pipeline(c *fileConfig, k, v *yaml.Node) (*pipelineConf, error)
 	if err != nil {
 		return nil, err
 	}
-	if p.source == nil || p.sink == nil {
-		return nil, l.errf(k, "%s: source and sink are required", where)
+	if p.source == nil {
+		return nil, l.errf(k, "%s: source is required", where)
+	}
+	if p.sink == nil {
+		if p.sink, err = localSink(c.path, p); err != nil {
+			return nil, l.errf(k, "%s: %v", where, err)
+		}
+		p.local = true
 	}
 	if p.deadLetter != nil && dlMode != "" {
 		return nil, l.errf(dlNode, "%s: give deadletter_sink or deadletter, not both", where)
@@ -954,7 +961,9 @@ func (c *fileConfig) show() ([]byte, error) {
 			m := mapping()
 			put(m, "id", str(p.id))
 			put(m, "source", str(p.source.ref()))
-			put(m, "sink", str(p.sink.ref()))
+			if !p.local {
+				put(m, "sink", str(p.sink.ref()))
+			}
 			switch {
 			case p.deadLetter != nil:
 				put(m, "deadletter_sink", str(p.deadLetter.ref()))

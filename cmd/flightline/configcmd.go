@@ -138,6 +138,14 @@ func checkCommand(ctx context.Context, args []string, out io.Writer) error {
 			report(e, detail, err)
 		}
 	}
+	for _, pname := range sortedKeys(cfg.pipelines) { // the embedded local tables of pipelines without sink: (local.go)
+		if p := cfg.pipelines[pname]; p.local {
+			cctx, cancel := context.WithTimeout(ctx, *timeout)
+			detail, err := checkSink(env{ctx: cctx, log: log}, p.sink, []flightsink.Pipeline{{ID: p.id, Target: p.target}})
+			cancel()
+			report(p.sink, detail, err)
+		}
+	}
 	for _, pname := range sortedKeys(cfg.pipelines) {
 		p := cfg.pipelines[pname]
 		cctx, cancel := context.WithTimeout(ctx, *timeout)
@@ -431,7 +439,7 @@ pipelines:
 | key | meaning |
 |---|---|
 | ` + "`source`" + ` | ` + "`sources.NAME`" + ` (or just ` + "`NAME`" + `); required |
-| ` + "`sink`" + ` | ` + "`sinks.NAME`" + ` (or just ` + "`NAME`" + `); required |
+| ` + "`sink`" + ` | ` + "`sinks.NAME`" + ` (or just ` + "`NAME`" + `); without it the records land in the local table named after the pipeline (its target), in the DuckDB database flightline-data/flightline.duckdb beside the file ($FLIGHTLINE_DATA_DIR moves it; a local Delta table flightline-data/TABLE where DuckDB's library is not found), which ` + "`flightline query`" + ` reads |
 | ` + "`deadletter_sink`" + ` | ` + "`deadletter_sinks.NAME`" + `: where records that cannot be decoded or stored go; must not be the data sink |
 | ` + "`deadletter`" + ` | ` + "`fail`" + ` (the default: stop with an error naming the record's position and reason) or ` + "`discard`" + ` (counted, logged and exported as a metric) |
 | ` + "`id`" + ` | the pipeline id, the key of the sink's checkpoint; default: the pipeline's name |

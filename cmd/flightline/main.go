@@ -64,6 +64,8 @@ With a config file (flightline.yml, or --config FILE; see docs/config.md):
                  --once stops when the sink has what the source held at the start
   serve          serve the file's sources and sinks that have listen addresses
   check          validate the file, then reach each endpoint: one line each
+  query          "SQL" over the local tables of pipelines without sink: (DuckDB);
+                 --format table|json|csv, --pipeline NAME
   config show    print the resolved file, secrets masked
   config doc     print the reference of every kind's keys (docs/config.md)
   config schema  --json: every kind's keys, machine-readable
@@ -140,6 +142,8 @@ func runCommand(ctx context.Context, cmd string, args []string, out io.Writer) e
 		return checkCommand(ctx, args, out)
 	case "sync":
 		return syncCommand(ctx, args)
+	case "query":
+		return queryCommand(ctx, args, out)
 	case "serve":
 		return serveCommand(ctx, args)
 	case "connect":

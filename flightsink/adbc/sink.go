@@ -49,6 +49,8 @@ type options struct {
 	table       string
 	cpTable     string
 	atLeastOnce bool
+	addColumns  bool
+	serial      *sync.Mutex
 	logger      *slog.Logger
 	mem         memory.Allocator
 }
@@ -71,6 +73,25 @@ func CheckpointTable(name string) Option {
 // as one transaction).
 func AtLeastOnce() Option {
 	return func(o *options) error { o.atLeastOnce = true; return nil }
+}
+
+// AddColumns evolves the target table: a batch column the table lacks is
+// added to it (ALTER TABLE … ADD COLUMN, with adbc.ColumnType's type) in
+// the batch's own transaction, so it rolls back with the batch where the
+// database's DDL is transactional. Only nullable columns are added (the
+// table's existing rows have no value for them); a missing NOT NULL column
+// is still ErrSchemaMismatch. Without it every such batch is refused.
+func AddColumns() Option {
+	return func(o *options) error { o.addColumns = true; return nil }
+}
+
+// Serialize runs every database call of the sink (Checkpoint, Open, each
+// batch, Close) under mu, which Sinks sharing one database share. DuckDB's
+// ADBC driver crashed the process (SIGSEGV in the driver manager's calls)
+// with several connections of one database busy at once, and one writer at
+// a time is what a DuckDB file takes anyway.
+func Serialize(mu *sync.Mutex) Option {
+	return func(o *options) error { o.serial = mu; return nil }
 }
 
 // Logger sets the logger; nil means slog.Default().
@@ -110,6 +131,9 @@ type Sink struct {
 	mem     memory.Allocator
 	// blobsAsText: the checkpoint is bound as base64 text (base64Conn).
 	blobsAsText bool
+	addColumns  bool
+	serial      *sync.Mutex // nil: calls run concurrently
+	ownsDB      bool        // Close closes db (New); NewOn's caller closes it
 	initMu      sync.Mutex
 	initDone    bool
 }
@@ -118,44 +142,76 @@ type Sink struct {
 // with ErrInvalidInput when the driver has no transactions and AtLeastOnce
 // was not given.
 func New(ctx context.Context, cfg fadbc.Config, opts ...Option) (*Sink, error) {
-	o := options{cpTable: sqlcheckpoint.DefaultTable, logger: slog.Default(), mem: memory.DefaultAllocator}
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return nil, err
-		}
-	}
-	cpt, err := fadbc.ParseTable(o.cpTable)
+	o, cpt, err := parseOptions(opts)
 	if err != nil {
 		return nil, err
-	}
-	if o.table != "" {
-		if _, err := fadbc.ParseTable(o.table); err != nil {
-			return nil, err
-		}
 	}
 	db, err := fadbc.Open(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
+	s, err := newSink(db, cfg.Driver, o, cpt)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	s.ownsDB = true
+	return s, nil
+}
+
+// NewOn returns a Sink writing to db, an open database that the Sink does
+// not own: Close leaves db open, and the caller closes it after the Sink.
+// Sinks sharing one db (the DuckDB sink's one database per file and
+// process) fence each other through the checkpoint table as sinks in
+// separate processes do.
+func NewOn(db *fadbc.DB, opts ...Option) (*Sink, error) {
+	o, cpt, err := parseOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	return newSink(db, db.Driver(), o, cpt)
+}
+
+func parseOptions(opts []Option) (options, fadbc.Table, error) {
+	o := options{cpTable: sqlcheckpoint.DefaultTable, logger: slog.Default(), mem: memory.DefaultAllocator}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return o, fadbc.Table{}, err
+		}
+	}
+	cpt, err := fadbc.ParseTable(o.cpTable)
+	if err != nil {
+		return o, cpt, err
+	}
+	if o.table != "" {
+		if _, err := fadbc.ParseTable(o.table); err != nil {
+			return o, cpt, err
+		}
+	}
+	return o, cpt, nil
+}
+
+func newSink(db *fadbc.DB, driver string, o options, cpt fadbc.Table) (*Sink, error) {
 	caps := db.Caps()
 	if !caps.Transactions && !o.atLeastOnce {
-		_ = db.Close()
 		return nil, fmt.Errorf("%w: adbc sink: driver %q (%s) has no transactions, so a batch and its checkpoint cannot commit together; "+
 			"ask for at-least-once delivery explicitly (option AtLeastOnce, or at_least_once=true) to write without a checkpoint",
-			flightline.ErrInvalidInput, cfg.Driver, caps.Vendor)
+			flightline.ErrInvalidInput, driver, caps.Vendor)
 	}
 	s := &Sink{db: db, caps: caps, table: o.table, exactly: !o.atLeastOnce, log: o.logger, mem: o.mem,
-		blobsAsText: cfg.Driver == fadbc.FlightSQL, cpName: cpt.String()}
+		blobsAsText: driver == fadbc.FlightSQL, cpName: cpt.String(), addColumns: o.addColumns, serial: o.serial}
 	switch caps.Dialect {
 	case fadbc.Postgres:
 		s.dialect = sqlcheckpoint.Postgres
 	case fadbc.SQLite:
 		s.dialect = sqlcheckpoint.SQLite
+	case fadbc.DuckDB:
+		s.dialect = sqlcheckpoint.DuckDB
 	default:
 		s.dialect = sqlcheckpoint.Generic
 	}
 	s.cp = sqlcheckpoint.New(s.dialect, cpt.Quoted())
-	s.log.Debug("adbc sink: opened", "driver", cfg.Driver, "vendor", caps.Vendor, "dialect", caps.Dialect,
+	s.log.Debug("adbc sink: opened", "driver", driver, "vendor", caps.Vendor, "dialect", caps.Dialect,
 		"transactions", caps.Transactions, "bulk_ingest", caps.BulkIngest, "guarantee", s.Guarantee())
 	return s, nil
 }
@@ -172,8 +228,23 @@ func (s *Sink) Guarantee() flightsink.Guarantee {
 	return flightsink.AtLeastOnce
 }
 
-// Close closes the database. Close the Writers first.
-func (s *Sink) Close() error { return s.db.Close() }
+// Close closes the database (unless the Sink came from NewOn). Close the
+// Writers first.
+func (s *Sink) Close() error {
+	if !s.ownsDB {
+		return nil
+	}
+	return s.db.Close()
+}
+
+// lock takes the Serialize mutex, if any, and returns its unlock.
+func (s *Sink) lock() func() {
+	if s.serial == nil {
+		return func() {}
+	}
+	s.serial.Lock()
+	return s.serial.Unlock
+}
 
 // key is the checkpoint row's target for a Pipeline.Target: "" for the
 // sink's default table, named or not.
@@ -214,6 +285,7 @@ func (s *Sink) Checkpoint(ctx context.Context, p flightsink.Pipeline) ([]byte, e
 	if !s.exactly {
 		return nil, nil
 	}
+	defer s.lock()()
 	c, err := s.db.Conn(ctx)
 	if err != nil {
 		return nil, err
@@ -240,6 +312,7 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 	if err != nil {
 		return nil, nil, err
 	}
+	defer s.lock()()
 	c, err := s.db.Conn(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -299,6 +372,7 @@ var errCreateRace = errors.New("adbc sink: table created concurrently")
 // WriteBatch implements flightsink.Writer: one transaction per batch (see
 // the package documentation).
 func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byte) error {
+	defer w.s.lock()()
 	for attempt := 0; ; attempt++ {
 		err := w.writeOnce(ctx, rec, cp)
 		// Pipelines creating one table at once: the loser rolled back; the
@@ -403,6 +477,12 @@ func (w *writer) createRace(err error, create bool) error {
 	if !create {
 		return err
 	}
+	if w.s.caps.Dialect == fadbc.DuckDB && errors.Is(err, flightline.ErrConflict) {
+		// DuckDB refuses the second of two transactions creating one
+		// table while the first has not committed yet: the table may not
+		// be visible here, but the next try finds it or creates it.
+		return fmt.Errorf("%w: %w: table %s: %w", flightline.ErrConflict, errCreateRace, w.target, err)
+	}
 	c, cerr := w.s.db.Conn(context.Background())
 	if cerr != nil {
 		return err
@@ -428,11 +508,43 @@ func (w *writer) prepare(ctx context.Context, rec arrow.RecordBatch) (create boo
 	if tsc == nil {
 		return true, nil
 	}
+	if w.s.addColumns {
+		if tsc, err = w.addColumns(ctx, sc, tsc); err != nil {
+			return false, err
+		}
+	}
 	if err := check(w.s.caps.Dialect, w.target, sc, tsc); err != nil {
 		return false, err
 	}
 	w.verified = sc
 	return false, nil
+}
+
+// addColumns adds to the table the nullable columns of sc it lacks and
+// returns the table's schema with them. A NOT NULL column it lacks is left
+// to check to refuse.
+func (w *writer) addColumns(ctx context.Context, sc, tsc *arrow.Schema) (*arrow.Schema, error) {
+	have := make(map[string]bool, tsc.NumFields())
+	for _, f := range tsc.Fields() {
+		have[f.Name] = true
+	}
+	fields := tsc.Fields()
+	for _, f := range sc.Fields() {
+		if have[f.Name] || !f.Nullable {
+			continue
+		}
+		typ, err := fadbc.ColumnType(w.s.caps.Dialect, f.Type)
+		if err != nil {
+			return nil, fmt.Errorf("table %s: add column %q: %w", w.target, f.Name, err)
+		}
+		if _, err := w.c.Exec(ctx, "ALTER TABLE "+w.target.Quoted()+" ADD COLUMN "+fadbc.Quote(f.Name)+" "+typ); err != nil {
+			return nil, fmt.Errorf("adbc sink: table %s: add column %q: %w", w.target, f.Name, err)
+		}
+		w.s.log.Info("adbc sink: added column", "table", w.target.String(), "column", f.Name, "type", typ, "pipeline", w.p.ID)
+		fields = append(fields, f)
+	}
+	md := tsc.Metadata()
+	return arrow.NewSchema(fields, &md), nil
 }
 
 // checkFields refuses, before any I/O, schemas no table can take.
@@ -446,7 +558,10 @@ func checkFields(caps fadbc.Caps, sc *arrow.Schema) error {
 			return fmt.Errorf("%w: duplicate column %q", flightline.ErrInvalidInput, f.Name)
 		}
 		seen[f.Name] = true
-		if !caps.BulkIngest {
+		// Without bulk ingest the sink creates tables with ColumnType's
+		// types; DuckDB's ingest fails on Arrow types it has no column type
+		// for (float16) with an error that does not say it is the input's.
+		if !caps.BulkIngest || caps.Dialect == fadbc.DuckDB {
 			if _, err := fadbc.ColumnType(caps.Dialect, f.Type); err != nil {
 				return fmt.Errorf("column %q: %w", f.Name, err)
 			}
@@ -513,6 +628,7 @@ func (w *writer) Close(context.Context) error {
 		return nil
 	}
 	w.closed = true
+	defer w.s.lock()()
 	return w.c.Close()
 }
 

@@ -19,7 +19,7 @@
 // for a pipeline scaled out over several processes: fencing per instance,
 // the checkpoint merged over the instances, and a write naming a partition
 // another instance moved since the writer's claim refused (ErrConflict).
-// The PostgreSQL sink uses it; the Snowflake and ADBC sinks use Table.
+// The PostgreSQL sink uses it; the Snowflake, ADBC and DuckDB sinks use Table.
 //
 // The package knows statements, not drivers: a sink adapts its transaction
 // to Conn (SQL adapts database/sql), and a Dialect says how its database
@@ -139,6 +139,21 @@ var (
 			WHEN NOT MATCHED THEN INSERT (pipeline_id, target, epoch) VALUES (s.p, s.t, 0)`,
 		IsMissingTable: func(err error) bool {
 			return err != nil && strings.Contains(err.Error(), "does not exist")
+		},
+	}
+	// DuckDB has no row locks (SELECT … FOR UPDATE is refused); its
+	// transactions are snapshots, and of two that update one row the later
+	// fails with a conflict. Advance compares the checkpoint as well as the
+	// epoch, as on Snowflake.
+	DuckDB = Dialect{
+		Name: "duckdb", Placeholder: question, Quote: doubleQuote,
+		Text: "VARCHAR", Blob: "BLOB", Int: "BIGINT", Timestamp: "TIMESTAMPTZ", Now: "current_timestamp",
+		CompareCheckpoint: true,
+		IsDuplicate: func(err error) bool {
+			return err != nil && strings.Contains(err.Error(), "Constraint Error: Duplicate key")
+		},
+		IsMissingTable: func(err error) bool {
+			return err != nil && strings.Contains(err.Error(), "Catalog Error: Table with name")
 		},
 	}
 	// Generic is the conservative default for a database not listed here.

@@ -216,7 +216,7 @@ func TestReadWithoutTable(t *testing.T) {
 // The statements of every dialect put their placeholders where the
 // arguments go: "?" dialects bind in order of appearance.
 func TestDialectStatements(t *testing.T) {
-	for _, d := range []sqlcheckpoint.Dialect{sqlcheckpoint.Postgres, sqlcheckpoint.SQLite, sqlcheckpoint.Snowflake, sqlcheckpoint.Generic} {
+	for _, d := range []sqlcheckpoint.Dialect{sqlcheckpoint.Postgres, sqlcheckpoint.SQLite, sqlcheckpoint.Snowflake, sqlcheckpoint.DuckDB, sqlcheckpoint.Generic} {
 		t.Run(d.Name, func(t *testing.T) {
 			tbl := sqlcheckpoint.New(d, d.Quote("ck"))
 			rec := &recorder{}

@@ -973,6 +973,46 @@ class SinkDir(Kind):
     ) -> None:
         self._init(dict(locals()))
 
+class SinkDuckdb(Kind):
+    """duckdb: a DuckDB database file, or md:NAME for MotherDuck (not run against the service); exactly-once, one transaction per batch.
+
+    URL form: ``duckdb:PATH?table=[SCHEMA.]TABLE``.
+
+    Args:
+        path: the database file (created if absent), or md:NAME for a MotherDuck
+            database
+        table: [SCHEMA.]TABLE written when the pipeline names no target (--target
+            overrides it)
+        checkpoint_table: table holding the checkpoints (default
+            __flightline_checkpoints)
+        library: path of DuckDB's libduckdb.so (default: $FLIGHTLINE_DUCKDB_LIB,
+            else beside the flightline binary, else the copy
+            integration/services/services.sh up duckdb caches)
+        new_columns: add a nullable column a batch brings to the table (false:
+            refuse the batch) (default true)
+    """
+
+    section = 'sinks'
+    kind = 'duckdb'
+    _keys = {
+        'path': ('string', False, ()),
+        'table': ('string', False, ()),
+        'checkpoint_table': ('string', False, ()),
+        'library': ('string', False, ()),
+        'new_columns': ('bool', False, ()),
+    }
+
+    def __init__(
+        self,
+        path: Optional[str] = None,
+        *,
+        table: Optional[Union[str, EnvRef]] = None,
+        checkpoint_table: Optional[Union[str, EnvRef]] = None,
+        library: Optional[Union[str, EnvRef]] = None,
+        new_columns: Optional[Union[bool, EnvRef]] = None,
+    ) -> None:
+        self._init(dict(locals()))
+
 class SinkFile(Kind):
     """file: exactly-once part files (Parquet, JSON lines or CSV) under DIR/<target>/, committed by create-if-absent records and link(2), fsynced.
 
@@ -1551,6 +1591,8 @@ KINDS: Dict[Tuple[str, str], Type[Kind]] = {
     ('deadletter_sinks', 'delta'): SinkDelta,
     ('sinks', 'dir'): SinkDir,
     ('deadletter_sinks', 'dir'): SinkDir,
+    ('sinks', 'duckdb'): SinkDuckdb,
+    ('deadletter_sinks', 'duckdb'): SinkDuckdb,
     ('sinks', 'file'): SinkFile,
     ('deadletter_sinks', 'file'): SinkFile,
     ('sinks', 'gcs'): SinkGcs,
@@ -1576,4 +1618,4 @@ KINDS: Dict[Tuple[str, str], Type[Kind]] = {
     ('schema_sinks', 'glue'): SchemaSinkGlue,
 }
 
-__all__ = ['KINDS', 'EnvRef', 'Kind', 'SourceAdbc', 'SourceBigQuery', 'SourceDatabricks', 'SourceDelta', 'SourceGenerator', 'SourceGrpc', 'SourceKafka', 'SourcePostgres', 'SourceSnowflake', 'SinkAdbc', 'SinkAmqp', 'SinkAmqps', 'SinkAzblob', 'SinkBigQuery', 'SinkDatabricks', 'SinkDelta', 'SinkDir', 'SinkFile', 'SinkGcs', 'SinkGrpc', 'SinkKafka', 'SinkMemory', 'SinkNull', 'SinkPostgres', 'SinkS3', 'SinkSftp', 'SinkSnowflake', 'SinkStdout', 'SchemaSinkGlue']
+__all__ = ['KINDS', 'EnvRef', 'Kind', 'SourceAdbc', 'SourceBigQuery', 'SourceDatabricks', 'SourceDelta', 'SourceGenerator', 'SourceGrpc', 'SourceKafka', 'SourcePostgres', 'SourceSnowflake', 'SinkAdbc', 'SinkAmqp', 'SinkAmqps', 'SinkAzblob', 'SinkBigQuery', 'SinkDatabricks', 'SinkDelta', 'SinkDir', 'SinkDuckdb', 'SinkFile', 'SinkGcs', 'SinkGrpc', 'SinkKafka', 'SinkMemory', 'SinkNull', 'SinkPostgres', 'SinkS3', 'SinkSftp', 'SinkSnowflake', 'SinkStdout', 'SchemaSinkGlue']
