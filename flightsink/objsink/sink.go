@@ -542,12 +542,28 @@ func (w *writer) commit(ctx context.Context, rec record, writing bool) error {
 		if err != nil {
 			return fmt.Errorf("%w: %s: %v", flightline.ErrInternal, w.s.name, err)
 		}
-		err = w.s.b.PutIfAbsent(ctx, path.Join(w.target, commitsDir, seqName(seq)+".json"), data)
+		key := path.Join(w.target, commitsDir, seqName(seq)+".json")
+		err = w.s.b.PutIfAbsent(ctx, key, data)
 		if errors.Is(err, ErrExists) {
-			continue // another writer took seq: examine it, then try the next
+			// Another writer took seq, or this one did: a request that the
+			// store carried out but whose answer was lost, retried by the
+			// store's client, is refused as a taken name. The record's
+			// bytes say which: ours name our staged data, which no other
+			// record can (a record without data, such as two racing
+			// Opens' markers, may be the same bytes: it is never ours).
+			if len(rec.Parts) == 0 {
+				continue
+			}
+			if got, gerr := w.s.b.Get(ctx, key); gerr != nil || !bytes.Equal(got, data) {
+				continue // another writer's: examine it, then try the next
+			}
+			err = nil
 		}
 		if err != nil {
-			return err
+			// The outcome is unknown (a cancelled or cut request may have
+			// created the record): return it as a commitError, so the
+			// staged data stays for the next Open to publish if it did.
+			return commitError{err}
 		}
 		w.seen = seq
 		rec.seq = seq
@@ -679,7 +695,10 @@ func (w *writer) write(ctx context.Context, rec arrow.RecordBatch, next []byte) 
 		}
 	}
 	if err := w.commit(ctx, r, true); err != nil {
-		w.s.dropStaged(ctx, r)
+		var unknown commitError
+		if !errors.As(err, &unknown) {
+			w.s.dropStaged(ctx, r) // refused before the record was written
+		}
 		return err
 	}
 	w.cp = next
@@ -690,6 +709,15 @@ func (w *writer) write(ctx context.Context, rec arrow.RecordBatch, next []byte) 
 }
 
 func (w *writer) Close(context.Context) error { return nil }
+
+// commitError is a failed write of a commit record whose outcome is
+// unknown: the store may have created it. Its staged data must stay (Open
+// publishes it if the record exists, and removes it StaleAfter later if
+// not).
+type commitError struct{ err error }
+
+func (e commitError) Error() string { return e.err.Error() }
+func (e commitError) Unwrap() error { return e.err }
 
 // dropStaged removes the staged files of a batch that was not committed.
 func (s *Sink) dropStaged(ctx context.Context, r record) {
