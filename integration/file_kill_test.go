@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flightline/flightline/checkpoint"
+	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/internal/testkit/objsinktest"
 )
 
@@ -62,14 +64,14 @@ var objStores = []objStore{
 		endpoint := objsinktest.GCSEndpoint(t)
 		bucket := objsinktest.NewBucket(t, endpoint)
 		return objDest{spec: fmt.Sprintf("gcs:%s/lake?endpoint=%s", bucket, endpoint),
-			fetch: pythonFetch("gcs", bucket, "lake")}
+			fetch: pythonFetch("gcs", endpoint, bucket, "lake")}
 	}},
 	{name: "azblob", dest: func(t *testing.T) objDest {
 		a := objsinktest.NeedAzurite(t)
 		cont := a.NewContainer(t)
 		t.Setenv("AZURE_STORAGE_KEY", a.Key) // serve-sink inherits it: no secret on its command line
 		return objDest{spec: fmt.Sprintf("azblob:%s/lake?account=%s&endpoint=%s", cont, a.Account, a.Endpoint),
-			fetch: pythonFetch("azblob", cont, "lake")}
+			fetch: pythonFetch("azblob", a.Endpoint, cont, "lake")}
 	}},
 	{name: "sftp", dest: func(t *testing.T) objDest {
 		s := objsinktest.NeedSSH(t)
@@ -81,12 +83,14 @@ var objStores = []objStore{
 }
 
 // pythonFetch fetches with integration/python/store_fetch.py (the store's
-// own Python client).
-func pythonFetch(kind, bucket, prefix string) func(context.Context, *testing.T, string) string {
+// own Python client) from the service at endpoint.
+func pythonFetch(kind, endpoint, bucket, prefix string) func(context.Context, *testing.T, string) string {
 	return func(ctx context.Context, t *testing.T, target string) string {
 		py := Need(t, "FLIGHTLINE_PYTHON", "python with pyarrow, google-cloud-storage and azure-storage-blob")
 		dest := t.TempDir()
-		out, err := exec.CommandContext(ctx, py, "python/store_fetch.py", kind, bucket, prefix+"/"+target, dest).CombinedOutput()
+		cmd := exec.CommandContext(ctx, py, "python/store_fetch.py", kind, bucket, prefix+"/"+target, dest)
+		cmd.Env = append(os.Environ(), "FLIGHTLINE_GCS_ENDPOINT="+endpoint, "FLIGHTLINE_AZURITE_ENDPOINT="+endpoint)
+		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "store_fetch.py %s: %s", kind, out)
 		t.Logf("%s: fetched %s part files with the store's Python client", kind, strings.TrimSpace(string(out)))
 		return dest
@@ -160,44 +164,9 @@ func TestIntegrationStoreKill9Generator(t *testing.T) {
 					"run": {"run", "--source", "grpc://" + srcAddr, "--sink", "grpc://" + sinkAddr,
 						"--stream", "orders", "--pipeline", "gen", "--target", "orders"},
 				}
-				procs := map[string]*proc{}
-				for _, name := range killRoles {
-					procs[name] = start(t, bin, argv[name]...)
-				}
-				rng := rand.New(rand.NewPCG(seed, 37))
-				// Every role once in a random order first (the short
-				// variant's three kills hit each process), then at random.
-				order := rng.Perm(len(killRoles))
-				killed := 0
-				victims := map[string]int{}
-				for killed < kills {
-					time.Sleep(time.Duration(100+rng.IntN(400)) * time.Millisecond)
-					if done, err := procs["run"].exited(); done {
-						require.NoErrorf(t, err, "coordinator failed:\n%s", procs["run"].log.String())
-						break
-					}
-					victim := killRoles[rng.IntN(len(killRoles))]
-					if killed < len(order) {
-						victim = killRoles[order[killed]]
-					}
-					procs[victim].kill()
-					killed++
-					victims[victim]++
-					procs[victim] = start(t, bin, argv[victim]...)
-				}
-				t.Logf("killed a process %d times: %v", killed, victims)
-				require.GreaterOrEqual(t, killed, kills*3/4, "the pipeline ended too soon for its kills; give it more rows")
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 				defer cancel()
-				select {
-				case err := <-procs["run"].doneOnce():
-					require.NoError(t, err, "coordinator:\n%s\nsink:\n%s", procs["run"].log.String(), procs["sink"].log.String())
-				case <-ctx.Done():
-					t.Fatalf("pipeline did not finish:\n%s", procs["run"].log.String())
-				}
-				for _, p := range procs {
-					p.kill()
-				}
+				killed := killGeneratorRun(ctx, t, bin, argv, kills, seed, func() int64 { return committedRows(t, sinkAddr, "gen", "orders") })
 				dir := dest.fetch(ctx, t, "orders")
 				pyFormat := map[string]string{"parquet": "parquet", "jsonl": "json", "csv": "csv"}[format]
 				out, err := exec.Command(py, "python/verify_ids.py", dir, fmt.Sprint(rows), pyFormat).CombinedOutput()
@@ -246,4 +215,80 @@ func TestIntegrationStoreKill9Kafka(t *testing.T) {
 			}
 		})
 	}
+}
+
+// killGeneratorRun starts the three processes of argv (killRoles: a
+// bounded generator source, a sink, run), kill -9s and restarts one kills
+// times (each role once in a random order first, so a short run hits every
+// process, then at random), each 100–500 ms after progress (a measure of
+// what the sink holds: committed rows, messages) has grown since the last
+// kill, so every kill lands while data flows; waits for run to finish the
+// stream, stops the others and returns the kills made.
+func killGeneratorRun(ctx context.Context, t *testing.T, bin string, argv map[string][]string, kills int, seed uint64, progress func() int64) int {
+	t.Helper()
+	procs := map[string]*proc{}
+	for _, name := range killRoles {
+		procs[name] = start(t, bin, argv[name]...)
+	}
+	rng := rand.New(rand.NewPCG(seed, 37))
+	order := rng.Perm(len(killRoles))
+	killed := 0
+	victims := map[string]int{}
+	last := progress()
+	for killed < kills {
+		require.Eventually(t, func() bool {
+			done, _ := procs["run"].exited()
+			return done || progress() > last
+		}, 2*time.Minute, 50*time.Millisecond, "no progress since the last kill:\nrun:\n%s\nsink:\n%s", procs["run"].log.String(), procs["sink"].log.String())
+		time.Sleep(time.Duration(100+rng.IntN(400)) * time.Millisecond)
+		if done, err := procs["run"].exited(); done {
+			require.NoErrorf(t, err, "coordinator failed:\n%s", procs["run"].log.String())
+			break
+		}
+		last = progress()
+		victim := killRoles[rng.IntN(len(killRoles))]
+		if killed < len(order) {
+			victim = killRoles[order[killed]]
+		}
+		procs[victim].kill()
+		killed++
+		victims[victim]++
+		procs[victim] = start(t, bin, argv[victim]...)
+	}
+	t.Logf("killed a process %d times: %v", killed, victims)
+	require.GreaterOrEqual(t, killed, kills*3/4, "the pipeline ended too soon for its kills; give it more rows")
+	select {
+	case err := <-procs["run"].doneOnce():
+		require.NoError(t, err, "coordinator:\n%s\nsink:\n%s", procs["run"].log.String(), procs["sink"].log.String())
+	case <-ctx.Done():
+		t.Fatalf("pipeline did not finish:\n%s\nsink:\n%s", procs["run"].log.String(), procs["sink"].log.String())
+	}
+	for _, p := range procs {
+		p.kill()
+	}
+	return killed
+}
+
+// committedRows is the sum of the positions of pipeline's checkpoint at
+// the sink at sinkAddr (the generator's: rows committed); 0 while the sink
+// does not answer.
+func committedRows(t *testing.T, sinkAddr, pipeline, target string) int64 {
+	cl, err := flightsink.Dial("grpc://"+sinkAddr, flightsink.ClientConfig{})
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	cp, err := cl.Checkpoint(ctx, flightsink.Pipeline{ID: pipeline, Target: target})
+	if err != nil || cp == nil {
+		return 0
+	}
+	p, err := checkpoint.Parse(cp)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, v := range p {
+		n += v
+	}
+	return n
 }
