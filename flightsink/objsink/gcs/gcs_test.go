@@ -6,16 +6,19 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsink/objsink"
 	"github.com/flightline/flightline/flightsink/objsink/gcs"
 	"github.com/flightline/flightline/flightsink/sinktest"
+	"github.com/flightline/flightline/internal/flighterr"
 	"github.com/flightline/flightline/internal/testkit/objsinktest"
 )
 
@@ -119,4 +122,34 @@ func TestIntegrationGCSBackend(t *testing.T) {
 	down, err := gcs.New(ctx, "b", "x", gcs.Endpoint("http://127.0.0.1:1"))
 	require.NoError(t, err)
 	require.ErrorIs(t, down.Put(ctx, "k", []byte("v")), flightline.ErrUnavailable)
+}
+
+// Without an emulator endpoint and without application default
+// credentials, New fails with Unauthenticated, saying where credentials
+// come from; a missing bucket is NotFound and an unreachable endpoint
+// Unavailable at the Flight boundary.
+func TestGCSErrorCodes(t *testing.T) {
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", filepath.Join(t.TempDir(), "no-such-credentials.json"))
+	t.Setenv("HOME", t.TempDir()) // no gcloud application-default file
+	_, err := gcs.New(context.Background(), "b", "p")
+	require.ErrorIs(t, err, flightline.ErrUnauthenticated)
+	require.Equal(t, codes.Unauthenticated, flighterr.Code(err))
+	require.ErrorContains(t, err, "application default credentials")
+	t.Logf("no credentials: %v", err)
+
+	down, err := gcs.New(context.Background(), "b", "x", gcs.Endpoint("http://127.0.0.1:1"))
+	require.NoError(t, err)
+	err = down.PutIfAbsent(context.Background(), "k", []byte("v"))
+	require.Equal(t, codes.Unavailable, flighterr.Code(err), "%v", err)
+	_, err = gcs.New(context.Background(), "a/b", "x", gcs.Endpoint("http://127.0.0.1:1"))
+	require.Equal(t, codes.InvalidArgument, flighterr.Code(err), "%v", err)
+}
+
+func TestIntegrationGCSMissingBucketCode(t *testing.T) {
+	endpoint := objsinktest.GCSEndpoint(t)
+	b, err := gcs.New(context.Background(), "no-such-bucket-37", "x", gcs.Endpoint(endpoint))
+	require.NoError(t, err)
+	err = b.PutIfAbsent(context.Background(), "k", []byte("v"))
+	require.Equal(t, codes.NotFound, flighterr.Code(err), "%v", err)
+	require.ErrorContains(t, err, "no-such-bucket-37")
 }
