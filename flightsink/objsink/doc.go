@@ -11,6 +11,7 @@
 //	<root>/<target>/<col>=<v>/part-<seq>-<i>.<ext>  … partitioned (PartitionBy)
 //	<root>/<target>/_flightline/commits/<seq>.json  the commit records
 //	<root>/<target>/_flightline/staging/…           data not yet committed
+//	<root>/<target>/_flightline/snapshots/<seq>.json what the records up to <seq> say
 //
 // Readers (pyarrow.dataset, DuckDB, Spark) skip names starting with '_' or
 // '.', so they see the part files only.
@@ -48,13 +49,23 @@
 // Next-merge of its records' checkpoints in sequence order. Checkpoint
 // reads the records and fences nothing.
 //
+// Cost: records are dense and never change, so nobody lists them: a reader
+// of the records after seq reads seq+1, seq+2, … up to the first missing
+// one. A commit reads the records since its writer's last; Checkpoint
+// those since the process's last look (a summary per target is kept in
+// memory); Open those after the newest snapshot, a summary of every
+// record up to its number that Open writes once it has published every
+// record up to it (the newest three are kept). A snapshot is a shortcut
+// only: without one, the records are read from the first.
+//
 // Pitfalls:
 //   - A reader that lists the target between steps 4 and 5 does not see
 //     that batch yet. Unpartitioned, it never sees part of one (one part
 //     file per batch); partitioned, it may see some of a batch's part
 //     files while they are linked one after another.
-//   - Checkpoint and Open read every commit record of the target: cost
-//     grows with the number of commits.
+//   - The first Open of a target in a process reads every record since
+//     the last Open's snapshot: a pipeline that ran for days without a
+//     restart pays for its days once.
 //   - The local backend fsyncs the staged file, the record and the
 //     directories it links into; a full disk is ErrUnavailable, and
 //     nothing of the batch is committed.

@@ -237,3 +237,74 @@ func sortedIDs(ids []int64) []int64 {
 	slices.Sort(ids)
 	return ids
 }
+
+// unsure creates commit records but answers as a store whose answer was
+// lost does: with an error (a cancelled or cut request), or, retried by
+// its client, with ErrExists for the record it just created.
+type unsure struct {
+	*objsink.Local
+	mode atomic.Int32 // 0: honest; 1: created, then an error; 2: created, then ErrExists
+}
+
+func (u *unsure) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	err := u.Local.PutIfAbsent(ctx, key, data)
+	if err != nil || !strings.Contains(key, "/commits/") {
+		return err
+	}
+	switch u.mode.Load() {
+	case 1:
+		return fmt.Errorf("%w: the answer was lost", flightline.ErrUnavailable)
+	case 2:
+		return fmt.Errorf("%s (a retry): %w", key, objsink.ErrExists)
+	}
+	return nil
+}
+
+// A commit record the store created while the writer saw an error (the
+// run process killed mid-request, found by the azblob Kafka kill test:
+// the writer dropped the staged data of a committed record, and every
+// later Open failed): the staged data stays, the next Open publishes it,
+// and the batch is there once. A retried request answered ErrExists for
+// the writer's own record is the writer's commit, not a fence.
+func TestCommitOutcomeUnknown(t *testing.T) {
+	for mode, name := range map[int32]string{1: "error", 2: "exists"} {
+		t.Run(name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			ctx := context.Background()
+			root := t.TempDir()
+			l, err := objsink.NewLocal(root)
+			require.NoError(t, err)
+			u := &unsure{Local: l}
+			s, err := objsink.New(u, "file sink")
+			require.NoError(t, err)
+			p := flightsink.Pipeline{ID: "p"}
+			w, _, err := s.Open(ctx, p)
+			require.NoError(t, err)
+			rec := sinktest.Batch(mem, 0, 10)
+			defer rec.Release()
+			require.NoError(t, w.WriteBatch(ctx, rec, sinktest.CP(10)))
+			u.mode.Store(mode)
+			rec2 := sinktest.Batch(mem, 10, 20)
+			defer rec2.Release()
+			err = w.WriteBatch(ctx, rec2, sinktest.CP(20))
+			if mode == 1 {
+				require.ErrorIs(t, err, flightline.ErrUnavailable)
+			} else {
+				require.NoError(t, err, "the writer's own record is its commit")
+			}
+			u.mode.Store(0)
+			w, cp, err := s.Open(ctx, p)
+			require.NoError(t, err, "the next Open")
+			require.Equal(t, sinktest.CP(20), cp, "the record was created: the batch is committed")
+			require.NoError(t, w.WriteBatch(ctx, rec2, sinktest.CP(20)), "the coordinator's replay is a no-op")
+			ids := partIDs(t, root, objsink.Parquet, p)
+			slices.Sort(ids)
+			want := make([]int64, 20)
+			for i := range want {
+				want[i] = int64(i)
+			}
+			require.Equal(t, want, ids, "every id once")
+		})
+	}
+}

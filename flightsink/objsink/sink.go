@@ -86,6 +86,9 @@ type Sink struct {
 	name string // for errors: "file sink"
 
 	mu sync.Mutex // serializes commits within the process (any target)
+
+	cacheMu sync.Mutex
+	cache   map[string]*summary // per target: what its records say, up to a seq
 }
 
 // New returns a Sink writing through b. name says which sink it is in
@@ -97,7 +100,7 @@ func New(b Backend, name string, opts ...Option) (*Sink, error) {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 	}
-	return &Sink{b: b, o: o, name: name}, nil
+	return &Sink{b: b, o: o, name: name, cache: map[string]*summary{}}, nil
 }
 
 // Format returns the part files' format.
@@ -116,9 +119,10 @@ func (f Format) Ext() string {
 
 // Keys of a target.
 const (
-	metaDir    = "_flightline"
-	commitsDir = "_flightline/commits"
-	stagingDir = "_flightline/staging"
+	metaDir      = "_flightline"
+	commitsDir   = "_flightline/commits"
+	stagingDir   = "_flightline/staging"
+	snapshotsDir = "_flightline/snapshots"
 )
 
 // Target returns the directory key of p's target.
@@ -162,87 +166,212 @@ type part struct {
 	Name   string `json:"name,omitempty"` // path of the part file under the target
 }
 
-// scan reads the records of target with seq > after, in order.
+// scan reads the records of target with seq > after, in order. Sequence
+// numbers are dense (a record is created only at the number after one its
+// writer has read), so scan reads after+1, after+2, … until one is
+// missing: one Get per new record and one for the first missing, however
+// many records the target holds.
 func (s *Sink) scan(ctx context.Context, target string, after uint64) ([]record, error) {
-	objs, err := s.b.List(ctx, path.Join(target, commitsDir))
-	if err != nil {
-		return nil, err
-	}
 	var out []record
-	for _, o := range objs {
-		num, ok := strings.CutSuffix(o.Name, ".json")
-		if !ok || len(num) != 20 {
-			continue
+	for seq := after + 1; ; seq++ {
+		name := seqName(seq) + ".json"
+		data, err := s.b.Get(ctx, path.Join(target, commitsDir, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			return out, nil
 		}
-		seq, err := strconv.ParseUint(num, 10, 64)
-		if err != nil || seq <= after {
-			continue
-		}
-		data, err := s.b.Get(ctx, path.Join(target, commitsDir, o.Name))
 		if err != nil {
 			return nil, err
 		}
 		var r record
 		if err := json.Unmarshal(data, &r); err != nil {
-			return nil, fmt.Errorf("%w: %s: commit record %s/%s: %v", flightline.ErrInternal, s.name, target, o.Name, err)
+			return nil, fmt.Errorf("%w: %s: commit record %s/%s: %v", flightline.ErrInternal, s.name, target, name, err)
 		}
 		r.seq = seq
 		out = append(out, r)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].seq < out[j].seq })
-	return out, nil
 }
 
-// state is what the records of a target say about one pipeline.
-type state struct {
-	lastSeq uint64
-	epoch   uint64
-	cp      []byte
-	schema  *arrow.Schema
+// summary is what the records of a target up to Seq say: each pipeline's
+// epoch and checkpoint, and the target's schema. Records never change, so
+// a summary at Seq stays true; it is kept in memory per target (so that a
+// long-lived sink's Checkpoint reads only the records since its last
+// call) and written by Open as a snapshot,
+// _flightline/snapshots/<seq>.json, once every record up to Seq is
+// published (so that a restarted process reads only the records since the
+// last Open, not every record of the target).
+type summary struct {
+	Seq       uint64                  `json:"seq"`
+	Pipelines map[string]pipelineMark `json:"pipelines,omitempty"`
+	Schema    []byte                  `json:"schema,omitempty"` // Arrow IPC schema message
 }
 
-func (s *Sink) fold(st *state, rs []record, pipeline string) error {
+// pipelineMark is one pipeline's highest epoch and checkpoint.
+type pipelineMark struct {
+	Epoch      uint64 `json:"epoch"`
+	Checkpoint []byte `json:"checkpoint,omitempty"`
+}
+
+func (m *summary) clone() *summary {
+	c := &summary{Seq: m.Seq, Schema: m.Schema, Pipelines: make(map[string]pipelineMark, len(m.Pipelines))}
+	for k, v := range m.Pipelines {
+		c.Pipelines[k] = v
+	}
+	return c
+}
+
+// add folds rs (the records after m.Seq, in order) into m.
+func (m *summary) add(rs []record) {
+	if m.Pipelines == nil {
+		m.Pipelines = map[string]pipelineMark{}
+	}
 	for _, r := range rs {
-		st.lastSeq = r.seq
-		if st.schema == nil && r.Rows > 0 && len(r.Schema) > 0 {
-			sc, err := flight.DeserializeSchema(r.Schema, s.o.mem)
-			if err != nil {
-				return fmt.Errorf("%w: %s: schema of commit %d: %v", flightline.ErrInternal, s.name, r.seq, err)
-			}
-			st.schema = sc
+		m.Seq = r.seq
+		if m.Schema == nil && r.Rows > 0 && len(r.Schema) > 0 {
+			m.Schema = r.Schema
 		}
-		if r.Pipeline != pipeline {
+		pm := m.Pipelines[r.Pipeline]
+		pm.Epoch = max(pm.Epoch, r.Epoch)
+		if r.Checkpoint != nil {
+			pm.Checkpoint = checkpoint.Next(pm.Checkpoint, r.Checkpoint)
+		}
+		m.Pipelines[r.Pipeline] = pm
+	}
+}
+
+// schema decodes m's schema (nil when no batch with rows was committed).
+func (s *Sink) schema(m *summary) (*arrow.Schema, error) {
+	if len(m.Schema) == 0 {
+		return nil, nil
+	}
+	sc, err := flight.DeserializeSchema(m.Schema, s.o.mem)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: the target's schema: %v", flightline.ErrInternal, s.name, err)
+	}
+	return sc, nil
+}
+
+// keepSnapshots is how many snapshots Open leaves per target.
+const keepSnapshots = 3
+
+// snapshot reads the newest snapshot of target (an empty summary when
+// there is none).
+func (s *Sink) snapshot(ctx context.Context, target string) (*summary, error) {
+	objs, err := s.b.List(ctx, path.Join(target, snapshotsDir))
+	if err != nil {
+		return nil, err
+	}
+	seqs := snapshotSeqs(objs)
+	for i := len(seqs) - 1; i >= 0; i-- {
+		name := seqName(seqs[i]) + ".json"
+		data, err := s.b.Get(ctx, path.Join(target, snapshotsDir, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed by another Open since the listing: an older one will do
+		}
+		if err != nil {
+			return nil, err
+		}
+		var m summary
+		if err := json.Unmarshal(data, &m); err != nil || m.Seq != seqs[i] {
+			return nil, fmt.Errorf("%w: %s: snapshot %s/%s/%s is damaged (%v): remove it and the sink reads the commit records instead", flightline.ErrInternal, s.name, target, snapshotsDir, name, err)
+		}
+		return &m, nil
+	}
+	return &summary{}, nil
+}
+
+// snapshotSeqs are the sequence numbers of the snapshots in objs, ascending.
+func snapshotSeqs(objs []Object) []uint64 {
+	var seqs []uint64
+	for _, o := range objs {
+		num, ok := strings.CutSuffix(o.Name, ".json")
+		if !ok || len(num) != 20 {
 			continue
 		}
-		st.epoch = max(st.epoch, r.Epoch)
-		if r.Checkpoint != nil {
-			st.cp = checkpoint.Next(st.cp, r.Checkpoint)
+		if seq, err := strconv.ParseUint(num, 10, 64); err == nil {
+			seqs = append(seqs, seq)
 		}
 	}
-	return nil
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	return seqs
 }
 
-// Checkpoint implements flightsink.Sink. It reads the commit records and
-// fences nothing.
+// writeSnapshot stores m as a snapshot (every record up to m.Seq is
+// published) and removes all but the newest keepSnapshots. A snapshot is a
+// pure function of the records, so a racing Open writing the same name
+// writes the same content; failures only cost a later Open more reads.
+func (s *Sink) writeSnapshot(ctx context.Context, target string, m *summary) {
+	if m.Seq == 0 {
+		return
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return
+	}
+	if err := s.b.PutIfAbsent(ctx, path.Join(target, snapshotsDir, seqName(m.Seq)+".json"), data); err != nil && !errors.Is(err, ErrExists) {
+		return
+	}
+	objs, err := s.b.List(ctx, path.Join(target, snapshotsDir))
+	if err != nil {
+		return
+	}
+	seqs := snapshotSeqs(objs)
+	for i := 0; i+keepSnapshots < len(seqs); i++ {
+		_ = s.b.Delete(ctx, path.Join(target, snapshotsDir, seqName(seqs[i])+".json"))
+	}
+}
+
+// current returns the summary of every record of target: the cached one
+// (or the newest snapshot) brought forward by the records after it.
+func (s *Sink) current(ctx context.Context, target string) (*summary, error) {
+	s.cacheMu.Lock()
+	m := s.cache[target]
+	s.cacheMu.Unlock()
+	if m == nil {
+		var err error
+		if m, err = s.snapshot(ctx, target); err != nil {
+			return nil, err
+		}
+	} else {
+		m = m.clone()
+	}
+	rs, err := s.scan(ctx, target, m.Seq)
+	if err != nil {
+		return nil, err
+	}
+	m.add(rs)
+	s.remember(target, m)
+	return m, nil
+}
+
+// remember caches m for target unless the cache is already further on.
+func (s *Sink) remember(target string, m *summary) {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	if old := s.cache[target]; old == nil || old.Seq < m.Seq {
+		s.cache[target] = m.clone()
+	}
+}
+
+// Checkpoint implements flightsink.Sink. It reads the commit records after
+// the last it (or a snapshot) has summed up, and fences nothing.
 func (s *Sink) Checkpoint(ctx context.Context, p flightsink.Pipeline) ([]byte, error) {
 	target, err := Target(p)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.name, err)
 	}
-	rs, err := s.scan(ctx, target, 0)
+	m, err := s.current(ctx, target)
 	if err != nil {
 		return nil, err
 	}
-	var st state
-	if err := s.fold(&st, rs, p.ID); err != nil {
-		return nil, err
-	}
-	return st.cp, nil
+	return m.Pipelines[p.ID].Checkpoint, nil
 }
 
 // Open implements flightsink.Sink: it finishes the publication of every
 // committed batch whose part file is missing, removes stale staged data,
-// and commits an epoch marker that fences older writers of p.
+// writes a snapshot, and commits an epoch marker that fences older
+// writers of p. It reads the records after the newest snapshot (every
+// record before it is published), not the in-memory summary, so that
+// recovery sees every record a dead writer may have left unpublished.
 func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writer, []byte, error) {
 	if p.ID == "" {
 		return nil, nil, fmt.Errorf("%w: %s: empty pipeline id", flightline.ErrInvalidInput, s.name)
@@ -251,18 +380,32 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", s.name, err)
 	}
-	rs, err := s.scan(ctx, target, 0)
+	m, err := s.snapshot(ctx, target)
+	if err != nil {
+		return nil, nil, err
+	}
+	rs, err := s.scan(ctx, target, m.Seq)
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := s.recover(ctx, target, rs); err != nil {
 		return nil, nil, err
 	}
-	var st state
-	if err := s.fold(&st, rs, p.ID); err != nil {
+	m.add(rs)
+	if len(rs) > 0 {
+		s.writeSnapshot(ctx, target, m)
+	}
+	// What Open read from the store replaces the cache, also when it is
+	// behind it (a target removed and started again under a running sink).
+	s.cacheMu.Lock()
+	s.cache[target] = m.clone()
+	s.cacheMu.Unlock()
+	schema, err := s.schema(m)
+	if err != nil {
 		return nil, nil, err
 	}
-	w := &writer{s: s, target: target, p: p, epoch: st.epoch + 1, seen: st.lastSeq, cp: st.cp, schema: st.schema}
+	pm := m.Pipelines[p.ID]
+	w := &writer{s: s, target: target, p: p, epoch: pm.Epoch + 1, seen: m.Seq, cp: pm.Checkpoint, schema: schema}
 	if err := w.commit(ctx, record{}, false); err != nil {
 		return nil, nil, err
 	}
@@ -399,12 +542,28 @@ func (w *writer) commit(ctx context.Context, rec record, writing bool) error {
 		if err != nil {
 			return fmt.Errorf("%w: %s: %v", flightline.ErrInternal, w.s.name, err)
 		}
-		err = w.s.b.PutIfAbsent(ctx, path.Join(w.target, commitsDir, seqName(seq)+".json"), data)
+		key := path.Join(w.target, commitsDir, seqName(seq)+".json")
+		err = w.s.b.PutIfAbsent(ctx, key, data)
 		if errors.Is(err, ErrExists) {
-			continue // another writer took seq: examine it, then try the next
+			// Another writer took seq, or this one did: a request that the
+			// store carried out but whose answer was lost, retried by the
+			// store's client, is refused as a taken name. The record's
+			// bytes say which: ours name our staged data, which no other
+			// record can (a record without data, such as two racing
+			// Opens' markers, may be the same bytes: it is never ours).
+			if len(rec.Parts) == 0 {
+				continue
+			}
+			if got, gerr := w.s.b.Get(ctx, key); gerr != nil || !bytes.Equal(got, data) {
+				continue // another writer's: examine it, then try the next
+			}
+			err = nil
 		}
 		if err != nil {
-			return err
+			// The outcome is unknown (a cancelled or cut request may have
+			// created the record): return it as a commitError, so the
+			// staged data stays for the next Open to publish if it did.
+			return commitError{err}
 		}
 		w.seen = seq
 		rec.seq = seq
@@ -536,7 +695,10 @@ func (w *writer) write(ctx context.Context, rec arrow.RecordBatch, next []byte) 
 		}
 	}
 	if err := w.commit(ctx, r, true); err != nil {
-		w.s.dropStaged(ctx, r)
+		var unknown commitError
+		if !errors.As(err, &unknown) {
+			w.s.dropStaged(ctx, r) // refused before the record was written
+		}
 		return err
 	}
 	w.cp = next
@@ -547,6 +709,15 @@ func (w *writer) write(ctx context.Context, rec arrow.RecordBatch, next []byte) 
 }
 
 func (w *writer) Close(context.Context) error { return nil }
+
+// commitError is a failed write of a commit record whose outcome is
+// unknown: the store may have created it. Its staged data must stay (Open
+// publishes it if the record exists, and removes it StaleAfter later if
+// not).
+type commitError struct{ err error }
+
+func (e commitError) Error() string { return e.err.Error() }
+func (e commitError) Unwrap() error { return e.err }
 
 // dropStaged removes the staged files of a batch that was not committed.
 func (s *Sink) dropStaged(ctx context.Context, r record) {

@@ -1,15 +1,12 @@
 package azblob_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
-	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
@@ -19,13 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 
@@ -35,32 +28,21 @@ import (
 	"github.com/flightline/flightline/flightsink/objsink/azblob"
 	"github.com/flightline/flightline/flightsink/sinktest"
 	"github.com/flightline/flightline/internal/flighterr"
+	"github.com/flightline/flightline/internal/testkit/objsinktest"
 	"github.com/flightline/flightline/internal/testkit/servicetest"
 )
 
-type azurite struct{ endpoint, account, key string }
+// azurite is the emulator of the objsink test kit, with the options that
+// reach it.
+type azurite struct{ objsinktest.Azurite }
 
-func need(t *testing.T) azurite {
-	endpoint := servicetest.Need(t, "FLIGHTLINE_AZURITE_ENDPOINT", "Azurite")
-	return azurite{endpoint, os.Getenv("FLIGHTLINE_AZURITE_ACCOUNT"), os.Getenv("FLIGHTLINE_AZURITE_KEY")}
-}
+func need(t *testing.T) azurite { return azurite{objsinktest.NeedAzurite(t)} }
 
 func (a azurite) opts() []azblob.Option {
-	return []azblob.Option{azblob.Endpoint(a.endpoint), azblob.SharedKey(a.account, a.key)}
+	return []azblob.Option{azblob.Endpoint(a.Endpoint), azblob.SharedKey(a.Account, a.Key)}
 }
 
-// newContainer creates a fresh container that anyone may read, so that
-// readIDs can list and read it with plain unauthenticated HTTP.
-func (a azurite) newContainer(t *testing.T) string {
-	name := fmt.Sprintf("st-%06d", rand.IntN(1e6))
-	cred, err := container.NewSharedKeyCredential(a.account, a.key)
-	require.NoError(t, err)
-	c, err := container.NewClientWithSharedKeyCredential(a.endpoint+"/"+name, cred, nil)
-	require.NoError(t, err)
-	_, err = c.Create(context.Background(), &container.CreateOptions{Access: to.Ptr(container.PublicAccessTypeContainer)})
-	require.NoError(t, err)
-	return name
-}
+func (a azurite) newContainer(t *testing.T) string { return a.NewContainer(t) }
 
 // readIDs lists every blob under prefix with the Blob service's REST API
 // over plain HTTP (not the Backend, not the SDK), skips names with a
@@ -74,7 +56,7 @@ func (a azurite) readIDs(t *testing.T, cont, prefix string) []int64 {
 		if marker != "" {
 			q.Set("marker", marker)
 		}
-		resp, err := http.Get(a.endpoint + "/" + cont + "?" + q.Encode())
+		resp, err := http.Get(a.Endpoint + "/" + cont + "?" + q.Encode())
 		require.NoError(t, err)
 		body, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
@@ -96,37 +78,19 @@ func (a azurite) readIDs(t *testing.T, cont, prefix string) []int64 {
 					continue blobs
 				}
 			}
-			resp, err := http.Get(a.endpoint + "/" + cont + "/" + (&url.URL{Path: it.Name}).EscapedPath())
+			resp, err := http.Get(a.Endpoint + "/" + cont + "/" + (&url.URL{Path: it.Name}).EscapedPath())
 			require.NoError(t, err)
 			data, err := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			require.NoError(t, err)
 			require.Equal(t, http.StatusOK, resp.StatusCode, "%s", data)
-			ids = append(ids, parquetIDs(t, data)...)
+			ids = append(ids, objsinktest.ParquetIDs(t, data)...)
 		}
 		if page.NextMarker == "" {
 			return ids
 		}
 		marker = page.NextMarker
 	}
-}
-
-func parquetIDs(t *testing.T, data []byte) []int64 {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	pf, err := file.NewParquetReader(bytes.NewReader(data))
-	require.NoError(t, err)
-	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, mem)
-	require.NoError(t, err)
-	tbl, err := fr.ReadTable(context.Background())
-	require.NoError(t, err)
-	defer tbl.Release()
-	var ids []int64
-	for _, ch := range tbl.Column(0).Data().Chunks() {
-		ids = append(ids, ch.(*array.Int64).Int64Values()...)
-	}
-	return ids
 }
 
 func TestIntegrationAzblobConformance(t *testing.T) {
@@ -197,16 +161,16 @@ func TestIntegrationAzblobBackend(t *testing.T) {
 	_, err = missing.List(ctx, "d")
 	require.ErrorIs(t, err, flightline.ErrNotFound)
 
-	wrong, err := azblob.New("whatever", "x", azblob.Endpoint(a.endpoint),
-		azblob.SharedKey(a.account, base64.StdEncoding.EncodeToString([]byte("not the key"))))
+	wrong, err := azblob.New("whatever", "x", azblob.Endpoint(a.Endpoint),
+		azblob.SharedKey(a.Account, base64.StdEncoding.EncodeToString([]byte("not the key"))))
 	require.NoError(t, err)
 	err = wrong.Put(ctx, "k", []byte("v"))
 	require.True(t, errors.Is(err, flightline.ErrUnauthenticated) || errors.Is(err, flightline.ErrPermissionDenied), "wrong key: %v", err)
 	require.Contains(t, []codes.Code{codes.Unauthenticated, codes.PermissionDenied}, flighterr.Code(err))
-	require.NotContains(t, err.Error(), a.key)
+	require.NotContains(t, err.Error(), a.Key)
 	t.Logf("wrong key: %v", err)
 
-	down, err := azblob.New("c", "x", azblob.Endpoint("http://127.0.0.1:1/devstoreaccount1"), azblob.SharedKey(a.account, a.key))
+	down, err := azblob.New("c", "x", azblob.Endpoint("http://127.0.0.1:1/devstoreaccount1"), azblob.SharedKey(a.Account, a.Key))
 	require.NoError(t, err)
 	err = down.Put(ctx, "k", []byte("v"))
 	require.ErrorIs(t, err, flightline.ErrUnavailable)
@@ -219,7 +183,7 @@ func TestIntegrationAzblobSAS(t *testing.T) {
 	a := need(t)
 	ctx := context.Background()
 	cont := a.newContainer(t)
-	cred, err := container.NewSharedKeyCredential(a.account, a.key)
+	cred, err := container.NewSharedKeyCredential(a.Account, a.Key)
 	require.NoError(t, err)
 	perms := sas.ContainerPermissions{Read: true, Add: true, Create: true, Write: true, Delete: true, List: true}
 	q, err := sas.BlobSignatureValues{
@@ -227,7 +191,7 @@ func TestIntegrationAzblobSAS(t *testing.T) {
 		Permissions: perms.String(), ContainerName: cont,
 	}.SignWithSharedKey(cred)
 	require.NoError(t, err)
-	b, err := azblob.New(cont, "s", azblob.Endpoint(a.endpoint), azblob.SAS("?"+q.Encode()))
+	b, err := azblob.New(cont, "s", azblob.Endpoint(a.Endpoint), azblob.SAS("?"+q.Encode()))
 	require.NoError(t, err)
 	require.NoError(t, b.PutIfAbsent(ctx, "d/a", []byte("one")))
 	require.ErrorIs(t, b.PutIfAbsent(ctx, "d/a", []byte("two")), objsink.ErrExists)
@@ -246,7 +210,7 @@ func TestIntegrationAzblobSAS(t *testing.T) {
 		Permissions: ro.String(), ContainerName: cont,
 	}.SignWithSharedKey(cred)
 	require.NoError(t, err)
-	rb, err := azblob.New(cont, "s", azblob.Endpoint(a.endpoint), azblob.SAS(q.Encode()))
+	rb, err := azblob.New(cont, "s", azblob.Endpoint(a.Endpoint), azblob.SAS(q.Encode()))
 	require.NoError(t, err)
 	err = rb.PutIfAbsent(ctx, "d/c", []byte("x"))
 	require.ErrorIs(t, err, flightline.ErrPermissionDenied)
@@ -317,8 +281,8 @@ func TestIntegrationAzblobPythonRead(t *testing.T) {
 	target, err := objsink.Target(p)
 	require.NoError(t, err)
 	cmd := exec.Command(py, "../../../integration/python/azblob_read.py", cont, "lake/"+target)
-	cmd.Env = append(os.Environ(), "FLIGHTLINE_AZURITE_ENDPOINT="+a.endpoint,
-		"FLIGHTLINE_AZURITE_ACCOUNT="+a.account, "FLIGHTLINE_AZURITE_KEY="+a.key)
+	cmd.Env = append(os.Environ(), "FLIGHTLINE_AZURITE_ENDPOINT="+a.Endpoint,
+		"FLIGHTLINE_AZURITE_ACCOUNT="+a.Account, "FLIGHTLINE_AZURITE_KEY="+a.Key)
 	out, err := cmd.Output()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

@@ -1,43 +1,26 @@
 package gcs_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsink/objsink"
 	"github.com/flightline/flightline/flightsink/objsink/gcs"
 	"github.com/flightline/flightline/flightsink/sinktest"
-	"github.com/flightline/flightline/internal/testkit/servicetest"
+	"github.com/flightline/flightline/internal/flighterr"
+	"github.com/flightline/flightline/internal/testkit/objsinktest"
 )
-
-// newBucket creates a fresh bucket on the emulator with a plain JSON API
-// call.
-func newBucket(t *testing.T, endpoint string) string {
-	name := fmt.Sprintf("st-%06d", rand.IntN(1e6))
-	body, _ := json.Marshal(map[string]string{"name": name})
-	resp, err := http.Post(endpoint+"/storage/v1/b?project=test", "application/json", bytes.NewReader(body))
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
-	return name
-}
 
 // readIDs lists every object under prefix/target with the JSON API (not
 // the Backend), skips names with a component starting with _ or ., and
@@ -72,7 +55,7 @@ func readIDs(t *testing.T, endpoint, bucket, prefix string) []int64 {
 			data, err := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			require.NoError(t, err)
-			ids = append(ids, parquetIDs(t, data)...)
+			ids = append(ids, objsinktest.ParquetIDs(t, data)...)
 		}
 		if page.NextPageToken == "" {
 			return ids
@@ -81,27 +64,9 @@ func readIDs(t *testing.T, endpoint, bucket, prefix string) []int64 {
 	}
 }
 
-func parquetIDs(t *testing.T, data []byte) []int64 {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	pf, err := file.NewParquetReader(bytes.NewReader(data))
-	require.NoError(t, err)
-	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, mem)
-	require.NoError(t, err)
-	tbl, err := fr.ReadTable(context.Background())
-	require.NoError(t, err)
-	defer tbl.Release()
-	var ids []int64
-	for _, ch := range tbl.Column(0).Data().Chunks() {
-		ids = append(ids, ch.(*array.Int64).Int64Values()...)
-	}
-	return ids
-}
-
 func TestIntegrationGCSConformance(t *testing.T) {
-	endpoint := servicetest.Need(t, "FLIGHTLINE_GCS_ENDPOINT", "fake-gcs-server")
-	bucket := newBucket(t, endpoint)
+	endpoint := objsinktest.GCSEndpoint(t)
+	bucket := objsinktest.NewBucket(t, endpoint)
 	sinktest.Run(t, sinktest.Harness{
 		Guarantee: flightsink.ExactlyOnce,
 		Group:     true,
@@ -123,9 +88,9 @@ func TestIntegrationGCSConformance(t *testing.T) {
 // The create-if-absent primitive as the emulator answers it, and the
 // errors a user meets.
 func TestIntegrationGCSBackend(t *testing.T) {
-	endpoint := servicetest.Need(t, "FLIGHTLINE_GCS_ENDPOINT", "fake-gcs-server")
+	endpoint := objsinktest.GCSEndpoint(t)
 	ctx := context.Background()
-	b, err := gcs.New(ctx, newBucket(t, endpoint), "x", gcs.Endpoint(endpoint))
+	b, err := gcs.New(ctx, objsinktest.NewBucket(t, endpoint), "x", gcs.Endpoint(endpoint))
 	require.NoError(t, err)
 	require.NoError(t, b.PutIfAbsent(ctx, "d/a", []byte("one")))
 	require.ErrorIs(t, b.PutIfAbsent(ctx, "d/a", []byte("two")), objsink.ErrExists)
@@ -157,4 +122,34 @@ func TestIntegrationGCSBackend(t *testing.T) {
 	down, err := gcs.New(ctx, "b", "x", gcs.Endpoint("http://127.0.0.1:1"))
 	require.NoError(t, err)
 	require.ErrorIs(t, down.Put(ctx, "k", []byte("v")), flightline.ErrUnavailable)
+}
+
+// Without an emulator endpoint and without application default
+// credentials, New fails with Unauthenticated, saying where credentials
+// come from; a missing bucket is NotFound and an unreachable endpoint
+// Unavailable at the Flight boundary.
+func TestGCSErrorCodes(t *testing.T) {
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", filepath.Join(t.TempDir(), "no-such-credentials.json"))
+	t.Setenv("HOME", t.TempDir()) // no gcloud application-default file
+	_, err := gcs.New(context.Background(), "b", "p")
+	require.ErrorIs(t, err, flightline.ErrUnauthenticated)
+	require.Equal(t, codes.Unauthenticated, flighterr.Code(err))
+	require.ErrorContains(t, err, "application default credentials")
+	t.Logf("no credentials: %v", err)
+
+	down, err := gcs.New(context.Background(), "b", "x", gcs.Endpoint("http://127.0.0.1:1"))
+	require.NoError(t, err)
+	err = down.PutIfAbsent(context.Background(), "k", []byte("v"))
+	require.Equal(t, codes.Unavailable, flighterr.Code(err), "%v", err)
+	_, err = gcs.New(context.Background(), "a/b", "x", gcs.Endpoint("http://127.0.0.1:1"))
+	require.Equal(t, codes.InvalidArgument, flighterr.Code(err), "%v", err)
+}
+
+func TestIntegrationGCSMissingBucketCode(t *testing.T) {
+	endpoint := objsinktest.GCSEndpoint(t)
+	b, err := gcs.New(context.Background(), "no-such-bucket-37", "x", gcs.Endpoint(endpoint))
+	require.NoError(t, err)
+	err = b.PutIfAbsent(context.Background(), "k", []byte("v"))
+	require.Equal(t, codes.NotFound, flighterr.Code(err), "%v", err)
+	require.ErrorContains(t, err, "no-such-bucket-37")
 }

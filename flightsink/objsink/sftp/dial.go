@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/pkg/sftp"
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/flightsink/objsink"
 )
 
 // Option configures Dial.
@@ -48,13 +50,25 @@ func InsecureIgnoreHostKey() Option { return func(c *dialConfig) { c.insecure = 
 func Timeout(d time.Duration) Option { return func(c *dialConfig) { c.timeout = d } }
 
 // Dial connects to the SSH server at addr (host:port) as user, starts the
-// sftp subsystem and returns the Backend of root. Errors: no credentials
+// sftp subsystem and returns the Backend of root, which dials again (with
+// the same options) at its next call after the connection is lost: a
+// server restart or a cut connection fails the calls in flight with
+// flightline.ErrUnavailable, and the coordinator's retry reaches a new
+// connection. Errors of the first dial: no credentials
 // or a bad key file → flightline.ErrInvalidInput; a host key not in
 // known_hosts or refused credentials → flightline.ErrUnauthenticated; an
 // unreachable server → flightline.ErrUnavailable; a server without the
 // extensions → flightline.ErrFailedPrecondition (see New). Secrets never
 // appear in an error.
-func Dial(ctx context.Context, addr, user, root string, opts ...Option) (*Backend, error) {
+func Dial(ctx context.Context, addr, user, root string, opts ...Option) (*Redialing, error) {
+	r := &Redialing{dial: func(ctx context.Context) (*Backend, error) { return dial(ctx, addr, user, root, opts...) }}
+	if _, err := r.backend(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func dial(ctx context.Context, addr, user, root string, opts ...Option) (*Backend, error) {
 	c := dialConfig{timeout: 30 * time.Second}
 	for _, o := range opts {
 		o(&c)
@@ -92,7 +106,7 @@ func Dial(ctx context.Context, addr, user, root string, opts ...Option) (*Backen
 	var hostKey ssh.HostKeyCallback
 	if c.insecure {
 		slog.Warn("sftp sink: the server's host key is not checked (insecure_ignore_host_key=true): a man in the middle can read and change the data", "addr", addr)
-		hostKey = ssh.InsecureIgnoreHostKey() //nolint:gosec // asked for, and warned about
+		hostKey = ssh.InsecureIgnoreHostKey() //nolint:gosec // asked for, and warned about (at each dial)
 	} else {
 		file := c.knownHosts
 		if file == "" {
@@ -137,3 +151,150 @@ func Dial(ctx context.Context, addr, user, root string, opts ...Option) (*Backen
 	}
 	return b, nil
 }
+
+// Redialing is the Backend Dial returns: a Backend on one SSH connection,
+// replaced by a new one at the first call after the connection ended.
+// Safe for concurrent use.
+type Redialing struct {
+	dial func(context.Context) (*Backend, error)
+
+	mu   sync.Mutex
+	cur  *Backend
+	dead chan struct{} // closed when cur's connection has ended
+	done bool          // closed by Close
+}
+
+// backend returns the live Backend, dialling when there is none.
+func (r *Redialing) backend(ctx context.Context) (*Backend, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		return nil, fmt.Errorf("%w: sftp sink: closed", flightline.ErrUnavailable)
+	}
+	if r.cur != nil {
+		select {
+		case <-r.dead:
+			slog.Warn("sftp sink: the connection was lost; dialling again", "root", r.cur.root)
+			_ = r.cur.Close()
+			r.cur = nil
+		default:
+			return r.cur, nil
+		}
+	}
+	b, err := r.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dead := make(chan struct{})
+	go func() { _ = b.c.Wait(); close(dead) }()
+	r.cur, r.dead = b, dead
+	return b, nil
+}
+
+// lost drops b when err says its connection was lost (before the
+// connection's end is noticed otherwise), so the next call dials; it
+// returns err.
+func (r *Redialing) lost(b *Backend, err error) error {
+	if err == nil || !errors.Is(err, sftp.ErrSSHFxConnectionLost) {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cur == b {
+		slog.Warn("sftp sink: the connection was lost; dialling again at the next call", "root", b.root, "error", err)
+		_ = b.Close()
+		r.cur = nil
+	}
+	return err
+}
+
+// Root is the directory on the server.
+func (r *Redialing) Root() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cur == nil {
+		return ""
+	}
+	return r.cur.root
+}
+
+// Close closes the connection; later calls fail.
+func (r *Redialing) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.done = true
+	if r.cur == nil {
+		return nil
+	}
+	err := r.cur.Close()
+	r.cur = nil
+	return err
+}
+
+// Put implements objsink.Backend.
+func (r *Redialing) Put(ctx context.Context, key string, data []byte) error {
+	b, err := r.backend(ctx)
+	if err != nil {
+		return err
+	}
+	return r.lost(b, b.Put(ctx, key, data))
+}
+
+// PutIfAbsent implements objsink.Backend.
+func (r *Redialing) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	b, err := r.backend(ctx)
+	if err != nil {
+		return err
+	}
+	return r.lost(b, b.PutIfAbsent(ctx, key, data))
+}
+
+// Publish implements objsink.Backend.
+func (r *Redialing) Publish(ctx context.Context, from, to string) error {
+	b, err := r.backend(ctx)
+	if err != nil {
+		return err
+	}
+	return r.lost(b, b.Publish(ctx, from, to))
+}
+
+// Get implements objsink.Backend.
+func (r *Redialing) Get(ctx context.Context, key string) ([]byte, error) {
+	b, err := r.backend(ctx)
+	if err != nil {
+		return nil, err
+	}
+	data, err := b.Get(ctx, key)
+	return data, r.lost(b, err)
+}
+
+// Exists implements objsink.Backend.
+func (r *Redialing) Exists(ctx context.Context, key string) (bool, error) {
+	b, err := r.backend(ctx)
+	if err != nil {
+		return false, err
+	}
+	ok, err := b.Exists(ctx, key)
+	return ok, r.lost(b, err)
+}
+
+// List implements objsink.Backend.
+func (r *Redialing) List(ctx context.Context, dir string) ([]objsink.Object, error) {
+	b, err := r.backend(ctx)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := b.List(ctx, dir)
+	return objs, r.lost(b, err)
+}
+
+// Delete implements objsink.Backend.
+func (r *Redialing) Delete(ctx context.Context, key string) error {
+	b, err := r.backend(ctx)
+	if err != nil {
+		return err
+	}
+	return r.lost(b, b.Delete(ctx, key))
+}
+
+var _ objsink.Backend = (*Redialing)(nil)

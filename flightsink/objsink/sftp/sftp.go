@@ -17,8 +17,9 @@
 //   - pkg/sftp's own in-process server is not faithful (its rename
 //     overwrites, it has no fsync@openssh.com): test against OpenSSH's
 //     sftp-server.
-//   - A broken connection is not redialled: every later call fails with
-//     flightline.ErrUnavailable, and the coordinator reopens the sink.
+//   - The Backend of New does not redial: after its connection broke,
+//     every call fails with flightline.ErrUnavailable. The Backend of
+//     Dial (Redialing) dials again at the first call after the loss.
 package sftp
 
 import (
@@ -138,7 +139,8 @@ func (b *Backend) err(what string, err error) error {
 	case errors.As(err, &st) && st.FxCode() == sftp.ErrSSHFxNoSuchFile:
 		return fmt.Errorf("%w: sftp sink: %s: %v", flightline.ErrNotFound, what, err)
 	}
-	return fmt.Errorf("%w: sftp sink: %s: %v", flightline.ErrUnavailable, what, err)
+	// %w: Redialing looks for sftp.ErrSSHFxConnectionLost in the chain.
+	return fmt.Errorf("%w: sftp sink: %s: %w", flightline.ErrUnavailable, what, err)
 }
 
 // temp writes data to a hidden temporary file beside p, fsynced on the

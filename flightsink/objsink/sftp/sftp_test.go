@@ -1,7 +1,6 @@
 package sftp_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"io/fs"
@@ -12,10 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	pkgsftp "github.com/pkg/sftp"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
@@ -26,6 +21,7 @@ import (
 	"github.com/flightline/flightline/flightsink/objsink/sftp"
 	"github.com/flightline/flightline/flightsink/sinktest"
 	"github.com/flightline/flightline/internal/flighterr"
+	"github.com/flightline/flightline/internal/testkit/objsinktest"
 	"github.com/flightline/flightline/internal/testkit/servicetest"
 )
 
@@ -84,28 +80,10 @@ func readIDs(t *testing.T, dir string) []int64 {
 		}
 		data, err := os.ReadFile(p)
 		require.NoError(t, err)
-		ids = append(ids, parquetIDs(t, data)...)
+		ids = append(ids, objsinktest.ParquetIDs(t, data)...)
 		return nil
 	})
 	require.NoError(t, err)
-	return ids
-}
-
-func parquetIDs(t *testing.T, data []byte) []int64 {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	pf, err := file.NewParquetReader(bytes.NewReader(data))
-	require.NoError(t, err)
-	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, mem)
-	require.NoError(t, err)
-	tbl, err := fr.ReadTable(context.Background())
-	require.NoError(t, err)
-	defer tbl.Release()
-	var ids []int64
-	for _, ch := range tbl.Column(0).Data().Chunks() {
-		ids = append(ids, ch.(*array.Int64).Int64Values()...)
-	}
 	return ids
 }
 

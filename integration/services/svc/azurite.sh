@@ -35,6 +35,8 @@ azurite_up() {
 	setenv FLIGHTLINE_AZURITE_ENDPOINT "http://127.0.0.1:$port/$AZURITE_ACCOUNT"
 	setenv FLIGHTLINE_AZURITE_ACCOUNT "$AZURITE_ACCOUNT"
 	setenv FLIGHTLINE_AZURITE_KEY "$AZURITE_KEY"
+	# The binary, for the tests that run (and restart) an emulator of their own.
+	setenv FLIGHTLINE_AZURITE_BIN "$pkg/node_modules/.bin/azurite-blob"
 }
 
 azurite_down() { stop_pid "$RUN/azurite/pid"; }

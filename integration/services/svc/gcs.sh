@@ -28,6 +28,8 @@ gcs_up() {
 		wait_port 127.0.0.1 "$port" 30 || { tail -n 20 "$dir/log" >&2; return 1; }
 	fi
 	setenv FLIGHTLINE_GCS_ENDPOINT "http://127.0.0.1:$port"
+	# The binary, for the tests that run (and restart) an emulator of their own.
+	setenv FLIGHTLINE_GCS_BIN "$bin/fake-gcs-server"
 }
 
 gcs_down() { stop_pid "$RUN/gcs/pid"; }
