@@ -26,10 +26,12 @@ import (
 )
 
 // DefaultTargetFileSize is the size compaction aims its files at: 32 MiB,
-// less than the 128 MiB of Spark's OPTIMIZE because a compaction holds its
-// output in memory (about the target plus a row group of at most
-// compactRowGroupBytes) and a sink often runs under a 96 MiB memory limit
-// (--memory-limit auto). Raise it where memory allows.
+// less than the 128 MiB of Spark's OPTIMIZE: readers of a streaming table
+// see fewer rows per file change, and a compaction's input (files of up to
+// half the target, read one at a time) stays small beside a sink that
+// often runs under a 96 MiB memory limit (--memory-limit auto). The
+// output streams to the store, so the target does not bound memory; raise
+// it for tables read mostly by batch engines.
 const DefaultTargetFileSize = 32 << 20
 
 // DefaultCompactMinFiles is how many small files the sink lets gather
@@ -46,7 +48,8 @@ const (
 // TargetFileSize sets the size in bytes compaction aims its files at
 // (default 32 MiB, DefaultTargetFileSize). A file under half of it is small: compaction
 // rewrites small files into files of at most about n bytes. The rewrite
-// holds its output (up to about n bytes) and one input file in memory.
+// holds one input file, one row group (at most 16 MiB compressed) and, on
+// S3, one upload part in memory; its output streams to the store.
 func TargetFileSize(n int64) Option {
 	return func(o *options) error {
 		if n < 1 {
@@ -148,9 +151,20 @@ func filePath(p string) string {
 // to one new data file. An input whose Arrow schema differs from the
 // first's (an older schema of an evolved table) is left out. The new file
 // is unreferenced until a commit adds it.
+//
+// The output streams to the store (objstore.NewWriter: a temporary file
+// locally, a multipart upload on S3), so a compaction holds one input
+// file, one buffered row group and at most one upload part in memory, not
+// its whole output.
 func rewrite(ctx context.Context, store objstore.Store, mem memory.Allocator, inputs []*deltalog.Add) (*rewritten, error) {
+	path := fmt.Sprintf("part-00000-%s-c000.snappy.parquet", uuid())
+	ow, err := objstore.NewWriter(ctx, store, path)
+	if err != nil {
+		return nil, fmt.Errorf("compaction: write %s: %w", path, err)
+	}
+	defer ow.Abort() // after a Commit it does nothing
 	var (
-		buf    bytes.Buffer
+		buf    = &countingWriter{w: ow}
 		fw     *pqarrow.FileWriter
 		schema *arrow.Schema
 		st     parquetw.Stats
@@ -161,11 +175,6 @@ func rewrite(ctx context.Context, store objstore.Store, mem memory.Allocator, in
 			fw.Close()
 		}
 	}()
-	var sum int64
-	for _, in := range inputs {
-		sum += in.Size
-	}
-	buf.Grow(int(sum + sum/8)) // no doubling copy of the output
 	for _, in := range inputs {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -196,7 +205,7 @@ func rewrite(ctx context.Context, store objstore.Store, mem memory.Allocator, in
 				rec := rr.RecordBatch()
 				if fw == nil {
 					schema = rr.Schema()
-					if fw, err = newCompactWriter(&buf, mem, rec); err != nil {
+					if fw, err = newCompactWriter(buf, mem, rec); err != nil {
 						return err
 					}
 					fw.NewBufferedRowGroup()
@@ -226,19 +235,30 @@ func rewrite(ctx context.Context, store objstore.Store, mem memory.Allocator, in
 	if fw == nil || len(out.inputs) < 2 {
 		return nil, nil // nothing worth a commit
 	}
-	err := fw.Close()
+	err = fw.Close()
 	fw = nil
 	if err != nil {
 		return nil, fmt.Errorf("compaction: write: %w", err)
 	}
-	path := fmt.Sprintf("part-00000-%s-c000.snappy.parquet", uuid())
-	if err := store.Put(ctx, path, buf.Bytes()); err != nil {
+	if err := ow.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("compaction: write %s: %w", path, err)
 	}
 	out.rows = st.NumRecords
-	out.add = &deltalog.Add{Path: path, PartitionValues: out.inputs[0].PartitionValues, Size: int64(buf.Len()),
+	out.add = &deltalog.Add{Path: path, PartitionValues: out.inputs[0].PartitionValues, Size: buf.n,
 		ModificationTime: time.Now().UnixMilli(), DataChange: false, Stats: deltalog.StatsJSON(st)}
 	return out, nil
+}
+
+// countingWriter counts what passes to w (the compacted file's size).
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // newCompactWriter opens the Parquet writer of a compacted file with the
