@@ -530,3 +530,24 @@ func lsnMax(a, b pglogrepl.LSN) pglogrepl.LSN {
 	}
 	return b
 }
+
+// CheckDetail is what flightline check prints for the source: wal_level,
+// the slot's state and its lag. wal_level other than logical is
+// ErrFailedPrecondition.
+func (s *Source) CheckDetail(ctx context.Context) (string, error) {
+	in, err := s.Inspect(ctx)
+	if err != nil {
+		return "", err
+	}
+	if in.WALLevel != "logical" {
+		return "", fmt.Errorf("%w: postgres-cdc source %s: wal_level is %s; logical decoding needs wal_level = logical (ALTER SYSTEM SET wal_level = logical, then restart the server)", flightline.ErrFailedPrecondition, s.server, in.WALLevel)
+	}
+	if !in.Exists {
+		return fmt.Sprintf("wal_level=logical; slot %s not created yet (the first read creates it)", s.o.slot), nil
+	}
+	state := "idle"
+	if in.Active {
+		state = "in use"
+	}
+	return fmt.Sprintf("wal_level=logical; slot %s %s, confirmed %s, lag %d bytes", s.o.slot, state, in.Confirmed, in.Lag), nil
+}
