@@ -44,6 +44,9 @@ func openPgCDCSource(e env, u *url.URL, c pgCDCSourceConfig) (flightsrc.Source, 
 	if c.StatusInterval != nil {
 		opts = append(opts, postgrescdc.StatusInterval(*c.StatusInterval))
 	}
+	if e.reg != nil {
+		opts = append(opts, postgrescdc.Registerer(e.reg))
+	}
 	d := *u
 	if d.Scheme == "postgres-cdc" {
 		d.Scheme = "postgres"

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/flightline/flightline"
@@ -71,7 +72,8 @@ func TestIntegrationChanges(t *testing.T) {
 	c := pgtest.Conn(t)
 	table := newTable(t, c, "cdcchanges", `id bigint PRIMARY KEY, v text`)
 	pgtest.Exec(t, c, `INSERT INTO `+table+` VALUES (1, 'a'), (2, 'b'), (3, 'c')`)
-	src := newSource(t, mem, table)
+	reg := prometheus.NewRegistry()
+	src := newSource(t, mem, table, postgrescdc.Registerer(reg), postgrescdc.StatusInterval(50*time.Millisecond))
 	ctx := context.Background()
 	rd, err := src.Read(ctx, flightsrc.ReadRequest{Stream: table})
 	require.NoError(t, err)
@@ -83,6 +85,22 @@ func TestIntegrationChanges(t *testing.T) {
 	got, cp := readUntil(t, rd, 5)
 	require.Equal(t, []string{"update 1 a2", "delete 2 null", "update 20 b", "delete 3 null", "insert 3 c2"}, got)
 	require.NoError(t, src.Commit(ctx, flightsrc.CommitRequest{Stream: table, Checkpoint: cp}))
+	// The committed position reaches the slot; the lag gauge follows.
+	require.Eventually(t, func() bool {
+		var confirmed string
+		err := c.QueryRow(ctx, `SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1`, table).Scan(&confirmed)
+		return err == nil && `{"lsn":"`+confirmed+`"}` == string(cp)
+	}, 10*time.Second, 20*time.Millisecond, "the slot confirms the committed checkpoint %s", cp)
+	require.Eventually(t, func() bool {
+		mfs, err := reg.Gather()
+		require.NoError(t, err)
+		for _, mf := range mfs {
+			if mf.GetName() == postgrescdc.LagMetric && len(mf.GetMetric()) == 1 && mf.GetMetric()[0].GetGauge().GetValue() >= 0 {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 20*time.Millisecond, "the lag gauge")
 
 	pgtest.Exec(t, c, `ALTER TABLE `+table+` ADD COLUMN w int`)
 	pgtest.Exec(t, c, `INSERT INTO `+table+` VALUES (4, 'd', 7)`)

@@ -372,9 +372,17 @@ func (r *reader) pump(ctx context.Context) {
 	defer close(r.pumpDone)
 	defer close(r.items)
 	next := time.Now().Add(r.s.o.status)
+	var walEnd pglogrepl.LSN // the server's, as last reported
 	status := func() error {
 		flush := lsnMax(r.confirmed, pglogrepl.LSN(r.durable.Load()))
 		next = time.Now().Add(r.s.o.status)
+		if r.s.lag != nil && walEnd > 0 {
+			lag := 0.0
+			if walEnd > flush {
+				lag = float64(walEnd - flush)
+			}
+			r.s.lag.WithLabelValues(r.s.o.table, r.s.o.slot).Set(lag)
+		}
 		return pglogrepl.SendStandbyStatusUpdate(ctx, r.repl, pglogrepl.StandbyStatusUpdate{
 			WALWritePosition: flush, WALFlushPosition: flush, WALApplyPosition: flush})
 	}
@@ -434,6 +442,7 @@ func (r *reader) pump(ctx context.Context) {
 					fail(err)
 					return
 				}
+				walEnd = lsnMax(walEnd, ka.ServerWALEnd)
 				if ka.ReplyRequested {
 					next = time.Now()
 				}
@@ -447,6 +456,7 @@ func (r *reader) pump(ctx context.Context) {
 					fail(err)
 					return
 				}
+				walEnd = lsnMax(walEnd, x.ServerWALEnd)
 				msg, err := pglogrepl.Parse(bytes.Clone(x.WALData)) // the receive buffer is reused
 				if err != nil {
 					fail(err)

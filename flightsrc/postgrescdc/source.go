@@ -62,6 +62,7 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsrc"
@@ -95,6 +96,7 @@ type options struct {
 	status      time.Duration
 	mem         memory.Allocator
 	log         *slog.Logger
+	reg         prometheus.Registerer
 }
 
 // Table sets the table to read ("t" or "schema.t"); required.
@@ -180,6 +182,8 @@ type Source struct {
 	server   string
 	id       pgx.Identifier
 
+	lag *prometheus.GaugeVec // nil without Registerer
+
 	mu     sync.Mutex
 	active *reader // the open reader, which reports Commit to the server
 }
@@ -217,7 +221,11 @@ func New(dsn string, opts ...Option) (*Source, error) {
 		cfg.RuntimeParams["application_name"] = "flightline-cdc"
 	}
 	cfg.RuntimeParams["TimeZone"] = "UTC"
-	return &Source{o: o, cfg: cfg, password: cfg.Password, server: pgerr.Describe(&cfg.Config), id: id}, nil
+	lag, err := newLagGauge(o.reg)
+	if err != nil {
+		return nil, err
+	}
+	return &Source{o: o, cfg: cfg, password: cfg.Password, server: pgerr.Describe(&cfg.Config), id: id, lag: lag}, nil
 }
 
 func identPart(s string) string {
