@@ -47,9 +47,26 @@ func openPgCDCSource(e env, u *url.URL, c pgCDCSourceConfig) (flightsrc.Source, 
 	if e.reg != nil {
 		opts = append(opts, postgrescdc.Registerer(e.reg))
 	}
+	// postgres-cdc://… on the command line; in the config file the dsn key
+	// holds a postgres:// URL (then u is postgres-cdc:postgres://…).
 	d := *u
+	if d.Opaque != "" {
+		inner, err := url.Parse(d.Opaque)
+		if err != nil {
+			return nil, nil, fmt.Errorf("postgres-cdc: dsn: %w", err)
+		}
+		d = *inner
+	}
 	if d.Scheme == "postgres-cdc" {
 		d.Scheme = "postgres"
+	}
+	for k, v := range d.Query() { // the dsn's own libpq keys
+		if _, ok := c.Conn[k]; !ok && len(v) > 0 {
+			if c.Conn == nil {
+				c.Conn = map[string]string{}
+			}
+			c.Conn[k] = v[0]
+		}
 	}
 	s, err := postgrescdc.New(pgDSN(&d, c.Conn), opts...)
 	return s, func() {}, err
