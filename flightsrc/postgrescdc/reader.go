@@ -485,12 +485,16 @@ func (r *reader) cp() []byte {
 	return r.st.encode()
 }
 
-// stream builds the next batch from the replication stream.
+// stream builds the next batch from the replication stream. A batch ends
+// when it is full, or at the first transaction boundary once
+// min(PollInterval, 50ms) passed since its first row (so a steady trickle
+// of changes still goes out promptly); with no row for PollInterval, a
+// heartbeat.
 func (r *reader) stream(ctx context.Context) (arrow.RecordBatch, []byte, error) {
 	b := array.NewRecordBuilder(r.s.o.mem, r.l.schema)
 	defer b.Release()
 	rows := 0
-	flushWait := min(r.s.o.poll, 50*time.Millisecond)
+	linger := min(r.s.o.poll, 50*time.Millisecond)
 	t := time.NewTimer(r.s.o.poll)
 	defer t.Stop()
 	for {
@@ -513,13 +517,13 @@ func (r *reader) stream(ctx context.Context) (arrow.RecordBatch, []byte, error) 
 			if err != nil {
 				return nil, nil, err
 			}
-			rows += added
-			if rows > 0 {
-				t.Reset(flushWait)
+			if rows == 0 && added > 0 {
+				t.Reset(linger) // from the batch's first row
 			}
+			rows += added
 		case <-t.C:
 			if rows > 0 && r.inTx {
-				t.Reset(flushWait) // never end a batch inside a transaction unless it is full
+				t.Reset(time.Millisecond) // never end a batch inside a transaction unless it is full
 				continue
 			}
 			return b.NewRecordBatch(), r.cp(), nil
