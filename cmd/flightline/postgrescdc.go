@@ -56,17 +56,17 @@ func openPgCDCSource(e env, u *url.URL, c pgCDCSourceConfig) (flightsrc.Source, 
 			return nil, nil, fmt.Errorf("postgres-cdc: dsn: %w", err)
 		}
 		d = *inner
+		for k, v := range d.Query() { // the dsn's own libpq keys (sslmode=…)
+			if _, ok := c.Conn[k]; !ok && len(v) > 0 {
+				if c.Conn == nil {
+					c.Conn = map[string]string{}
+				}
+				c.Conn[k] = v[0]
+			}
+		}
 	}
 	if d.Scheme == "postgres-cdc" {
 		d.Scheme = "postgres"
-	}
-	for k, v := range d.Query() { // the dsn's own libpq keys
-		if _, ok := c.Conn[k]; !ok && len(v) > 0 {
-			if c.Conn == nil {
-				c.Conn = map[string]string{}
-			}
-			c.Conn[k] = v[0]
-		}
 	}
 	s, err := postgrescdc.New(pgDSN(&d, c.Conn), opts...)
 	return s, func() {}, err
