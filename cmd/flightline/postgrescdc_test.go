@@ -17,11 +17,7 @@ import (
 func TestIntegrationCheckPostgresCDC(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	c := pgtest.Conn(t)
-	var wal string
-	require.NoError(t, c.QueryRow(context.Background(), `SHOW wal_level`).Scan(&wal))
-	if wal != "logical" {
-		t.Skipf("the test PostgreSQL runs with wal_level=%s: `integration/services/services.sh restart postgres` applies wal_level=logical", wal)
-	}
+	pgtest.NeedLogical(t, c)
 	table := pgtest.Name("checkcdc")
 	pgtest.Exec(t, c, `CREATE TABLE `+table+` (id bigint PRIMARY KEY)`)
 	t.Cleanup(func() {

@@ -27,11 +27,7 @@ func newTable(t *testing.T, c *pgx.Conn, prefix, columns string) string {
 	if c == nil {
 		c = pgtest.Conn(t)
 	}
-	var wal string
-	require.NoError(t, c.QueryRow(context.Background(), `SHOW wal_level`).Scan(&wal))
-	if wal != "logical" {
-		t.Skipf("the test PostgreSQL runs with wal_level=%s: `integration/services/services.sh restart postgres` applies wal_level=logical", wal)
-	}
+	pgtest.NeedLogical(t, c)
 	table := pgtest.Name(prefix)
 	pgtest.Exec(t, c, `CREATE TABLE `+table+` (`+columns+`)`)
 	t.Cleanup(func() {
