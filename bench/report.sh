@@ -20,7 +20,7 @@ ROUNDS=${BENCH_ROUNDS:-5}
 JOB_ROUNDS=${BENCH_JOB_ROUNDS:-3}
 TIME=${BENCH_TIME:-300ms}
 MICRO='^Benchmark(FlightHop|FlightHopBatchSize|FlightHopValidation|TransformHop|KafkadecodeRaw|KafkadecodeJSON|KafkadecodeAvro|KafkadecodeJSONPipeline|ParquetWrite)$'
-JOBS='^Benchmark(S3|KafkaSink|KafkaSource|Postgres|ADBCPostgres|KafkaToDelta)$'
+JOBS='^Benchmark(S3|KafkaSink|KafkaSource|Postgres|PostgresCDCSnapshot|PostgresCDCStream|ADBCPostgres|KafkaToDelta)$'
 if [ -z "${FLIGHTLINE_PLOT_PYTHON:-}" ]; then
 	integration/services/services.sh up plot >&2
 	FLIGHTLINE_PLOT_PYTHON=$(sed -n 's/^FLIGHTLINE_PLOT_PYTHON=//p' integration/services/run/env)

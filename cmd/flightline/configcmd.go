@@ -233,6 +233,16 @@ func checkSource(e env, c *endpointConf, want []string) (string, error) {
 	if c.remote() {
 		what = "ListFlights answered"
 	}
+	// A source with more to say (the postgres-cdc slot and its lag).
+	if d, ok := src.(interface {
+		CheckDetail(context.Context) (string, error)
+	}); ok {
+		detail, err := d.CheckDetail(e.ctx)
+		if err != nil {
+			return "", err
+		}
+		what += "; " + detail
+	}
 	return fmt.Sprintf("%s; streams: %s", what, strings.Join(names, ", ")), nil
 }
 

@@ -36,6 +36,8 @@ type pgSinkConfig struct {
 	CheckpointTable string            `spec:"checkpoint_table" default:"__flightline_checkpoints" doc:"table holding the checkpoints"`
 	MaxConns        *int              `spec:"max_conns" doc:"connection pool size (default: the driver's)"`
 	Instance        *string           `spec:"instance" doc:"this writer's name among the pipeline's instances (scale-out: one per process of a consumer group); fencing is per instance, the checkpoint merged over them (default: the unnamed instance)"`
+	Mode            *string           `spec:"mode" doc:"append (COPY every row, the default) or upsert (apply rows as changes by key: _op=delete deletes, others INSERT … ON CONFLICT DO UPDATE; _op, _lsn, _commit_time not written)"`
+	Key             []string          `spec:"key" doc:"key columns of mode upsert (a created table gets them as primary key)"`
 	Conn            map[string]string `spec:",extra"`
 }
 
@@ -77,6 +79,12 @@ func openPgSink(e env, u *url.URL, c pgSinkConfig) (flightsink.Sink, func(), err
 	}
 	if c.Instance != nil {
 		opts = append(opts, pgsink.Instance(*c.Instance))
+	}
+	if c.Mode != nil {
+		opts = append(opts, pgsink.Mode(*c.Mode))
+	}
+	if len(c.Key) > 0 {
+		opts = append(opts, pgsink.Key(c.Key...))
 	}
 	s, err := pgsink.New(pgDSN(u, c.Conn), opts...)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flightline/flightline/coordinator"
+	"github.com/flightline/flightline/flightsrc/postgrescdc"
 )
 
 // statusBoard is what `sync --metrics-addr` serves at /status (HTML) and
@@ -56,6 +57,7 @@ type PipelineStatus struct {
 	Checkpoint        string    `json:"checkpoint,omitempty"`
 	CheckpointAgeSecs *float64  `json:"checkpoint_age_seconds,omitempty"`
 	LagRecords        *float64  `json:"lag_records,omitempty"` // where the source reports it
+	LagBytes          *float64  `json:"lag_bytes,omitempty"`   // postgres-cdc: WAL bytes the sink has not committed
 	LastError         string    `json:"last_error,omitempty"`
 	LastErrorAt       time.Time `json:"last_error_at,omitzero"`
 	Restarts          int       `json:"restarts"`
@@ -168,6 +170,31 @@ func (b *statusBoard) lag(group, topic string) *float64 {
 	return &sum
 }
 
+// gauge returns the value of the gauge name whose label has value, or nil.
+func (b *statusBoard) gauge(name, label, value string) *float64 {
+	if b.reg == nil || value == "" {
+		return nil
+	}
+	mfs, err := b.reg.Gather()
+	if err != nil {
+		return nil
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					v := m.GetGauge().GetValue()
+					return &v
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // snapshot returns every pipeline's status, by name.
 func (b *statusBoard) snapshot(now time.Time) []PipelineStatus {
 	b.mu.Lock()
@@ -194,6 +221,7 @@ func (b *statusBoard) snapshot(now time.Time) []PipelineStatus {
 			ps.DeadLetters = s.dl.total()
 		}
 		ps.LagRecords = b.lag(s.id, s.stream)
+		ps.LagBytes = b.gauge(postgrescdc.LagMetric, "stream", s.stream)
 		out = append(out, ps)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -206,7 +234,7 @@ var statusPage = template.Must(template.New("status").Parse(`<!DOCTYPE html>
 </head><body><h1>Flightline pipelines</h1>
 <table id="pipelines"><tr><th>pipeline</th><th>state</th><th>rows</th><th>rows/s (1 min)</th><th>last checkpoint</th><th>age</th><th>lag</th><th>last error</th><th>restarts</th><th>dead letters</th></tr>
 {{range .}}<tr data-pipeline="{{.Name}}"><td>{{.Name}}</td><td class="state">{{.State}}</td><td class="rows">{{.Rows}}</td><td>{{printf "%.0f" .RowsPerSecond}}</td>
-<td><code>{{.Checkpoint}}</code></td><td>{{with .CheckpointAgeSecs}}{{printf "%.0fs" .}}{{end}}</td><td>{{with .LagRecords}}{{printf "%.0f" .}}{{else}}–{{end}}</td>
+<td><code>{{.Checkpoint}}</code></td><td>{{with .CheckpointAgeSecs}}{{printf "%.0fs" .}}{{end}}</td><td>{{with .LagRecords}}{{printf "%.0f" .}}{{else}}{{with .LagBytes}}{{printf "%.0f B" .}}{{else}}–{{end}}{{end}}</td>
 <td>{{.LastError}}</td><td>{{.Restarts}}</td><td>{{.DeadLetters}}</td></tr>
 {{end}}</table><p>JSON: <a href="/status.json">/status.json</a> · metrics: <a href="/metrics">/metrics</a></p></body></html>
 `))

@@ -14,7 +14,12 @@
 //     columns are checked against the schema (ErrSchemaMismatch naming the
 //     column and both types) — before any row is sent.
 //  4. COPY target (cols) FROM STDIN (FORMAT binary), the stream encoded
-//     directly from the Arrow columns (internal/pgarrow).
+//     directly from the Arrow columns (internal/pgarrow). In upsert mode
+//     (Mode, Key) the batch is a stream of changes: it is COPYed into a
+//     temporary stage table, and the last change of each key in the batch
+//     is applied, DELETE for an _op of "delete", INSERT … ON CONFLICT (key)
+//     DO UPDATE otherwise; the change columns (_op, _lsn, _commit_time)
+//     are not written.
 //  5. The rows of step 1 again FOR UPDATE (instance order), its checks
 //     again, then UPDATE the instance's row with checkpoint.Next (positions
 //     merged per key) WHERE the epoch is still the writer's (zero rows:

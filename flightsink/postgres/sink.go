@@ -32,6 +32,8 @@ const DefaultIdleInTransactionTimeout = "30s"
 type Option func(*options) error
 
 type options struct {
+	mode     string
+	key      []string
 	table    string
 	cpTable  string
 	instance string
@@ -43,6 +45,54 @@ type options struct {
 // parts allowed). Pipeline.Target overrides it when non-empty.
 func Table(name string) Option {
 	return func(o *options) error { o.table = name; return nil }
+}
+
+// The modes of Mode.
+const (
+	ModeAppend = "append"
+	ModeUpsert = "upsert"
+)
+
+// ChangeColumns are the columns of a change stream (the postgres-cdc
+// source's _op, _lsn and _commit_time) that ModeUpsert reads but never
+// writes to the target.
+var ChangeColumns = []string{"_op", "_lsn", "_commit_time"}
+
+// Mode sets how rows reach the target: ModeAppend (the default) COPYs
+// every row; ModeUpsert applies each row as a change by Key: a row whose
+// _op column is "delete" deletes the target's row of its key, every other
+// row is written with INSERT … ON CONFLICT (key) DO UPDATE. Within one
+// batch the last change of a key wins, as it would applied in order. The
+// ChangeColumns are not written. Upserts and deletes commit in the
+// transaction of the batch's checkpoint, so a replayed batch changes
+// nothing.
+func Mode(mode string) Option {
+	return func(o *options) error {
+		switch mode {
+		case "", ModeAppend:
+			o.mode = ModeAppend
+		case ModeUpsert:
+			o.mode = ModeUpsert
+		default:
+			return fmt.Errorf("%w: mode %q: want %s or %s", flightline.ErrInvalidInput, mode, ModeAppend, ModeUpsert)
+		}
+		return nil
+	}
+}
+
+// Key sets the key columns of ModeUpsert (required there). A table the
+// sink creates gets them as its primary key; an existing one needs a
+// primary key or unique index on exactly them.
+func Key(cols ...string) Option {
+	return func(o *options) error {
+		for _, c := range cols {
+			if c == "" {
+				return fmt.Errorf("%w: empty key column", flightline.ErrInvalidInput)
+			}
+		}
+		o.key = cols
+		return nil
+	}
 }
 
 // CheckpointTable sets the checkpoint table (default
@@ -107,6 +157,8 @@ type Sink struct {
 	ck       *sqlcheckpoint.Instances
 	instance string
 	q        queries
+	upsert   bool
+	key      []string
 
 	initMu   sync.Mutex
 	initDone bool
@@ -130,6 +182,12 @@ func New(dsn string, opts ...Option) (*Sink, error) {
 			return nil, err
 		}
 	}
+	if o.mode == ModeUpsert && len(o.key) == 0 {
+		return nil, fmt.Errorf("%w: postgres sink: mode %s needs key columns", flightline.ErrInvalidInput, ModeUpsert)
+	}
+	if o.mode != ModeUpsert && len(o.key) > 0 {
+		return nil, fmt.Errorf("%w: postgres sink: key is for mode %s", flightline.ErrInvalidInput, ModeUpsert)
+	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, pgerr.ParseError(err, dsn)
@@ -148,7 +206,8 @@ func New(dsn string, opts ...Option) (*Sink, error) {
 		// sink never idles inside a transaction on purpose.
 		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = DefaultIdleInTransactionTimeout
 	}
-	s := &Sink{log: o.logger, password: cfg.ConnConfig.Password, server: pgerr.Describe(&cfg.ConnConfig.Config), instance: o.instance}
+	s := &Sink{log: o.logger, password: cfg.ConnConfig.Password, server: pgerr.Describe(&cfg.ConnConfig.Config), instance: o.instance,
+		upsert: o.mode == ModeUpsert, key: o.key}
 	if o.table != "" {
 		if s.table, err = pgerr.ParseIdent(o.table); err != nil {
 			return nil, err
@@ -402,6 +461,7 @@ type writer struct {
 	// fail, which rolls the batch back.
 	verified *arrow.Schema
 	colOIDs  []uint32
+	colTypes []string
 	copySQL  string
 	notNull  []bool
 	created  bool // this transaction created the table
@@ -489,6 +549,12 @@ func (w *writer) writeOnce(ctx context.Context, batches []flightsink.Batch) erro
 			continue
 		}
 		rec := b.Rec
+		if s.upsert {
+			if err := w.upsert(ctx, tx, rec); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := w.prepare(ctx, tx, rec); err != nil {
 			return err
 		}
@@ -582,8 +648,12 @@ func (w *writer) prepare(ctx context.Context, tx pgx.Tx, rec arrow.RecordBatch) 
 			return err
 		}
 	}
-	// Nullability is a property of this batch's data.
+	// Nullability is a property of this batch's data (in upsert mode, of
+	// its rows that are not deletes: the INSERT checks them).
 	for i, f := range sc.Fields() {
+		if w.s.upsert {
+			break
+		}
 		if rec.Column(i).NullN() > 0 && w.notNull[i] {
 			return fmt.Errorf("%w: table %s: column %q is NOT NULL, the batch has %d nulls in it",
 				flightline.ErrSchemaMismatch, w.target.Sanitize(), f.Name, rec.Column(i).NullN())
@@ -638,6 +708,16 @@ func (w *writer) create(ctx context.Context, tx pgx.Tx, sc *arrow.Schema) error 
 			b.WriteString(" NOT NULL")
 		}
 	}
+	if w.s.upsert {
+		b.WriteString(", PRIMARY KEY (")
+		for i, k := range w.s.key {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(pgx.Identifier{k}.Sanitize())
+		}
+		b.WriteString(")")
+	}
 	b.WriteString(")")
 	if _, err := tx.Exec(ctx, b.String()); err != nil {
 		if isDuplicate(err) {
@@ -661,6 +741,7 @@ func (w *writer) check(sc *arrow.Schema, cols []column) error {
 	}
 	tbl := w.target.Sanitize()
 	oids := make([]uint32, sc.NumFields())
+	types := make([]string, sc.NumFields())
 	notNull := make([]bool, sc.NumFields())
 	names := make([]string, sc.NumFields())
 	for i, f := range sc.Fields() {
@@ -673,7 +754,7 @@ func (w *writer) check(sc *arrow.Schema, cols []column) error {
 			return fmt.Errorf("%w: table %s: column %q has type %s, the batch has %s (which maps to %s)",
 				flightline.ErrSchemaMismatch, tbl, f.Name, c.typ, f.Type, want.SQL)
 		}
-		oids[i], notNull[i] = c.oid, c.notNull
+		oids[i], notNull[i], types[i] = c.oid, c.notNull, c.typ
 		names[i] = pgx.Identifier{f.Name}.Sanitize()
 		delete(byName, f.Name)
 	}
@@ -683,7 +764,7 @@ func (w *writer) check(sc *arrow.Schema, cols []column) error {
 				flightline.ErrSchemaMismatch, tbl, c.name, c.typ)
 		}
 	}
-	w.verified, w.colOIDs, w.notNull = sc, oids, notNull
+	w.verified, w.colOIDs, w.notNull, w.colTypes = sc, oids, notNull, types
 	w.copySQL = "COPY " + tbl + " (" + strings.Join(names, ", ") + ") FROM STDIN (FORMAT binary)"
 	return nil
 }

@@ -1,7 +1,9 @@
 SERVICES+=(postgres)
 # PostgreSQL: a throwaway cluster under $RUN/pg, owned by the `postgres` OS
 # user (initdb refuses root), listening on 127.0.0.1 at a free port, with
-# fsync off. Installs the Debian `postgresql` package when no server binaries
+# fsync off, and wal_level=logical with room for replication slots (the
+# postgres-cdc source's tests; the settings are start options, so every
+# start — a restart of an existing cluster included — applies them). Installs the Debian `postgresql` package when no server binaries
 # are present. `up` is idempotent: a running cluster is reused. `down` stops
 # only the cluster this script started (identified by its data directory).
 pg_bin() {
@@ -31,6 +33,11 @@ postgres_up() {
 	if [ -f "$dir/data/postmaster.pid" ] && as_postgres "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
 		port="$(cat "$dir/port")"
 		log "postgres: already running on 127.0.0.1:$port"
+		local wal
+		wal="$(as_postgres "$bin/psql" -h "$dir" -p "$port" -U postgres -d postgres -Atc 'SHOW wal_level' 2>/dev/null)" || true
+		if [ -n "$wal" ] && [ "$wal" != logical ]; then
+			log "postgres: running with wal_level=$wal, started before wal_level=logical was set: 'services.sh restart postgres' applies it (the postgres-cdc tests skip until then)"
+		fi
 	else
 		if [ ! -f "$dir/data/PG_VERSION" ]; then
 			rm -rf "$dir/data"
@@ -50,7 +57,7 @@ HBA
 		port="$(free_port)"
 		printf '%s' "$port" > "$dir/port"
 		as_postgres "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 60 \
-			-o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" start >/dev/null ||
+			-o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c wal_level=logical -c max_replication_slots=64 -c max_wal_senders=64 -c wal_sender_timeout=60s" start >/dev/null ||
 			{ tail -n 20 "$dir/log" >&2; return 1; }
 		wait_port 127.0.0.1 "$port" 30
 	fi

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"testing"
 	"time"
 
@@ -46,4 +47,23 @@ func Exec(tb testing.TB, c *pgx.Conn, sql string, args ...any) {
 	if _, err := c.Exec(context.Background(), sql, args...); err != nil {
 		tb.Fatalf("%s: %v", sql, err)
 	}
+}
+
+// NeedLogical skips the test unless the cluster runs with
+// wal_level=logical (logical replication, the postgres-cdc source), or
+// fails it under FLIGHTLINE_REQUIRE_SERVICES=1, like a missing service.
+func NeedLogical(tb testing.TB, c *pgx.Conn) {
+	tb.Helper()
+	var wal string
+	if err := c.QueryRow(context.Background(), `SHOW wal_level`).Scan(&wal); err != nil {
+		tb.Fatalf("SHOW wal_level: %v", err)
+	}
+	if wal == "logical" {
+		return
+	}
+	msg := "the test PostgreSQL runs with wal_level=" + wal + ", not logical: `integration/services/services.sh restart postgres` applies it"
+	if os.Getenv("FLIGHTLINE_REQUIRE_SERVICES") == "1" {
+		tb.Fatal(msg)
+	}
+	tb.Skip(msg)
 }

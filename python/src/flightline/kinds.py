@@ -502,6 +502,86 @@ class SourcePostgres(Kind):
     ) -> None:
         self._init(dict(locals()))
 
+class SourcePostgres-cdc(Kind):
+    """postgres-cdc: PostgreSQL change data capture: a snapshot, then every insert, update and delete (logical replication, pgoutput).
+
+    URL form: ``postgres-cdc://USER@HOST:PORT/DB?table=[SCHEMA.]TABLE&…``.
+
+    Args:
+        dsn: postgres://USER@HOST:PORT/DB (its query may hold libpq keys)
+        table: [SCHEMA.]TABLE whose changes are read; the stream has its name
+            (required; it needs a primary key)
+        slot: logical replication slot, created when missing (default
+            flightline_TABLE)
+        publication: publication, created FOR TABLE when missing (default
+            flightline_TABLE)
+        batch_rows: rows per batch at most (default 10000)
+        poll: idle time before a heartbeat batch (default 1s)
+        status_interval: period of the standby status updates that confirm the
+            committed position to the server (default 10s)
+        sslmode: libpq connection keys, passed to the driver
+        sslrootcert: libpq connection keys, passed to the driver
+        sslcert: libpq connection keys, passed to the driver
+        sslkey: libpq connection keys, passed to the driver
+        sslpassword: libpq connection keys, passed to the driver (secret)
+        sslsni: libpq connection keys, passed to the driver
+        connect_timeout: libpq connection keys, passed to the driver
+        application_name: libpq connection keys, passed to the driver
+        target_session_attrs: libpq connection keys, passed to the driver
+        passfile: libpq connection keys, passed to the driver
+        search_path: libpq connection keys, passed to the driver
+        password: libpq connection keys, passed to the driver (secret)
+    """
+
+    section = 'sources'
+    kind = 'postgres-cdc'
+    _keys = {
+        'dsn': ('string', False, ()),
+        'table': ('string', False, ()),
+        'slot': ('string', False, ()),
+        'publication': ('string', False, ()),
+        'batch_rows': ('integer', False, ()),
+        'poll': ('duration', False, ()),
+        'status_interval': ('duration', False, ()),
+        'sslmode': ('string', False, ()),
+        'sslrootcert': ('string', False, ()),
+        'sslcert': ('string', False, ()),
+        'sslkey': ('string', False, ()),
+        'sslpassword': ('string', True, ()),
+        'sslsni': ('string', False, ()),
+        'connect_timeout': ('string', False, ()),
+        'application_name': ('string', False, ()),
+        'target_session_attrs': ('string', False, ()),
+        'passfile': ('string', False, ()),
+        'search_path': ('string', False, ()),
+        'password': ('string', True, ()),
+    }
+
+    def __init__(
+        self,
+        dsn: Optional[str] = None,
+        *,
+        table: Optional[Union[str, EnvRef]] = None,
+        slot: Optional[Union[str, EnvRef]] = None,
+        publication: Optional[Union[str, EnvRef]] = None,
+        batch_rows: Optional[Union[int, EnvRef]] = None,
+        poll: Optional[Union[Union[str, timedelta], EnvRef]] = None,
+        status_interval: Optional[Union[Union[str, timedelta], EnvRef]] = None,
+        sslmode: Optional[Union[str, EnvRef]] = None,
+        sslrootcert: Optional[Union[str, EnvRef]] = None,
+        sslcert: Optional[Union[str, EnvRef]] = None,
+        sslkey: Optional[Union[str, EnvRef]] = None,
+        sslpassword: Optional[EnvRef] = None,
+        sslsni: Optional[Union[str, EnvRef]] = None,
+        connect_timeout: Optional[Union[str, EnvRef]] = None,
+        application_name: Optional[Union[str, EnvRef]] = None,
+        target_session_attrs: Optional[Union[str, EnvRef]] = None,
+        passfile: Optional[Union[str, EnvRef]] = None,
+        search_path: Optional[Union[str, EnvRef]] = None,
+        password: Optional[EnvRef] = None,
+    ) -> None:
+        self._init(dict(locals()))
+
 class SourceSnowflake(Kind):
     """snowflake: incremental Snowflake reads by (cursor, tiebreak), as Arrow.
 
@@ -1255,6 +1335,10 @@ class SinkPostgres(Kind):
         instance: this writer's name among the pipeline's instances (scale-out: one
             per process of a consumer group); fencing is per instance, the checkpoint
             merged over them (default: the unnamed instance)
+        mode: append (COPY every row, the default) or upsert (apply rows as changes
+            by key: _op=delete deletes, others INSERT … ON CONFLICT DO UPDATE; _op,
+            _lsn, _commit_time not written)
+        key: key columns of mode upsert (a created table gets them as primary key)
         sslmode: libpq connection keys, passed to the driver
         sslrootcert: libpq connection keys, passed to the driver
         sslcert: libpq connection keys, passed to the driver
@@ -1277,6 +1361,8 @@ class SinkPostgres(Kind):
         'checkpoint_table': ('string', False, ()),
         'max_conns': ('integer', False, ()),
         'instance': ('string', False, ()),
+        'mode': ('string', False, ()),
+        'key': ('list', False, ()),
         'sslmode': ('string', False, ()),
         'sslrootcert': ('string', False, ()),
         'sslcert': ('string', False, ()),
@@ -1299,6 +1385,8 @@ class SinkPostgres(Kind):
         checkpoint_table: Optional[Union[str, EnvRef]] = None,
         max_conns: Optional[Union[int, EnvRef]] = None,
         instance: Optional[Union[str, EnvRef]] = None,
+        mode: Optional[Union[str, EnvRef]] = None,
+        key: Optional[Union[Union[str, Sequence[str]], EnvRef]] = None,
         sslmode: Optional[Union[str, EnvRef]] = None,
         sslrootcert: Optional[Union[str, EnvRef]] = None,
         sslcert: Optional[Union[str, EnvRef]] = None,
@@ -1574,6 +1662,7 @@ KINDS: Dict[Tuple[str, str], Type[Kind]] = {
     ('sources', 'grpc'): SourceGrpc,
     ('sources', 'kafka'): SourceKafka,
     ('sources', 'postgres'): SourcePostgres,
+    ('sources', 'postgres-cdc'): SourcePostgres-cdc,
     ('sources', 'snowflake'): SourceSnowflake,
     ('sinks', 'adbc'): SinkAdbc,
     ('deadletter_sinks', 'adbc'): SinkAdbc,
@@ -1618,4 +1707,4 @@ KINDS: Dict[Tuple[str, str], Type[Kind]] = {
     ('schema_sinks', 'glue'): SchemaSinkGlue,
 }
 
-__all__ = ['KINDS', 'EnvRef', 'Kind', 'SourceAdbc', 'SourceBigQuery', 'SourceDatabricks', 'SourceDelta', 'SourceGenerator', 'SourceGrpc', 'SourceKafka', 'SourcePostgres', 'SourceSnowflake', 'SinkAdbc', 'SinkAmqp', 'SinkAmqps', 'SinkAzblob', 'SinkBigQuery', 'SinkDatabricks', 'SinkDelta', 'SinkDir', 'SinkDuckdb', 'SinkFile', 'SinkGcs', 'SinkGrpc', 'SinkKafka', 'SinkMemory', 'SinkNull', 'SinkPostgres', 'SinkS3', 'SinkSftp', 'SinkSnowflake', 'SinkStdout', 'SchemaSinkGlue']
+__all__ = ['KINDS', 'EnvRef', 'Kind', 'SourceAdbc', 'SourceBigQuery', 'SourceDatabricks', 'SourceDelta', 'SourceGenerator', 'SourceGrpc', 'SourceKafka', 'SourcePostgres', 'SourcePostgres-cdc', 'SourceSnowflake', 'SinkAdbc', 'SinkAmqp', 'SinkAmqps', 'SinkAzblob', 'SinkBigQuery', 'SinkDatabricks', 'SinkDelta', 'SinkDir', 'SinkDuckdb', 'SinkFile', 'SinkGcs', 'SinkGrpc', 'SinkKafka', 'SinkMemory', 'SinkNull', 'SinkPostgres', 'SinkS3', 'SinkSftp', 'SinkSnowflake', 'SinkStdout', 'SchemaSinkGlue']
