@@ -72,6 +72,8 @@ type config struct {
 	scenarios  []string
 	jsonOut    string
 	sinkOpts   string
+	sinkFlags  []string
+	runFlags   []string
 	keep       bool
 	verbose    bool
 }
@@ -119,10 +121,14 @@ func main() {
 	flag.StringVar(&scen, "scenarios", "generator,kafka", "scenarios to run: generator, kafka")
 	flag.StringVar(&c.jsonOut, "json", "", "also write the runs as JSON to this file (for bench/scaling/report.py)")
 	flag.StringVar(&c.sinkOpts, "sink-opts", "", "extra keys of the delta: sink spec, e.g. \"pipeline_bytes=0\" (compare settings)")
+	var sinkFlags, runFlags string
+	flag.StringVar(&sinkFlags, "sink-flags", "", "extra flags of serve-sink, space-separated, e.g. \"--pipeline-bytes off\"")
+	flag.StringVar(&runFlags, "run-flags", "", "extra flags of run, space-separated, e.g. \"--window 16\"")
 	flag.BoolVar(&c.keep, "keep", false, "keep the working directories (tables, logs)")
 	flag.BoolVar(&c.verbose, "v", false, "print every run")
 	flag.Parse()
 
+	c.sinkFlags, c.runFlags = strings.Fields(sinkFlags), strings.Fields(runFlags)
 	online := onlineCPUs()
 	if cores == "" {
 		for n := 1; n < len(online); n *= 2 {
@@ -243,7 +249,7 @@ func runOnce(c config, sc string, cpus []int, dir, topic, schema string) (Run, e
 	if c.sinkOpts != "" {
 		sink += "?" + c.sinkOpts
 	}
-	snk, err := start(dir, "sink", set, c.bin, "serve-sink", "--sink", sink, "--listen", sinkAddr)
+	snk, err := start(dir, "sink", set, c.bin, append([]string{"serve-sink", "--sink", sink, "--listen", sinkAddr}, c.sinkFlags...)...)
 	if err != nil {
 		return Run{}, err
 	}
@@ -267,6 +273,7 @@ func runOnce(c config, sc string, cpus []int, dir, topic, schema string) (Run, e
 	if sc == "kafka" {
 		args = append(args, "--stream", topic)
 	}
+	args = append(args, c.runFlags...)
 	t0 := time.Now()
 	coord, err := start(dir, "run", set, c.bin, args...)
 	if err != nil {
