@@ -1,14 +1,14 @@
 """Draw the scaling chart and write the scaling section of bench/report.md
 from the JSON that bench/scaling writes (-json).
 
-usage: report.py OUT_DIR LABEL=FILE.json [LABEL=FILE.json ...]
+usage: report.py OUT_DIR [--note FILE.md] LABEL=FILE.json [LABEL=FILE.json ...]
 
 Writes OUT_DIR/report/scaling.md (the table: rows/s, ratio to one core,
 CPU seconds, per label, scenario and core count; medians of the rounds)
 and OUT_DIR/report/scaling.png (rows/s and the ratio to one core against
 cores). bench/report.py appends scaling.md to report.md. Needs matplotlib
 (the plot venv: FLIGHTLINE_PLOT_PYTHON, integration/services/services.sh
-up plot).
+up plot). --note puts FILE.md (what the figures show) under the heading.
 """
 import json
 import os
@@ -20,8 +20,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 out_dir = sys.argv[1]
+args = sys.argv[2:]
+note = ""
+if args[:1] == ["--note"]:
+    note = open(args[1]).read().strip()
+    args = args[2:]
 runs = []  # (label, report)
-for arg in sys.argv[2:]:
+for arg in args:
     label, path = arg.split("=", 1)
     runs.append((label, json.load(open(path))))
 
@@ -62,6 +67,8 @@ lines = ["## Scaling: one pipeline on 1, 2, 4 … cores", "",
          "last row in the Delta log (Kafka), medians of interleaved rounds; CPU-s of",
          "the three processes (user + system, start-up included; the Kafka broker's",
          "not counted). Ratios are to the same label's one-core median.", ""]
+if note:
+    lines += [note, ""]
 for label, rep in runs:
     lines += [f"### {label}", "",
               f"* {rep['date']}, commit `{rep['commit']}`, {rep['nproc']} cores (`{rep['cpu_model']}`),"
