@@ -128,13 +128,20 @@ func NewServer(sink Sink, opts ...ServerOption) *Server {
 // The check, the sink's Open and the record are one step per pipeline
 // (docs/protocol.md, "Rejoining a claim"). The record lives in memory.
 //
-// Group commit: a goroutine receives the stream's messages ahead of the
-// commits (at most the group bound of them). When the Writer is a
-// GroupWriter and, once a commit returns, more than one batch has already
-// arrived, they are committed in one WriteBatches call (bounded by
-// WithGroupCommit) and then acked one by one, in order. The server never
-// waits for more batches than have arrived: at a low rate every group is a
-// batch alone. A group that fails commits nothing and acks nothing of it.
+// Pipelining and group commit: a goroutine receives the stream's messages
+// ahead of the commits (at most twice the group bound of them), the
+// handler decodes and validates them, and another goroutine commits them
+// in order and sends the acks, holding at most WithPipelineBytes of
+// batches between receipt and commit. When the Writer is a Stager, the
+// batches queued behind a commit are staged (encoded and written, not
+// committed) meanwhile, on up to GOMAXPROCS goroutines. When the Writer is
+// a GroupWriter and, once a commit returns, more than one batch is ready,
+// they are committed in one WriteBatches (or CommitStaged) call (bounded
+// by WithGroupCommit) and then acked one by one, in order. The server
+// never waits for more batches than have arrived: at a low rate every
+// group is a batch alone. A group that fails commits nothing and acks
+// nothing of it; the batches received before a malformed one are
+// committed and acked before the call fails.
 //
 // Every message is checked before arrow-go decodes it (ipcguard.Check:
 // metadata version, body length, buffers inside the body, declared
