@@ -137,6 +137,12 @@ for g in groups:
             for s, v in per.items()) + ".")
         lines.append("")
 
+# The scaling section (bench/scaling/report.py writes it; `make
+# bench-report` does not run the scaling benchmark) is kept.
+scaling = read(os.path.join(out_dir, "report", "scaling.md"))
+if scaling:
+    lines += ["", scaling.strip(), ""]
+
 os.makedirs(os.path.join(out_dir, "report"), exist_ok=True)
 with open(os.path.join(out_dir, "report.md"), "w") as f:
     f.write("\n".join(lines))

@@ -3,13 +3,10 @@ package flightsink
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/util"
-
-	"github.com/flightline/flightline"
 )
 
 // PipelinedWriter lets a caller keep several batches in flight: Submit hands
@@ -45,6 +42,15 @@ func Pipelined(w Writer, window int) PipelinedWriter {
 // PipelinedGroup is Pipelined with the group commit bounded by lim
 // (lim.MaxBatches 1: no group commit).
 func PipelinedGroup(w Writer, window int, lim GroupLimits) PipelinedWriter {
+	return PipelinedBudget(w, window, lim, 0)
+}
+
+// PipelinedBudget is PipelinedGroup with the byte budget of the batches
+// queued behind a commit (0: DefaultPipelineBytes; < 0: nothing staged).
+// When w is a Stager, queued batches are staged (encoded and written) on
+// up to GOMAXPROCS goroutines while earlier ones commit; commits and
+// acks stay in Submit order.
+func PipelinedBudget(w Writer, window int, lim GroupLimits, budget int64) PipelinedWriter {
 	if pw, ok := w.(PipelinedWriter); ok {
 		return pw
 	}
@@ -52,21 +58,22 @@ func PipelinedGroup(w Writer, window int, lim GroupLimits) PipelinedWriter {
 		window = 1
 	}
 	l := &localPipe{
-		w:    w,
-		lim:  lim.Norm(),
-		in:   make(chan queued, window),
-		out:  make(chan result, window),
-		stop: make(chan struct{}),
+		w:     w,
+		slots: make(chan struct{}, window),
+		out:   make(chan result, window),
+		stop:  make(chan struct{}),
 	}
-	l.wg.Add(1)
-	go l.run()
+	l.p = newPipe(w, lim, budget, func(group []*item, done int, _ time.Duration, err error) bool {
+		for i, it := range group {
+			r := result{cp: it.b.CP}
+			if i >= done {
+				r.err = err
+			}
+			l.out <- r // never blocks: slots bounds the batches to window
+		}
+		return true
+	})
 	return l
-}
-
-type queued struct {
-	ctx context.Context
-	rec arrow.RecordBatch
-	cp  []byte
 }
 
 type result struct {
@@ -76,103 +83,42 @@ type result struct {
 
 type localPipe struct {
 	w        Writer
-	lim      GroupLimits
-	in       chan queued
+	p        *pipe
+	slots    chan struct{} // a batch submitted and not yet acked holds one
 	out      chan result
 	stop     chan struct{}
 	stopOnce sync.Once
-	wg       sync.WaitGroup
+	mu       sync.Mutex // Submit against Close
+	closed   bool
 }
 
 var errClosed = errors.New("flightsink: pipelined writer closed")
 
-func (l *localPipe) run() {
-	defer l.wg.Done()
-	broken := error(nil)
-	var group []queued
-	for {
-		select {
-		case <-l.stop:
-			return
-		case q := <-l.in:
-			group = append(group[:0], q)
-		}
-		// Take what is already queued, never waiting for more.
-		size, rows := int64(util.TotalRecordSize(group[0].rec)), group[0].rec.NumRows()
-	more:
-		for !l.lim.full(l.w, len(group), size, rows) {
-			select {
-			case q := <-l.in:
-				group = append(group, q)
-				size += int64(util.TotalRecordSize(q.rec))
-				rows += q.rec.NumRows()
-			default:
-				break more
-			}
-		}
-		done, err := 0, broken
-		if broken == nil {
-			done, err = l.commit(group)
-			broken = err
-		}
-		for i, q := range group {
-			r := result{cp: q.cp}
-			if i >= done {
-				r.err = err
-			}
-			q.rec.Release()
-			select {
-			case l.out <- r:
-			case <-l.stop:
-				for _, q := range group[i+1:] {
-					q.rec.Release()
-				}
-				return
-			}
-		}
-	}
-}
-
-// commit turns a panic in the sink into flightline.ErrInternal rather than
-// a crash of the process that hosts other pipelines. It is not retryable:
-// the same batch would hit the same bug.
-func (l *localPipe) commit(group []queued) (done int, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			done, err = 0, fmt.Errorf("%w: sink panicked in WriteBatch: %v", flightline.ErrInternal, r)
-		}
-	}()
-	ctx := group[0].ctx
-	if len(group) == 1 {
-		if err := l.w.WriteBatch(ctx, group[0].rec, group[0].cp); err != nil {
-			return 0, err
-		}
-		return 1, nil
-	}
-	batches := make([]Batch, len(group))
-	for i, q := range group {
-		batches[i] = Batch{Rec: q.rec, CP: q.cp}
-	}
-	return WriteGroup(ctx, l.w, batches)
-}
-
 func (l *localPipe) Submit(ctx context.Context, rec arrow.RecordBatch, cp []byte) error {
-	rec.Retain()
 	select {
-	case l.in <- queued{ctx: ctx, rec: rec, cp: cp}:
-		return nil
+	case l.slots <- struct{}{}:
 	case <-ctx.Done():
-		rec.Release()
 		return ctx.Err()
 	case <-l.stop:
-		rec.Release()
 		return errClosed
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		<-l.slots
+		return errClosed
+	}
+	if err := l.p.Submit(ctx, Batch{Rec: rec, CP: cp}); err != nil {
+		<-l.slots
+		return err
+	}
+	return nil
 }
 
 func (l *localPipe) Ack(ctx context.Context) ([]byte, error) {
 	select {
 	case r := <-l.out:
+		<-l.slots
 		return r.cp, r.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -183,14 +129,17 @@ func (l *localPipe) Ack(ctx context.Context) ([]byte, error) {
 
 func (l *localPipe) Close(ctx context.Context) error {
 	l.stopOnce.Do(func() { close(l.stop) })
-	l.wg.Wait()
-	// Release what was queued but never committed.
-	for {
-		select {
-		case q := <-l.in:
-			q.rec.Release()
-		default:
-			return l.w.Close(ctx)
+	l.p.halt() // unblocks a Submit waiting for the budget
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	// Discard what was queued but never committed (the commit under way
+	// ends first), and its acks.
+	go func() {
+		for range l.out {
 		}
-	}
+	}()
+	l.p.Finish()
+	close(l.out)
+	return l.w.Close(ctx)
 }

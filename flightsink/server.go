@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/debug"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -39,6 +40,7 @@ type Server struct {
 	validate bool  // ValidateBatch every batch before the Writer sees it
 	maxBatch int64 // bound on what one IPC message may make the reader allocate
 	group    GroupLimits
+	budget   int64 // WithPipelineBytes
 	claims   claimRegistry
 
 	onReceive func() // test hook: the prefetch goroutine received a message
@@ -126,13 +128,20 @@ func NewServer(sink Sink, opts ...ServerOption) *Server {
 // The check, the sink's Open and the record are one step per pipeline
 // (docs/protocol.md, "Rejoining a claim"). The record lives in memory.
 //
-// Group commit: a goroutine receives the stream's messages ahead of the
-// commits (at most the group bound of them). When the Writer is a
-// GroupWriter and, once a commit returns, more than one batch has already
-// arrived, they are committed in one WriteBatches call (bounded by
-// WithGroupCommit) and then acked one by one, in order. The server never
-// waits for more batches than have arrived: at a low rate every group is a
-// batch alone. A group that fails commits nothing and acks nothing of it.
+// Pipelining and group commit: a goroutine receives the stream's messages
+// ahead of the commits (at most twice the group bound of them), the
+// handler decodes and validates them, and another goroutine commits them
+// in order and sends the acks, holding at most WithPipelineBytes of
+// batches between receipt and commit. When the Writer is a Stager, the
+// batches queued behind a commit are staged (encoded and written, not
+// committed) meanwhile, on up to GOMAXPROCS goroutines. When the Writer is
+// a GroupWriter and, once a commit returns, more than one batch is ready,
+// they are committed in one WriteBatches (or CommitStaged) call (bounded
+// by WithGroupCommit) and then acked one by one, in order. The server
+// never waits for more batches than have arrived: at a low rate every
+// group is a batch alone. A group that fails commits nothing and acks
+// nothing of it; the batches received before a malformed one are
+// committed and acked before the call fails.
 //
 // Every message is checked before arrow-go decodes it (ipcguard.Check:
 // metadata version, body length, buffers inside the body, declared
@@ -196,65 +205,68 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 	}
 	s.log.Debug("DoPut opened", "pipeline", flighterr.Clip(p.ID), "target", flighterr.Clip(p.Target), "schema", rdr.Schema())
 
-	var group []Batch
-	defer func() {
-		for _, b := range group {
-			b.Rec.Release()
+	// The pipe commits what this loop decodes, in order, on a goroutine
+	// of its own, staging the batches queued behind a commit (Stager) and
+	// grouping what is staged when a commit returns; it sends the acks.
+	var commitErr, sendErr error
+	pp := newPipe(w, s.group, s.budget, func(group []*item, done int, took time.Duration, err error) bool {
+		per := took / time.Duration(len(group))
+		for _, it := range group[:done] {
+			s.metrics.Committed("sink", p.ID, it.b.Rec.NumRows(), int64(util.TotalRecordSize(it.b.Rec)), per)
+			if err := stream.Send(&flight.PutResult{AppMetadata: it.b.CP}); err != nil {
+				sendErr = err // the batch is committed; the client re-reads the checkpoint
+				pre.Stop()    // the loop below stops reading
+				return false
+			}
 		}
-	}()
-	n := 0 // batches received
-	for {
-		// Take the next batch, waiting for it, then those already arrived.
-		var rerr error
-		for len(group) == 0 || pre.Buffered() > 0 {
-			if len(group) > 0 && s.group.full(w, len(group), groupBytes(group), groupRows(group)) {
+		if err != nil {
+			commitErr = err
+			pre.Stop()
+			return false
+		}
+		return true
+	})
+	// A panic in the sink's commit, on the pipe's goroutine, fails the
+	// call as one in this handler would (flighterr.Recover).
+	pp.panicked = func(r any) error {
+		c := fmt.Sprintf("DoPut of pipeline %q", flighterr.Clip(pipeline))
+		s.log.Error(c+" panicked; the call fails with INTERNAL", "panic", flighterr.Clip(fmt.Sprint(r)), "stack", string(debug.Stack()))
+		return fmt.Errorf("%w: %s", flightline.ErrInternal, c)
+	}
+	defer pp.Abort() // a no-op once finished
+	n := 0           // batches received
+	var rerr error
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		if s.validate {
+			if err := ValidateBatch(rec); err != nil {
+				rerr = fmt.Errorf("batch %d of pipeline %q: %w", n, flighterr.Clip(p.ID), err)
 				break
 			}
-			if !rdr.Next() {
-				rerr = io.EOF
-				break
-			}
-			rec := rdr.RecordBatch()
-			if s.validate {
-				if err := ValidateBatch(rec); err != nil {
-					rerr = fmt.Errorf("batch %d of pipeline %q: %w", n, flighterr.Clip(p.ID), err)
-					break
-				}
-			}
-			rec.Retain() // the reader releases it on its next Next
-			group = append(group, Batch{Rec: rec, CP: bytes.Clone(rdr.LatestAppMetadata())})
-			n++
 		}
-		if len(group) > 0 {
-			start := time.Now()
-			done, err := WriteGroup(ctx, w, group)
-			per := time.Since(start) / time.Duration(len(group))
-			for _, b := range group[:done] {
-				s.metrics.Committed("sink", p.ID, b.Rec.NumRows(), int64(util.TotalRecordSize(b.Rec)), per)
-				if err := stream.Send(&flight.PutResult{AppMetadata: b.CP}); err != nil {
-					return err // the batch is committed; the client re-reads the checkpoint
-				}
-			}
-			if err != nil {
-				if errors.Is(err, flightline.ErrFenced) && !errors.Is(err, flightline.ErrReplaced) {
-					// Say who fenced it, when this server made the newer claim.
-					if rerr := s.claims.replaced(p, req.claim.ID, mine); rerr != nil {
-						return fmt.Errorf("%w (the sink: %v)", rerr, err)
-					}
-				}
-				return fmt.Errorf("committing batch of pipeline %q: %w", flighterr.Clip(p.ID), err)
-			}
-			for _, b := range group {
-				b.Rec.Release()
-			}
-			group = group[:0]
+		// Submit takes its own reference: the reader releases rec on its
+		// next Next.
+		if err := pp.Submit(ctx, Batch{Rec: rec, CP: bytes.Clone(rdr.LatestAppMetadata())}); err != nil {
+			break // the pipe stopped: commitErr or sendErr says why
 		}
-		if rerr == io.EOF {
-			break
+		n++
+	}
+	// What was received before an error is committed and acked first.
+	pp.Finish()
+	if sendErr != nil {
+		return sendErr
+	}
+	if commitErr != nil {
+		if errors.Is(commitErr, flightline.ErrFenced) && !errors.Is(commitErr, flightline.ErrReplaced) {
+			// Say who fenced it, when this server made the newer claim.
+			if rerr := s.claims.replaced(p, req.claim.ID, mine); rerr != nil {
+				return fmt.Errorf("%w (the sink: %v)", rerr, commitErr)
+			}
 		}
-		if rerr != nil {
-			return rerr
-		}
+		return fmt.Errorf("committing batch of pipeline %q: %w", flighterr.Clip(p.ID), commitErr)
+	}
+	if rerr != nil {
+		return rerr
 	}
 	if rdr.Malformed() != nil {
 		return fmt.Errorf("%w: DoPut of pipeline %q: %v", flightline.ErrInvalidInput, flighterr.Clip(p.ID), rdr.Malformed())

@@ -497,8 +497,17 @@ func serveSink(ctx context.Context, args []string) error {
 	c.register(fs)
 	sf.register(fs, "127.0.0.1:7402")
 	spec := fs.String("sink", "", "the sink to serve (required; see below)")
+	pipeBytes := fs.String("pipeline-bytes", "64MiB", "received batches a stream holds while earlier ones commit: sinks that stage (delta) encode and write them meanwhile; off: encode and write each batch inside its commit")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	budget := int64(-1)
+	if *pipeBytes != "off" {
+		n, err := parseSize(*pipeBytes)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("--pipeline-bytes %q: want a size such as 64MiB, or off", *pipeBytes)
+		}
+		budget = n
 	}
 	if *spec == "" || isRemote(*spec) {
 		return fmt.Errorf("--sink must name an in-process sink kind; known: %s", kinds(sinkKinds))
@@ -518,7 +527,8 @@ func serveSink(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stopMetrics()
-	return serveFlight(ctx, flightsink.NewServer(sink, flightsink.WithLogger(log), flightsink.WithMetrics(m.Registry())), &sf, log)
+	return serveFlight(ctx, flightsink.NewServer(sink, flightsink.WithLogger(log), flightsink.WithMetrics(m.Registry()),
+		flightsink.WithPipelineBytes(budget)), &sf, log)
 }
 
 func runPipeline(ctx context.Context, args []string) error {

@@ -430,6 +430,7 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 		}
 	}
 	w.snap = snap
+	w.publishView()
 	last, err := merged(snap, p.ID)
 	if err != nil {
 		return nil, nil, err
@@ -457,4 +458,5 @@ func backoff(ctx context.Context, attempt int) error {
 }
 
 var _ flightsink.Sink = (*Sink)(nil)
+var _ flightsink.Stager = (*writer)(nil)
 var _ flightsink.Guaranteer = (*Sink)(nil)

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -46,6 +47,9 @@ type writer struct {
 	// synced is when w.snap was last known to be the log's head or close
 	// behind it (see checkStale).
 	synced time.Time
+	// view is w.snap's version and schema for Stage, which runs beside
+	// the commits and so cannot read w.snap.
+	view atomic.Pointer[view]
 }
 
 // staleAfter is how long a writer trusts its snapshot without a commit of
@@ -122,7 +126,7 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 	if err := flightsink.CheckBatch(rec, cp); err != nil {
 		return err
 	}
-	return w.write(ctx, []flightsink.Batch{{Rec: rec, CP: cp}})
+	return w.write(ctx, []flightsink.Batch{{Rec: rec, CP: cp}}, nil)
 }
 
 // WriteBatches implements flightsink.GroupWriter: one Delta commit holding
@@ -132,16 +136,32 @@ func (w *writer) WriteBatches(ctx context.Context, batches []flightsink.Batch) e
 	if err := flightsink.CheckGroup(batches); err != nil {
 		return err
 	}
-	return w.write(ctx, batches)
+	return w.write(ctx, batches, nil)
 }
 
-// staged is a new batch of a commit: its storable form and Delta schema.
+// staged is a new batch of a commit: its storable form and Delta schema,
+// and its data file's add action when Stage wrote it.
 type staged struct {
 	rec    arrow.RecordBatch
 	schema *deltalog.Schema
+	add    *deltalog.Add
 }
 
-func (w *writer) write(ctx context.Context, batches []flightsink.Batch) (err error) {
+// write commits batches; pre[i] (pre may be nil) is what Stage wrote for
+// batches[i], nil when nothing. It owns pre: a file no commit attempt
+// names is deleted, one an attempt named is left (the commit may have
+// landed; the cleanup removes it if not).
+func (w *writer) write(ctx context.Context, batches []flightsink.Batch, pre []flightsink.Staged) (err error) {
+	attempted := false
+	defer func() {
+		for _, s := range pre {
+			if f, ok := s.(*stagedFile); ok && f != nil && (!f.used || !attempted) {
+				f.Discard(context.WithoutCancel(ctx))
+			} else if ok && f != nil {
+				f.release()
+			}
+		}
+	}()
 	w.bg.mu.Lock()
 	defer w.bg.mu.Unlock()
 	if w.closed {
@@ -188,6 +208,17 @@ func (w *writer) write(ctx context.Context, batches []flightsink.Batch) (err err
 		if !fresh[i] {
 			continue
 		}
+		if i < len(pre) {
+			if f, ok := pre[i].(*stagedFile); ok && f != nil {
+				f.used = true
+				f.rec.Retain()
+				stage = append(stage, staged{rec: f.rec, schema: f.schema, add: f.add})
+				if _, err := w.schemaFor(w.snap, f.schema, f.rec); err != nil {
+					return err
+				}
+				continue
+			}
+		}
 		rec := parquetw.Storable(w.s.o.mem, b.Rec, parquetw.StoredSchema(b.Rec.Schema()))
 		stage = append(stage, staged{rec: rec})
 		schema, err := deltalog.FromArrowSchema(rec.Schema())
@@ -207,16 +238,15 @@ func (w *writer) write(ctx context.Context, batches []flightsink.Batch) (err err
 		if rec.NumRows() == 0 {
 			continue
 		}
-		data, pst, err := parquetw.Bytes(rec, append([]parquetw.Option{parquetw.Allocator(w.s.o.mem)}, w.s.o.pqOptions...)...)
+		if st.add != nil {
+			adds = append(adds, st.add)
+			continue
+		}
+		add, err := w.writeFile(ctx, rec)
 		if err != nil {
-			return fmt.Errorf("%w: %v", flightline.ErrInvalidInput, err)
+			return err
 		}
-		path := fmt.Sprintf("part-00000-%s-c000.snappy.parquet", uuid())
-		if err := w.t.Store().Put(ctx, path, data); err != nil {
-			return fmt.Errorf("delta sink %s: write data file: %w", w.t.URL(), err)
-		}
-		adds = append(adds, &deltalog.Add{Path: path, PartitionValues: deltalog.NullStrMap{}, Size: int64(len(data)),
-			ModificationTime: time.Now().UnixMilli(), DataChange: true, Stats: deltalog.StatsJSON(pst)})
+		adds = append(adds, add)
 	}
 	if err := w.checkStale(ctx); err != nil {
 		return err
@@ -237,11 +267,13 @@ func (w *writer) write(ctx context.Context, batches []flightsink.Batch) (err err
 			return err
 		}
 		v := w.snap.Version + 1
+		attempted = true
 		err = w.t.Commit(ctx, v, acts)
 		if err == nil {
 			if err := w.snap.Apply(v, acts); err != nil {
 				return err
 			}
+			w.publishView()
 			w.committed(next)
 			w.synced = time.Now()
 			w.afterCommit()
@@ -261,6 +293,106 @@ func (w *writer) write(ctx context.Context, batches []flightsink.Batch) (err err
 			return err
 		}
 	}
+}
+
+// writeFile encodes rec (in its storable form, with rows) as a Parquet
+// data file and writes it under a fresh name; it returns the file's add
+// action. Nothing references the file until a commit does.
+func (w *writer) writeFile(ctx context.Context, rec arrow.RecordBatch) (*deltalog.Add, error) {
+	data, pst, err := parquetw.Bytes(rec, append([]parquetw.Option{parquetw.Allocator(w.s.o.mem)}, w.s.o.pqOptions...)...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", flightline.ErrInvalidInput, err)
+	}
+	path := fmt.Sprintf("part-00000-%s-c000.snappy.parquet", uuid())
+	if err := w.t.Store().Put(ctx, path, data); err != nil {
+		return nil, fmt.Errorf("delta sink %s: write data file: %w", w.t.URL(), err)
+	}
+	return &deltalog.Add{Path: path, PartitionValues: deltalog.NullStrMap{}, Size: int64(len(data)),
+		ModificationTime: time.Now().UnixMilli(), DataChange: true, Stats: deltalog.StatsJSON(pst)}, nil
+}
+
+// view is what Stage checks a batch's schema against: the table's
+// version and schema as of the writer's last commit or Open.
+type view struct {
+	version int64
+	schema  *deltalog.Schema
+}
+
+// publishView records w.snap's version and schema for Stage; bg.mu held.
+func (w *writer) publishView() {
+	w.view.Store(&view{version: w.snap.Version, schema: w.snap.Schema})
+}
+
+// stagedFile is a batch's data file written by Stage, not committed.
+type stagedFile struct {
+	w      *writer
+	rec    arrow.RecordBatch // the storable form
+	schema *deltalog.Schema
+	add    *deltalog.Add
+	used   bool // named by a commit attempt
+}
+
+// Discard implements flightsink.Staged: it deletes the data file.
+func (f *stagedFile) Discard(ctx context.Context) {
+	if f.add != nil {
+		if err := f.w.t.Store().Delete(ctx, f.add.Path); err != nil {
+			f.w.log.Debug("delta sink: deleting an uncommitted data file failed; the cleanup will", "table", f.w.t.URL(), "file", f.add.Path, "err", err)
+		}
+	}
+	f.release()
+}
+
+func (f *stagedFile) release() {
+	if f.rec != nil {
+		f.rec.Release()
+		f.rec = nil
+	}
+}
+
+// Stage implements flightsink.Stager: it writes the data file of b (when
+// it has rows), after checking its schema against the table as of the
+// writer's last commit; CommitStaged checks again. It takes no lock that
+// a commit holds.
+func (w *writer) Stage(ctx context.Context, b flightsink.Batch) (flightsink.Staged, error) {
+	if err := flightsink.CheckBatch(b.Rec, b.CP); err != nil {
+		return nil, err
+	}
+	if b.Rec.NumRows() == 0 {
+		return nil, nil
+	}
+	rec := parquetw.Storable(w.s.o.mem, b.Rec, parquetw.StoredSchema(b.Rec.Schema()))
+	f := &stagedFile{w: w, rec: rec}
+	schema, err := deltalog.FromArrowSchema(rec.Schema())
+	if err != nil {
+		f.release()
+		return nil, err
+	}
+	f.schema = schema
+	if v := w.view.Load(); v != nil {
+		if _, err := w.schemaFor(&deltalog.Snapshot{Version: v.version, Schema: v.schema}, schema, rec); err != nil {
+			f.release()
+			return nil, err
+		}
+	}
+	if f.add, err = w.writeFile(ctx, rec); err != nil {
+		f.release()
+		return nil, err
+	}
+	return f, nil
+}
+
+// CommitStaged implements flightsink.Stager: WriteBatches with the data
+// files Stage wrote.
+func (w *writer) CommitStaged(ctx context.Context, batches []flightsink.Batch, pre []flightsink.Staged) error {
+	if err := flightsink.CheckGroup(batches); err != nil {
+		for _, s := range pre {
+			if s != nil {
+				s.Discard(context.WithoutCancel(ctx))
+			}
+		}
+		return err
+	}
+	return w.write(ctx, batches, pre)
 }
 
 // others returns the positions of the pipeline's other instances as of

@@ -2,6 +2,7 @@ package flightwire
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -89,12 +90,20 @@ func (p *Prefetch) next() prefetched {
 	if p.last != nil {
 		return prefetched{err: p.last}
 	}
-	it := <-p.ch
+	var it prefetched
+	select {
+	case it = <-p.ch:
+	case <-p.done:
+		it.err = ErrStopped
+	}
 	if it.err != nil {
 		p.last = it.err
 	}
 	return it
 }
+
+// ErrStopped is what reading a Prefetch returns once Stop was called.
+var ErrStopped = errors.New("flightwire: prefetch stopped")
 
 // Recv implements RecvStream for a stream without Codec.
 func (p *Prefetch) Recv() (*flight.FlightData, error) {
@@ -122,7 +131,8 @@ func (p *Prefetch) Context() context.Context { return p.s.Context() }
 // Buffered is how many received messages wait to be read.
 func (p *Prefetch) Buffered() int { return len(p.ch) }
 
-// Stop stops prefetching and releases the messages not read.
+// Stop stops prefetching and releases the messages not read. A read
+// under way or later returns ErrStopped. Safe from any goroutine.
 func (p *Prefetch) Stop() {
 	p.once.Do(func() {
 		close(p.done)

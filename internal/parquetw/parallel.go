@@ -30,8 +30,9 @@ func flat(sc *arrow.Schema) bool {
 // columns are encoded by up to workers goroutines at once. It writes what
 // pqarrow.FileWriter.Write writes for the same properties: the same schema
 // conversion and key-value metadata, the same leaf values and definition
-// levels per column; closing the row group then compresses each column's
-// remaining page and copies the columns into w in order.
+// levels per column, each column's last page built and compressed by the
+// goroutine that encoded it (flushLastPage); closing the row group then
+// writes the dictionary pages and copies the columns into w in order.
 func writeParallel(w io.Writer, rec arrow.RecordBatch, props *parquet.WriterProperties, aprops pqarrow.ArrowWriterProperties, workers int) (Stats, error) {
 	sc := rec.Schema()
 	pqschema, err := pqarrow.ToParquet(sc, props, aprops)
@@ -121,5 +122,26 @@ func writeColumn(rg file.BufferedRowGroupWriter, i int, col arrow.Array, nullabl
 		levels = defs
 	}
 	ctx := pqarrow.NewArrowWriteContext(context.Background(), &aprops)
-	return defs, pqarrow.WriteArrowToColumn(ctx, cw, col, levels, nil, nullable)
+	if err := pqarrow.WriteArrowToColumn(ctx, cw, col, levels, nil, nullable); err != nil {
+		return defs, err
+	}
+	return defs, flushLastPage(cw)
+}
+
+// flushLastPage builds (and compresses) the column's last data page on
+// the calling goroutine, where closing the row group would do it later,
+// serially, column after column: the same page with the same bytes, since
+// Close flushes only a page that holds values. Whether it holds any is
+// read from the page statistics (values and nulls since the last page;
+// reset with every page): without them the page is left to Close.
+func flushLastPage(cw file.ColumnChunkWriter) error {
+	f, ok := cw.(interface{ FlushCurrentPage() error })
+	if !ok {
+		return nil
+	}
+	ps := cw.PageStatistics()
+	if ps == nil || !ps.HasNullCount() || ps.NumValues()+ps.NullCount() == 0 {
+		return nil
+	}
+	return f.FlushCurrentPage()
 }

@@ -13,8 +13,9 @@
 // the batch has rows and more than one top-level column, none of them
 // nested, and fits one row group; the bytes written are the same as the serial
 // encoding's, byte for byte, whatever the parallelism (the S3 sink's
-// replay-overwrite relies on that). The final compression of each
-// column's last page and the copy into w stay serial, in column order.
+// replay-overwrite relies on that). Each column's pages, its last one
+// included, are compressed by the goroutine that encodes it; dictionary
+// pages and the copy into w stay serial, in column order.
 //
 // Write does not retain rec. The allocator is a parameter (nil: Go
 // allocator); everything allocated from it is released before Write
