@@ -121,6 +121,7 @@ func NewDecoder(mem memory.Allocator, opts ...Option) (*Decoder, error) {
 	}
 	d := &Decoder{mem: mem, cfg: cfg, rec: newRecycler(mem, cfg.maxParked)}
 	d.dz.max = cfg.maxDecompressed
+	d.dz.verify = cfg.skipCRC
 	d.arena.r = d.rec
 	var valueType arrow.DataType
 	if cfg.value != nil {

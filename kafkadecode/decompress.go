@@ -64,11 +64,16 @@ var xerialPrefix = []byte{130, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 
 // decompressor holds reusable codec state. It is owned by one Decoder.
 type decompressor struct {
-	max  int
-	src  bytes.Reader
-	gz   *gzip.Reader
-	zs   *zstd.Decoder
-	zerr error
+	max int
+	// verify makes the zstd decoder check a frame's content checksum. It
+	// is off when the batch CRC32C, checked before decompression, already
+	// covers the compressed bytes (as for LZ4, whose checksums are never
+	// checked: see lz4frame.go).
+	verify bool
+	src    bytes.Reader
+	gz     *gzip.Reader
+	zs     *zstd.Decoder
+	zerr   error
 }
 
 // decompress appends the decompressed form of src to a.buf and returns the
@@ -186,7 +191,8 @@ func (d *decompressor) zstd(src []byte, a *arena, start int) error {
 		d.zs, d.zerr = zstd.NewReader(nil,
 			zstd.WithDecoderConcurrency(1),
 			zstd.WithDecoderMaxMemory(uint64(d.max)),
-			zstd.WithDecoderLowmem(false))
+			zstd.WithDecoderLowmem(false),
+			zstd.IgnoreChecksum(!d.verify))
 	}
 	if d.zerr != nil {
 		return d.zerr
@@ -197,24 +203,27 @@ func (d *decompressor) zstd(src []byte, a *arena, start int) error {
 	} else {
 		a.reserve(4 * len(src))
 	}
-	before := unsafe.SliceData(a.buf)
-	out, err := d.zs.DecodeAll(src, a.buf)
+	// Decode into the arena's free tail as an empty slice: given a
+	// non-empty dst, DecodeAll decodes every block into its own buffer
+	// and copies it onto dst; given an empty one, it decodes in place.
+	tail := a.buf[start:start:cap(a.buf)]
+	out, err := d.zs.DecodeAll(src, tail)
 	if err != nil {
 		if errors.Is(err, zstd.ErrDecoderSizeExceeded) {
 			return errMaxDecompress
 		}
 		return err
 	}
-	if len(out)-start > d.max {
+	if len(out) > d.max {
 		return errMaxDecompress
 	}
-	if unsafe.SliceData(out) != before {
+	if len(out) > 0 && (cap(tail) == 0 || unsafe.SliceData(out) != unsafe.SliceData(tail)) {
 		// The decoder outgrew the arena and allocated; move the bytes in.
-		a.reserve(len(out) - len(a.buf))
-		a.buf = append(a.buf, out[len(a.buf):]...)
+		a.reserve(len(out))
+		a.buf = append(a.buf, out...)
 		return nil
 	}
-	a.buf = out
+	a.buf = a.buf[:start+len(out)]
 	return nil
 }
 

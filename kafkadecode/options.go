@@ -93,5 +93,8 @@ func WithCapacityHint(rows int) Option { return func(c *config) { c.capacityHint
 // once the record batches using them are released; a buffer that does not
 // fit goes back to the allocator. The default is DefaultMaxParkedBytes; 0
 // keeps none. Buffers still referenced by record batches are not counted:
-// they are bounded by what the caller holds.
+// they are bounded by what the caller holds. Besides these bytes, the one
+// most recently freed buffer larger than n is kept (unless n is 0): a
+// decompression arena, one Append's decompressed batches, so that the next
+// Append reuses it instead of allocating as much afresh.
 func WithMaxParkedBytes(n int) Option { return func(c *config) { c.maxParked = n } }
