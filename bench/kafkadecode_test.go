@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"runtime"
 	"testing"
 	"time"
 
@@ -36,6 +37,9 @@ func reportRecords(b *testing.B, perOp int) {
 //     free-list allocator (ours runs on the plain Go allocator);
 //   - franzgo-parse: kgo.ProcessFetchPartition alone, no Arrow at all: the
 //     floor of the franz-go path;
+//   - flightline-parallel (compressed codecs): flightline-zerocopy with
+//     WithDecompressConcurrency(GOMAXPROCS): the batches decompressed on
+//     every core, then decoded in order; compare it per wall clock;
 //   - bare-decompress (compressed codecs): decompression of the same
 //     batches' payloads into one reused buffer and nothing else, the limit
 //     of any decoder per core (kafkadecode_bare_test.go).
@@ -46,10 +50,10 @@ func BenchmarkKafkadecodeRaw(b *testing.B) {
 		codec int16
 	}{{"none", benchCodecNone}, {"gzip", benchCodecGzip}, {"snappy", benchCodecSnappy}, {"lz4", benchCodecLz4}, {"zstd", benchCodecZstd}} {
 		raw := kafkaBatches(values, c.codec)
-		ours := func(unsafe bool) func(b *testing.B) {
+		ours := func(unsafe bool, opts ...kafkadecode.Option) func(b *testing.B) {
 			return func(b *testing.B) {
 				mem := memory.NewGoAllocator()
-				dec, err := kafkadecode.NewDecoder(mem, kafkadecode.WithTopic("orders"))
+				dec, err := kafkadecode.NewDecoder(mem, append(opts, kafkadecode.WithTopic("orders"))...)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -84,8 +88,12 @@ func BenchmarkKafkadecodeRaw(b *testing.B) {
 			}}
 			var limit []side
 			if c.codec != benchCodecNone {
-				cmp.ratios = append(cmp.ratios, pair{"flightline-zerocopy", "bare-decompress"}, pair{"franzgo-parse", "bare-decompress"})
-				limit = append(limit, bareSide(c.codec, raw))
+				cmp.ratios = append(cmp.ratios,
+					pair{"flightline-zerocopy", "bare-decompress"}, pair{"franzgo-parse", "bare-decompress"},
+					pair{"flightline-parallel", "franzgo-parse"}, pair{"flightline-parallel", "bare-decompress"})
+				limit = append(limit,
+					side{"flightline-parallel", ours(true, kafkadecode.WithDecompressConcurrency(runtime.GOMAXPROCS(0)))},
+					bareSide(c.codec, raw))
 			}
 			interleave(b, cmp, append([]side{
 				side{"flightline-safe", ours(false)},

@@ -20,6 +20,11 @@ type arena struct {
 	r    *recycler
 	buf  []byte // len = bytes used, cap = bytes allocated
 	hint int
+	// keep: a buffer the arena outgrows is kept (in kept) instead of
+	// freed, until freeKept: another goroutine may still read the bytes
+	// decompressed into it (parallel.go).
+	keep bool
+	kept [][]byte
 }
 
 // reserve makes room for n more bytes.
@@ -29,7 +34,23 @@ func (a *arena) reserve(n int) {
 	}
 	newCap := max(2*cap(a.buf), len(a.buf)+n, a.hint, 64<<10)
 	used := len(a.buf)
+	if a.keep && cap(a.buf) > 0 {
+		nb := a.r.Allocate(newCap)
+		copy(nb, a.buf)
+		a.kept = append(a.kept, a.buf[:cap(a.buf)])
+		a.buf = nb[:used]
+		return
+	}
 	a.buf = a.r.Reallocate(newCap, a.buf[:cap(a.buf)])[:used]
+}
+
+// freeKept frees the buffers the arena outgrew.
+func (a *arena) freeKept() {
+	for i, b := range a.kept {
+		a.r.Free(b)
+		a.kept[i] = nil
+	}
+	a.kept = a.kept[:0]
 }
 
 // take hands the arena's bytes over as an Arrow buffer (nil if empty) and

@@ -57,30 +57,35 @@ func TestCompressedBatchesShareArena(t *testing.T) {
 				}
 				raw = append(raw, tbatch{base: int64(bi * 50), attrs: c.codec, recs: recs, compress: c.fn}.build()...)
 			}
-			dec, err := NewDecoder(mem, WithMaxParkedBytes(64<<10))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer dec.Release()
-			for cycle := range 3 {
-				if _, err := dec.UnsafeAppend(Fetch{RecordBatches: raw}); err != nil {
-					t.Fatalf("cycle %d: %v", cycle, err)
-				}
-				rec, err := dec.Flush()
+			for _, conc := range []int{1, 3} {
+				dec, err := NewDecoder(mem, WithMaxParkedBytes(64<<10), WithDecompressConcurrency(conc))
 				if err != nil {
 					t.Fatal(err)
 				}
-				vals := rec.Column(4).(*array.BinaryView)
-				if vals.Len() != len(want) {
-					t.Fatalf("cycle %d: %d rows, want %d", cycle, vals.Len(), len(want))
-				}
-				for i, w := range want {
-					if !bytes.Equal(vals.Value(i), w) {
-						rec.Release()
-						t.Fatalf("cycle %d row %d: value differs", cycle, i)
+				defer dec.Release()
+				for cycle := range 3 {
+					if _, err := dec.UnsafeAppend(Fetch{RecordBatches: raw}); err != nil {
+						t.Fatalf("cycle %d: %v", cycle, err)
 					}
+					rec, err := dec.Flush()
+					if err != nil {
+						t.Fatal(err)
+					}
+					vals := rec.Column(4).(*array.BinaryView)
+					if vals.Len() != len(want) {
+						t.Fatalf("cycle %d: %d rows, want %d", cycle, vals.Len(), len(want))
+					}
+					for i, w := range want {
+						if !bytes.Equal(vals.Value(i), w) {
+							rec.Release()
+							t.Fatalf("concurrency %d cycle %d row %d: value differs", conc, cycle, i)
+						}
+					}
+					rec.Release()
 				}
-				rec.Release()
+				if conc > 1 && len(dec.workers) != conc {
+					t.Fatalf("%d decompression workers ran, want %d", len(dec.workers), conc)
+				}
 			}
 		})
 	}
@@ -110,5 +115,34 @@ func TestZstdChecksumOnlyWithoutCRC(t *testing.T) {
 	rec.Release()
 	if err == nil {
 		t.Fatal("a damaged zstd checksum passed with the CRC skipped")
+	}
+}
+
+// With parallel decompression a damaged batch in the middle of a fetch
+// stops the Append where the serial decoder stops, with the same error and
+// the rows before it: the batches after it were decompressed already, and
+// must not show.
+func TestParallelDecompressStopsInOrder(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	var raw []byte
+	for bi := range 6 {
+		b := tbatch{base: int64(bi * 10), attrs: codecZstd, recs: sampleRecs(10), compress: zstdBytes}.build()
+		if bi == 3 {
+			b[len(b)-5] ^= 0xff // CRC mismatch
+		}
+		raw = append(raw, b...)
+	}
+	for _, opts := range [][]Option{nil, {WithSkipCRC()}} {
+		serial, sp, serr := decodeAll(t, mem, opts, Fetch{FetchOffset: 15, RecordBatches: raw})
+		par, pp, perr := decodeAll(t, mem, append(opts, WithDecompressConcurrency(4)), Fetch{FetchOffset: 15, RecordBatches: raw})
+		if serr == nil || fmt.Sprint(serr) != fmt.Sprint(perr) || sp[0] != pp[0] || !array.RecordEqual(serial, par) {
+			t.Fatalf("parallel %+v %v, serial %+v %v", pp[0], perr, sp[0], serr)
+		}
+		if sp[0].Records != 15 || sp[0].NextOffset != 30 {
+			t.Fatalf("progress %+v, want the 15 records of offsets 15..29", sp[0])
+		}
+		serial.Release()
+		par.Release()
 	}
 }

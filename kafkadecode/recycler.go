@@ -22,15 +22,17 @@ type recycler struct {
 	mu     sync.Mutex
 	parked [][]byte // full-length slices as the parent returned them
 	bytes  int      // total length of parked
-	// spare is the last freed buffer too large for the parked bound: a
-	// decompression arena (a whole fetch decompressed, often larger than
-	// maxBytes). Keeping the last one lets the next Append decompress
+	// spares are the last freed buffers too large for the parked bound,
+	// at most maxSpares of them: decompression arenas (a whole fetch
+	// decompressed, often larger than maxBytes; one per decompression
+	// goroutine). Keeping the last ones lets the next Append decompress
 	// into memory already faulted in instead of a fresh, zeroed
-	// allocation of that size per Append. It is bounded by the largest
-	// arena one Append produced, which the record batch held anyway.
-	spare  []byte
-	out    map[*byte][]byte // outstanding: first byte -> parent's slice
-	closed bool
+	// allocation of that size per Append. They are bounded by the arenas
+	// one Append produced, which its record batch held anyway.
+	spares    [][]byte
+	maxSpares int
+	out       map[*byte][]byte // outstanding: first byte -> parent's slice
+	closed    bool
 }
 
 // maxParked bounds the number of buffers kept: about 16 column buffers and
@@ -64,10 +66,9 @@ func (r *recycler) Allocate(size int) []byte {
 	if best >= 0 {
 		full = r.parked[best]
 		r.unpark(best)
-	} else if len(r.spare) >= size && size >= len(r.spare)/2 {
-		// Only for requests of about its size: a small buffer is cheap
-		// to allocate, and must not pin the spare.
-		full, r.spare = r.spare, nil
+	} else if i := r.spareFor(size); i >= 0 {
+		full = r.spares[i]
+		r.spares = slices.Delete(r.spares, i, i+1)
 	} else {
 		full = r.parent.Allocate(size)
 	}
@@ -108,10 +109,11 @@ func (r *recycler) Free(b []byte) {
 		return
 	}
 	if len(full) > r.maxBytes {
-		if r.spare != nil {
-			r.parent.Free(r.spare)
+		if len(r.spares) >= max(1, r.maxSpares) {
+			r.parent.Free(r.spares[0])
+			r.spares = slices.Delete(r.spares, 0, 1)
 		}
-		r.spare = full
+		r.spares = append(r.spares, full)
 		return
 	}
 	// Make room by dropping the buffers parked longest ago: what one
@@ -124,6 +126,26 @@ func (r *recycler) Free(b []byte) {
 	}
 	r.parked = append(r.parked, full)
 	r.bytes += len(full)
+}
+
+// setSpares sets how many spares are kept: one per decompression arena.
+func (r *recycler) setSpares(n int) {
+	r.mu.Lock()
+	r.maxSpares = max(r.maxSpares, n)
+	r.mu.Unlock()
+}
+
+// spareFor returns the smallest spare for a request of size bytes, or -1.
+// A spare serves only requests of about its size: a small buffer is cheap
+// to allocate, and must not pin an arena. r.mu must be held.
+func (r *recycler) spareFor(size int) int {
+	best := -1
+	for i, p := range r.spares {
+		if len(p) >= size && len(p)/2 <= size && (best < 0 || len(p) < len(r.spares[best])) {
+			best = i
+		}
+	}
+	return best
 }
 
 // unpark removes parked buffer i, keeping the others in the order they
@@ -143,8 +165,8 @@ func (r *recycler) close() {
 		r.parent.Free(p)
 	}
 	r.parked, r.bytes = nil, 0
-	if r.spare != nil {
-		r.parent.Free(r.spare)
-		r.spare = nil
+	for _, p := range r.spares {
+		r.parent.Free(p)
 	}
+	r.spares = nil
 }

@@ -55,23 +55,23 @@ func TestRecyclerSpareArena(t *testing.T) {
 		t.Fatalf("%d bytes held after freeing a 1 MiB arena, want it kept", got)
 	}
 	small := r.Allocate(1000)
-	if len(r.spare) != 1<<20 {
+	if len(r.spares) != 1 || len(r.spares[0]) != 1<<20 {
 		t.Fatalf("a 1000-byte request took the spare")
 	}
 	r.Free(small)
 	before := mem.CurrentAlloc()
 	a := r.Allocate(900 << 10)
-	if mem.CurrentAlloc() != before || r.spare != nil {
+	if mem.CurrentAlloc() != before || len(r.spares) != 0 {
 		t.Fatalf("a request of about the spare's size reached the allocator")
 	}
 	r.Free(a)
 	r.Free(r.Allocate(2 << 20)) // a newer, larger arena replaces the spare
-	if len(r.spare) != 2<<20 || mem.CurrentAlloc() > 2<<20+bound {
-		t.Fatalf("spare %d bytes, %d held", len(r.spare), mem.CurrentAlloc())
+	if len(r.spares) != 1 || len(r.spares[0]) != 2<<20 || mem.CurrentAlloc() > 2<<20+bound {
+		t.Fatalf("%d spares, %d bytes held", len(r.spares), mem.CurrentAlloc())
 	}
 	none := newRecycler(mem, 0)
 	none.Free(none.Allocate(1 << 20))
-	if none.spare != nil {
+	if len(none.spares) != 0 {
 		t.Fatalf("a recycler bounded to 0 bytes kept a spare")
 	}
 	r.close()
