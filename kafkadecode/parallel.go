@@ -197,12 +197,16 @@ func (d *Decoder) finishWorkers() {
 	d.par.raw = nil
 	// Batches go to whichever goroutine is free, so a worker's share
 	// varies from Append to Append: size every arena for the largest share
-	// of this one and a quarter more, so that the next rarely grows one.
+	// of this one and a quarter more, and never below the last size (a
+	// spare arena serves only a request it fits), so that the next
+	// Append rarely grows one or allocates afresh. The size is bounded by
+	// the largest fetch.
 	most := 0
 	for _, wk := range d.workers {
 		most = max(most, len(wk.arena.buf))
 	}
 	for _, wk := range d.workers {
+		prev := wk.arena.hint // take resets it
 		wk.arena.freeKept()
 		if wk.idx >= 0 {
 			b := wk.arena.take()
@@ -215,7 +219,7 @@ func (d *Decoder) finishWorkers() {
 		}
 		wk.idx = -1
 		if most > 0 {
-			wk.arena.hint = most + most/4
+			wk.arena.hint = max(prev, most+most/4)
 		}
 	}
 }
