@@ -134,7 +134,12 @@ func (d *decompressor) readAll(r io.Reader, a *arena, start int) error {
 		if len(a.buf)-start > d.max {
 			return errMaxDecompress
 		}
-		a.reserve(32 << 10)
+		if len(a.buf) == cap(a.buf) {
+			// Grow only when full: reserving 32 KiB before every read
+			// grew an arena sized from the last Append (whole fetch) at
+			// the final read, which returns nothing but io.EOF.
+			a.reserve(32 << 10)
+		}
 		n, err := r.Read(a.buf[len(a.buf):cap(a.buf)])
 		a.buf = a.buf[:len(a.buf)+n]
 		if err == io.EOF {
