@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 )
@@ -22,6 +24,8 @@ const (
 	benchRecords          = benchBatches * benchRecordsPerBatch
 	benchBaseTimestamp    = 1_764_681_906_000
 	benchCodecNone        = 0
+	benchCodecGzip        = 1
+	benchCodecSnappy      = 2
 	benchCodecLz4         = 3
 	benchCodecZstd        = 4
 	benchOrdersJSONFields = 8
@@ -87,6 +91,15 @@ func kafkaBatches(values [][]byte, codec int16) []byte {
 		switch codec {
 		case benchCodecZstd:
 			recs = zenc.EncodeAll(recs, nil)
+		case benchCodecGzip:
+			var buf bytes.Buffer
+			w := gzip.NewWriter(&buf)
+			w.Write(recs)
+			w.Close()
+			recs = buf.Bytes()
+		case benchCodecSnappy:
+			// A raw snappy block, as franz-go's producer writes it.
+			recs = s2.EncodeSnappy(nil, recs)
 		case benchCodecLz4:
 			var buf bytes.Buffer
 			w := lz4.NewWriter(&buf)

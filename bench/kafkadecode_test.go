@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"runtime"
 	"testing"
 	"time"
 
@@ -35,18 +36,24 @@ func reportRecords(b *testing.B, perOp int) {
 //     and value bytes reserved up front, buffers recycled across ops by a
 //     free-list allocator (ours runs on the plain Go allocator);
 //   - franzgo-parse: kgo.ProcessFetchPartition alone, no Arrow at all: the
-//     floor of the franz-go path.
+//     floor of the franz-go path;
+//   - flightline-parallel (compressed codecs): flightline-zerocopy with
+//     WithDecompressConcurrency(GOMAXPROCS): the batches decompressed on
+//     every core, then decoded in order; compare it per wall clock;
+//   - bare-decompress (compressed codecs): decompression of the same
+//     batches' payloads into one reused buffer and nothing else, the limit
+//     of any decoder per core (kafkadecode_bare_test.go).
 func BenchmarkKafkadecodeRaw(b *testing.B) {
 	values := benchValues()
 	for _, c := range []struct {
 		name  string
 		codec int16
-	}{{"none", benchCodecNone}, {"lz4", benchCodecLz4}, {"zstd", benchCodecZstd}} {
+	}{{"none", benchCodecNone}, {"gzip", benchCodecGzip}, {"snappy", benchCodecSnappy}, {"lz4", benchCodecLz4}, {"zstd", benchCodecZstd}} {
 		raw := kafkaBatches(values, c.codec)
-		ours := func(unsafe bool) func(b *testing.B) {
+		ours := func(unsafe bool, opts ...kafkadecode.Option) func(b *testing.B) {
 			return func(b *testing.B) {
 				mem := memory.NewGoAllocator()
-				dec, err := kafkadecode.NewDecoder(mem, kafkadecode.WithTopic("orders"))
+				dec, err := kafkadecode.NewDecoder(mem, append(opts, kafkadecode.WithTopic("orders"))...)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -75,10 +82,20 @@ func BenchmarkKafkadecodeRaw(b *testing.B) {
 			}
 		}
 		b.Run("codec="+c.name, func(b *testing.B) {
-			interleave(b, comparison{unit: "MB/s", perOp: float64(len(raw)) / 1e6, ratios: []pair{
+			cmp := comparison{unit: "MB/s", perOp: float64(len(raw)) / 1e6, ratios: []pair{
 				{"flightline-safe", "franzgo-tuned"}, {"flightline-zerocopy", "franzgo-tuned"},
 				{"flightline-safe", "franzgo-parse"}, {"flightline-zerocopy", "franzgo-parse"},
-			}},
+			}}
+			var limit []side
+			if c.codec != benchCodecNone {
+				cmp.ratios = append(cmp.ratios,
+					pair{"flightline-zerocopy", "bare-decompress"}, pair{"franzgo-parse", "bare-decompress"},
+					pair{"flightline-parallel", "franzgo-parse"}, pair{"flightline-parallel", "bare-decompress"})
+				limit = append(limit,
+					side{"flightline-parallel", ours(true, kafkadecode.WithDecompressConcurrency(runtime.GOMAXPROCS(0)))},
+					bareSide(c.codec, raw))
+			}
+			interleave(b, cmp, append([]side{
 				side{"flightline-safe", ours(false)},
 				side{"flightline-zerocopy", ours(true)},
 				side{"franzgo-tuned", func(b *testing.B) {
@@ -116,7 +133,7 @@ func BenchmarkKafkadecodeRaw(b *testing.B) {
 						}
 					}
 					reportRecords(b, benchRecords)
-				}})
+				}}}, limit...)...)
 		})
 	}
 }

@@ -27,9 +27,13 @@ for path in inputs:
     for line in open(path):
         if line.startswith("interleaved-json "):
             g = json.loads(line[len("interleaved-json "):])
+            g["input"] = os.path.relpath(path, out_dir)
             groups.pop(g["bench"], None)
             groups[g["bench"]] = g
 groups = list(groups.values())
+# Where the groups come from: a partial re-run (one benchmark run again and
+# given as a later input) replaces those groups only, and says so.
+used = sorted({g["input"] for g in groups})
 
 
 def read(path):
@@ -94,6 +98,14 @@ lines = [
     f"* load average (1, 5, 15 min) before the run: {load_before}; after: {load_after}."
     " The machine is shared by other jobs: absolute figures are far below a quiet machine's.",
     f"* go: `{subprocess.run(['go', 'version'], capture_output=True, text=True).stdout.strip()}`",
+]
+if len(used) > 1:
+    last = os.path.relpath(inputs[-1], out_dir)
+    lines.append("* a partial re-run: the groups come from " + "; ".join(
+        f"`{u}` ({sum(1 for g in groups if g['input'] == u)})" for u in used)
+        + f", each section says which. The date, commit, machine and load above are of this run, which measured `{last}`;"
+        " the other files are kept from the runs that wrote them (their git log says when).")
+lines += [
     "",
     "Command:",
     "",
@@ -113,7 +125,8 @@ lines = [
 ]
 
 for g in groups:
-    lines += [f"## {short(g['bench'])}", "", f"{g['rounds']} interleaved rounds, {g['unit']}.", ""]
+    src = f" From `{g['input']}`." if len(used) > 1 else ""
+    lines += [f"## {short(g['bench'])}", "", f"{g['rounds']} interleaved rounds, {g['unit']}.{src}", ""]
     lines += [f"| side | median {g['unit']} | rounds |", "|---|---|---|"]
     for s in g["sides"]:
         if s in g["median"]:
@@ -142,6 +155,11 @@ for g in groups:
 scaling = read(os.path.join(out_dir, "report", "scaling.md"))
 if scaling:
     lines += ["", scaling.strip(), ""]
+# Closing notes (what a goal misses and why, profiles): report/notes.md,
+# kept by hand beside the raw outputs, appended as it is.
+notes = read(os.path.join(out_dir, "report", "notes.md")).strip()
+if notes:
+    lines += ["## Closing notes", "", notes, ""]
 
 os.makedirs(os.path.join(out_dir, "report"), exist_ok=True)
 with open(os.path.join(out_dir, "report.md"), "w") as f:

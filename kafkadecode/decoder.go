@@ -103,6 +103,8 @@ type Decoder struct {
 	dead      []DeadLetter
 	abortQ    []AbortedTransaction
 	abortPIDs []int64
+	workers   []*worker // parallel decompression (parallel.go)
+	par       par
 	released  bool
 }
 
@@ -121,6 +123,7 @@ func NewDecoder(mem memory.Allocator, opts ...Option) (*Decoder, error) {
 	}
 	d := &Decoder{mem: mem, cfg: cfg, rec: newRecycler(mem, cfg.maxParked)}
 	d.dz.max = cfg.maxDecompressed
+	d.dz.verify = cfg.skipCRC
 	d.arena.r = d.rec
 	var valueType arrow.DataType
 	if cfg.value != nil {
@@ -210,6 +213,7 @@ func (d *Decoder) append(f *Fetch, copyIt bool) (p Progress, err error) {
 		slices.SortFunc(d.abortQ, func(a, b AbortedTransaction) int { return cmp.Compare(a.FirstOffset, b.FirstOffset) })
 	}
 
+	prep, pi := d.prepare(f), 0
 	pos := 0
 	for pos < len(raw) {
 		rest := raw[pos:]
@@ -234,7 +238,13 @@ func (d *Decoder) append(f *Fetch, copyIt bool) (p Progress, err error) {
 			break
 		}
 		batch := rest[:total]
-		if !d.cfg.skipCRC {
+		var pp *prepared // this batch's result of the parallel pass
+		if pi < len(prep) && prep[pi].pos == pos {
+			d.await(pi)
+			pp = &prep[pi]
+			pi++
+		}
+		if !d.cfg.skipCRC && (pp == nil || !pp.crcOK) {
 			want := binary.BigEndian.Uint32(batch[offCRC:])
 			if got := crc32.Checksum(batch[offAttributes:], castagnoli); got != want {
 				return p, &CRCError{Partition: f.Partition, BaseOffset: base, Want: want, Got: got}
@@ -242,7 +252,7 @@ func (d *Decoder) append(f *Fetch, copyIt bool) (p Progress, err error) {
 		}
 		h := readBatchHeader(batch)
 		rowsBefore, vbBefore := d.rows, d.vbLen()
-		stop, err := d.appendBatch(f, &in, &h, batch, pos, &p)
+		stop, err := d.appendBatch(f, &in, &h, batch, pos, &p, pp)
 		if err != nil {
 			if stop < 0 { // structural error: roll the whole batch back
 				d.truncate(rowsBefore, vbBefore, &p)
@@ -309,6 +319,7 @@ func (d *Decoder) finishInput(in *input) {
 			d.dataBufs[in.rawIdx] = memory.NewBufferBytes(in.raw)
 		}
 	}
+	d.finishWorkers()
 	if in.arenaIdx >= 0 {
 		b := d.arena.take()
 		if b == nil {

@@ -20,6 +20,11 @@ type arena struct {
 	r    *recycler
 	buf  []byte // len = bytes used, cap = bytes allocated
 	hint int
+	// keep: a buffer the arena outgrows is kept (in kept) instead of
+	// freed, until freeKept: another goroutine may still read the bytes
+	// decompressed into it (parallel.go).
+	keep bool
+	kept [][]byte
 }
 
 // reserve makes room for n more bytes.
@@ -29,7 +34,23 @@ func (a *arena) reserve(n int) {
 	}
 	newCap := max(2*cap(a.buf), len(a.buf)+n, a.hint, 64<<10)
 	used := len(a.buf)
+	if a.keep && cap(a.buf) > 0 {
+		nb := a.r.Allocate(newCap)
+		copy(nb, a.buf)
+		a.kept = append(a.kept, a.buf[:cap(a.buf)])
+		a.buf = nb[:used]
+		return
+	}
 	a.buf = a.r.Reallocate(newCap, a.buf[:cap(a.buf)])[:used]
+}
+
+// freeKept frees the buffers the arena outgrew.
+func (a *arena) freeKept() {
+	for i, b := range a.kept {
+		a.r.Free(b)
+		a.kept[i] = nil
+	}
+	a.kept = a.kept[:0]
 }
 
 // take hands the arena's bytes over as an Arrow buffer (nil if empty) and
@@ -64,11 +85,16 @@ var xerialPrefix = []byte{130, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 
 // decompressor holds reusable codec state. It is owned by one Decoder.
 type decompressor struct {
-	max  int
-	src  bytes.Reader
-	gz   *gzip.Reader
-	zs   *zstd.Decoder
-	zerr error
+	max int
+	// verify makes the zstd decoder check a frame's content checksum. It
+	// is off when the batch CRC32C, checked before decompression, already
+	// covers the compressed bytes (as for LZ4, whose checksums are never
+	// checked: see lz4frame.go).
+	verify bool
+	src    bytes.Reader
+	gz     *gzip.Reader
+	zs     *zstd.Decoder
+	zerr   error
 }
 
 // decompress appends the decompressed form of src to a.buf and returns the
@@ -108,7 +134,12 @@ func (d *decompressor) readAll(r io.Reader, a *arena, start int) error {
 		if len(a.buf)-start > d.max {
 			return errMaxDecompress
 		}
-		a.reserve(32 << 10)
+		if len(a.buf) == cap(a.buf) {
+			// Grow only when full: reserving 32 KiB before every read
+			// grew an arena sized from the last Append (whole fetch) at
+			// the final read, which returns nothing but io.EOF.
+			a.reserve(32 << 10)
+		}
 		n, err := r.Read(a.buf[len(a.buf):cap(a.buf)])
 		a.buf = a.buf[:len(a.buf)+n]
 		if err == io.EOF {
@@ -186,7 +217,8 @@ func (d *decompressor) zstd(src []byte, a *arena, start int) error {
 		d.zs, d.zerr = zstd.NewReader(nil,
 			zstd.WithDecoderConcurrency(1),
 			zstd.WithDecoderMaxMemory(uint64(d.max)),
-			zstd.WithDecoderLowmem(false))
+			zstd.WithDecoderLowmem(false),
+			zstd.IgnoreChecksum(!d.verify))
 	}
 	if d.zerr != nil {
 		return d.zerr
@@ -197,24 +229,27 @@ func (d *decompressor) zstd(src []byte, a *arena, start int) error {
 	} else {
 		a.reserve(4 * len(src))
 	}
-	before := unsafe.SliceData(a.buf)
-	out, err := d.zs.DecodeAll(src, a.buf)
+	// Decode into the arena's free tail as an empty slice: given a
+	// non-empty dst, DecodeAll decodes every block into its own buffer
+	// and copies it onto dst; given an empty one, it decodes in place.
+	tail := a.buf[start:start:cap(a.buf)]
+	out, err := d.zs.DecodeAll(src, tail)
 	if err != nil {
 		if errors.Is(err, zstd.ErrDecoderSizeExceeded) {
 			return errMaxDecompress
 		}
 		return err
 	}
-	if len(out)-start > d.max {
+	if len(out) > d.max {
 		return errMaxDecompress
 	}
-	if unsafe.SliceData(out) != before {
+	if len(out) > 0 && (cap(tail) == 0 || unsafe.SliceData(out) != unsafe.SliceData(tail)) {
 		// The decoder outgrew the arena and allocated; move the bytes in.
-		a.reserve(len(out) - len(a.buf))
-		a.buf = append(a.buf, out[len(a.buf):]...)
+		a.reserve(len(out))
+		a.buf = append(a.buf, out...)
 		return nil
 	}
-	a.buf = out
+	a.buf = a.buf[:start+len(out)]
 	return nil
 }
 

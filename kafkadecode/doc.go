@@ -27,8 +27,10 @@
 // Decoder for reuse when the last of them is released (or to the
 // allocator, once the Decoder is released). A Decoder therefore keeps up
 // to a few dozen buffers of its last flushes parked until Release, at most
-// WithMaxParkedBytes of them (DefaultMaxParkedBytes, 2 MiB); all are
-// accounted to the allocator passed to NewDecoder.
+// WithMaxParkedBytes of them (DefaultMaxParkedBytes, 2 MiB), plus the
+// last decompression buffer too large for that bound (one per goroutine
+// of WithDecompressConcurrency), which the next Append decompresses into;
+// all are accounted to the allocator passed to NewDecoder.
 // A key or value column holds only the data buffers its own views point
 // into: a column of inline values (keys of up to 12 bytes) holds none.
 // With a ValueDecoder, longer keys are copied at Flush into one buffer of

@@ -228,5 +228,6 @@ func (d *Decoder) Release() {
 	}
 	d.arena.free()
 	d.dz.close()
+	d.releaseWorkers()
 	d.rec.close()
 }

@@ -3,8 +3,10 @@ package kafkadecode
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/hamba/avro/v2"
@@ -36,7 +38,9 @@ func zstdBytes(b []byte) []byte {
 
 // FuzzDecodeBatches feeds arbitrary bytes to the batch parser, with and
 // without CRC checks (without, mutations reach the record parser). It must
-// never panic, must return valid arrays and must not leak.
+// never panic, must return valid arrays and must not leak; with parallel
+// decompression (WithDecompressConcurrency) it must return exactly what
+// the serial decoder returns: the same rows, progress and error.
 func FuzzDecodeBatches(f *testing.F) {
 	recs := sampleRecs(6)
 	f.Add(tbatch{base: 3, recs: recs}.build())
@@ -44,6 +48,12 @@ func FuzzDecodeBatches(f *testing.F) {
 	for codec, c := range map[int16]func([]byte) []byte{codecGzip: gzipBytes, codecSnappy: xerial, codecLz4: lz4Bytes, codecZstd: zstdBytes} {
 		f.Add(tbatch{base: 9, attrs: codec, recs: recs, compress: c}.build())
 	}
+	// Several compressed batches in one fetch (the parallel pass runs),
+	// the last one cut short.
+	multi := append(tbatch{base: 0, attrs: codecZstd, recs: recs, compress: zstdBytes}.build(),
+		tbatch{base: 6, attrs: codecLz4, recs: recs, compress: lz4Bytes}.build()...)
+	multi = append(multi, tbatch{base: 12, attrs: codecGzip, recs: recs, compress: gzipBytes}.build()...)
+	f.Add(append(multi, tbatch{base: 18, attrs: codecSnappy, recs: recs, compress: xerial}.build()[:50]...))
 	f.Add(tbatch{base: 5, attrs: attrTransactional | attrControl, pid: 1, recs: []trec{{key: []byte{0, 0, 0, 0}}}}.build())
 	f.Add(tbatch{base: 7, recs: []trec{{val: []byte(`{"id": 1}`)}, {val: []byte(`{"id": "x"}`)}, {val: nil}, {val: []byte(`{"id": 4, "items": [{"sku": "a"}]}`)}}}.build())
 	f.Fuzz(func(t *testing.T, raw []byte) {
@@ -54,15 +64,20 @@ func FuzzDecodeBatches(f *testing.F) {
 			{WithSkipCRC(), WithIsolation(ReadCommitted), WithMaxDecompressedBytes(1 << 20)},
 			{WithSkipCRC(), WithValueDecoder(orderDecoder(t))}, // dead letters and row removal at Flush
 		} {
-			dec, err := NewDecoder(mem, opts...)
-			if err != nil {
-				t.Fatal(err)
+			decode := func(opts []Option) (arrow.RecordBatch, Progress, error) {
+				dec, err := NewDecoder(mem, opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer dec.Release()
+				p, aerr := dec.UnsafeAppend(Fetch{RecordBatches: raw, AbortedTransactions: []AbortedTransaction{{ProducerID: 1, FirstOffset: 0}}})
+				rec, err := dec.Flush()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return rec, p, aerr
 			}
-			p, _ := dec.UnsafeAppend(Fetch{RecordBatches: raw, AbortedTransactions: []AbortedTransaction{{ProducerID: 1, FirstOffset: 0}}})
-			rec, err := dec.Flush()
-			if err != nil {
-				t.Fatal(err)
-			}
+			rec, p, aerr := decode(opts)
 			if int(rec.NumRows()) != p.Records {
 				t.Fatalf("%d rows, progress says %d", rec.NumRows(), p.Records)
 			}
@@ -73,8 +88,12 @@ func FuzzDecodeBatches(f *testing.F) {
 					}
 				}
 			}
+			prec, pp, perr := decode(append(opts[:len(opts):len(opts)], WithDecompressConcurrency(3)))
+			if pp != p || fmt.Sprint(perr) != fmt.Sprint(aerr) || !array.RecordEqual(prec, rec) {
+				t.Fatalf("parallel decompression differs: %+v %v, serial %+v %v", pp, perr, p, aerr)
+			}
+			prec.Release()
 			rec.Release()
-			dec.Release()
 		}
 	})
 }

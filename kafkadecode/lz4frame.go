@@ -104,12 +104,18 @@ func (d *decompressor) lz4Frames(src []byte, a *arena, start int) error {
 	return nil
 }
 
-// lz4Block decompresses one block to the end of a.buf. Room is reserved
-// for a guess of its size first and for the frame's block size only if
-// the guess was short. A dependent block may refer to up to 64 KiB of the
-// frame's output before it.
+// lz4Block decompresses one block to the end of a.buf. It first tries the
+// room the arena has (up to the frame's block size), and grows the arena
+// only if that was short: reserving a guess of the block's size up front
+// grew an arena sized from the previous Append (a whole fetch) at its
+// last block, copying it whole, where the block would have fit. A
+// dependent block may refer to up to 64 KiB of the frame's output before
+// it.
 func (d *decompressor) lz4Block(block []byte, a *arena, frameStart int, linked bool, blockMax int) error {
-	guess := min(blockMax, max(64<<10, 8*len(block)))
+	guess := min(blockMax, cap(a.buf)-len(a.buf))
+	if guess < len(block) {
+		guess = min(blockMax, max(64<<10, 8*len(block)))
+	}
 	for {
 		a.reserve(guess)
 		dst := a.buf[len(a.buf) : len(a.buf)+guess]

@@ -34,6 +34,8 @@ type config struct {
 	failFast        bool
 	capacityHint    int
 	maxParked       int
+
+	decompressConcurrency int
 }
 
 func defaultConfig() config {
@@ -49,6 +51,9 @@ func (c *config) validate() error {
 	}
 	if c.maxParked < 0 {
 		return fmt.Errorf("%w: negative max parked bytes", ErrInvalidOption)
+	}
+	if c.decompressConcurrency < 0 || c.decompressConcurrency > MaxDecompressConcurrency {
+		return fmt.Errorf("%w: decompress concurrency %d not in [0, %d]", ErrInvalidOption, c.decompressConcurrency, MaxDecompressConcurrency)
 	}
 	if c.capacityHint < 0 {
 		return fmt.Errorf("%w: negative capacity hint", ErrInvalidOption)
@@ -93,5 +98,25 @@ func WithCapacityHint(rows int) Option { return func(c *config) { c.capacityHint
 // once the record batches using them are released; a buffer that does not
 // fit goes back to the allocator. The default is DefaultMaxParkedBytes; 0
 // keeps none. Buffers still referenced by record batches are not counted:
-// they are bounded by what the caller holds.
+// they are bounded by what the caller holds. Besides these bytes, the one
+// most recently freed buffer larger than n is kept (unless n is 0): a
+// decompression arena, one Append's decompressed batches, so that the next
+// Append reuses it instead of allocating as much afresh.
 func WithMaxParkedBytes(n int) Option { return func(c *config) { c.maxParked = n } }
+
+// MaxDecompressConcurrency bounds WithDecompressConcurrency.
+const MaxDecompressConcurrency = 64
+
+// WithDecompressConcurrency decompresses the compressed batches of one
+// Append (one fetch of one partition) on up to n goroutines, the caller's
+// included, before their records are decoded in order: a fetch of many
+// compressed batches then decodes in less wall time on several cores. The
+// output, the errors and Progress are the same as without it; memory is
+// too (every decompressed batch of an Append is held until the record
+// batch is released, either way), in up to n buffers. 0 or 1 (the
+// default) decompresses each batch on the caller's goroutine as its
+// records are decoded. An Append with fewer than two compressed batches
+// runs on the caller's goroutine alone.
+func WithDecompressConcurrency(n int) Option {
+	return func(c *config) { c.decompressConcurrency = n }
+}

@@ -13,7 +13,7 @@ import (
 // structural error it returns stop < 0 and the caller rolls the batch back;
 // on a record error (fail-fast or retryable) it returns stop >= 0 and the
 // rows before that record stay.
-func (d *Decoder) appendBatch(f *Fetch, in *input, h *batchHeader, batch []byte, batchPos int, p *Progress) (int, error) {
+func (d *Decoder) appendBatch(f *Fetch, in *input, h *batchHeader, batch []byte, batchPos int, p *Progress, pp *prepared) (int, error) {
 	corrupt := func(reason string, err error) (int, error) {
 		return -1, &CorruptBatchError{Partition: f.Partition, BaseOffset: h.baseOffset, Reason: reason, Err: err}
 	}
@@ -42,21 +42,32 @@ func (d *Decoder) appendBatch(f *Fetch, in *input, h *batchHeader, batch []byte,
 	bufBase := batchPos + batchHeaderLen
 	raw := true
 	if codec := int(h.attributes & attrCodecMask); codec != codecNone {
-		if in.arenaIdx < 0 {
-			in.arenaIdx = d.reserveDataBuf()
+		var start, end int
+		var err error
+		if pp != nil && pp.unpack {
+			start, end, err = pp.start, pp.end, pp.err // decompressed by prepare
+		} else {
+			if in.arenaIdx < 0 {
+				in.arenaIdx = d.reserveDataBuf()
+			}
+			start, err = d.dz.decompress(codec, recs, &d.arena)
+			end = len(d.arena.buf)
 		}
-		start, err := d.dz.decompress(codec, recs, &d.arena)
 		if err != nil {
 			if errors.Is(err, errMaxDecompress) {
 				return -1, &CorruptBatchError{Partition: f.Partition, BaseOffset: h.baseOffset, Reason: "decompressing", Err: fmt.Errorf("%w: %w", ErrTooLarge, err)}
 			}
 			return corrupt(fmt.Sprintf("decompressing codec %d", codec), err)
 		}
-		if len(d.arena.buf) > maxViewOffset {
+		if end > maxViewOffset {
 			return -1, &CorruptBatchError{Partition: f.Partition, BaseOffset: h.baseOffset, Reason: "decompressing", Err: ErrTooLarge}
 		}
-		recs = d.arena.buf[start:]
-		bufIdx, bufBase, raw = in.arenaIdx, start, false
+		if pp != nil && pp.unpack {
+			recs, bufIdx = d.preparedBytes(pp)
+		} else {
+			recs, bufIdx = d.arena.buf[start:], in.arenaIdx
+		}
+		bufBase, raw = start, false
 	}
 
 	if control {

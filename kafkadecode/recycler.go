@@ -1,6 +1,7 @@
 package kafkadecode
 
 import (
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -19,10 +20,19 @@ type recycler struct {
 	maxBytes int // bound on the bytes parked
 
 	mu     sync.Mutex
-	parked [][]byte         // full-length slices as the parent returned them
-	bytes  int              // total length of parked
-	out    map[*byte][]byte // outstanding: first byte -> parent's slice
-	closed bool
+	parked [][]byte // full-length slices as the parent returned them
+	bytes  int      // total length of parked
+	// spares are the last freed buffers too large for the parked bound,
+	// at most maxSpares of them: decompression arenas (a whole fetch
+	// decompressed, often larger than maxBytes; one per decompression
+	// goroutine). Keeping the last ones lets the next Append decompress
+	// into memory already faulted in instead of a fresh, zeroed
+	// allocation of that size per Append. They are bounded by the arenas
+	// one Append produced, which its record batch held anyway.
+	spares    [][]byte
+	maxSpares int
+	out       map[*byte][]byte // outstanding: first byte -> parent's slice
+	closed    bool
 }
 
 // maxParked bounds the number of buffers kept: about 16 column buffers and
@@ -44,7 +54,11 @@ func (r *recycler) Allocate(size int) []byte {
 	defer r.mu.Unlock()
 	best := -1
 	for i, p := range r.parked {
-		if len(p) >= size && (best < 0 || len(p) < len(r.parked[best])) {
+		// Best fit, and at most twice the size asked for: a small
+		// column buffer must not take the large one another column
+		// (or the next arena) asks for next, which would then come
+		// from the allocator every Append.
+		if len(p) >= size && len(p)/2 <= size && (best < 0 || len(p) < len(r.parked[best])) {
 			best = i
 		}
 	}
@@ -52,6 +66,9 @@ func (r *recycler) Allocate(size int) []byte {
 	if best >= 0 {
 		full = r.parked[best]
 		r.unpark(best)
+	} else if i := r.spareFor(size); i >= 0 {
+		full = r.spares[i]
+		r.spares = slices.Delete(r.spares, i, i+1)
 	} else {
 		full = r.parent.Allocate(size)
 	}
@@ -87,37 +104,55 @@ func (r *recycler) Free(b []byte) {
 		return
 	}
 	delete(r.out, key)
-	if r.closed || len(full) > r.maxBytes {
+	if r.closed || r.maxBytes == 0 {
 		r.parent.Free(full)
 		return
 	}
-	// Make room by dropping smaller buffers: the larger ones are those the
-	// next arena (sized from the last) can use; small ones are growth
-	// leftovers.
+	if len(full) > r.maxBytes {
+		if len(r.spares) >= max(1, r.maxSpares) {
+			r.parent.Free(r.spares[0])
+			r.spares = slices.Delete(r.spares, 0, 1)
+		}
+		r.spares = append(r.spares, full)
+		return
+	}
+	// Make room by dropping the buffers parked longest ago: what one
+	// Append+Flush cycle frees is what the next one asks for (the same
+	// columns, an arena sized from the last), while older buffers are
+	// growth leftovers of sizes no longer asked for.
 	for len(r.parked) >= maxParked || r.bytes+len(full) > r.maxBytes {
-		smallest := 0
-		for i, p := range r.parked {
-			if len(p) < len(r.parked[smallest]) {
-				smallest = i
-			}
-		}
-		if len(r.parked[smallest]) >= len(full) {
-			r.parent.Free(full)
-			return
-		}
-		r.parent.Free(r.parked[smallest])
-		r.unpark(smallest)
+		r.parent.Free(r.parked[0])
+		r.unpark(0)
 	}
 	r.parked = append(r.parked, full)
 	r.bytes += len(full)
 }
 
-// unpark removes parked buffer i. r.mu must be held.
+// setSpares sets how many spares are kept: one per decompression arena.
+func (r *recycler) setSpares(n int) {
+	r.mu.Lock()
+	r.maxSpares = max(r.maxSpares, n)
+	r.mu.Unlock()
+}
+
+// spareFor returns the smallest spare for a request of size bytes, or -1.
+// A spare serves only requests of about its size: a small buffer is cheap
+// to allocate, and must not pin an arena. r.mu must be held.
+func (r *recycler) spareFor(size int) int {
+	best := -1
+	for i, p := range r.spares {
+		if len(p) >= size && len(p)/2 <= size && (best < 0 || len(p) < len(r.spares[best])) {
+			best = i
+		}
+	}
+	return best
+}
+
+// unpark removes parked buffer i, keeping the others in the order they
+// were parked. r.mu must be held.
 func (r *recycler) unpark(i int) {
 	r.bytes -= len(r.parked[i])
-	r.parked[i] = r.parked[len(r.parked)-1]
-	r.parked[len(r.parked)-1] = nil
-	r.parked = r.parked[:len(r.parked)-1]
+	r.parked = slices.Delete(r.parked, i, i+1)
 }
 
 // close returns parked buffers to the parent; buffers still held by record
@@ -130,4 +165,8 @@ func (r *recycler) close() {
 		r.parent.Free(p)
 	}
 	r.parked, r.bytes = nil, 0
+	for _, p := range r.spares {
+		r.parent.Free(p)
+	}
+	r.spares = nil
 }
