@@ -1,0 +1,221 @@
+package iceberg_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/flightsink"
+	icesink "github.com/flightline/flightline/flightsink/iceberg"
+	"github.com/flightline/flightline/flightsink/sinktest"
+	"github.com/flightline/flightline/internal/objstore"
+	"github.com/flightline/flightline/internal/testkit/s3test"
+)
+
+// readIDs reads the id column of the table of p through iceberg-go's own
+// scan (not the sink's code): every data file of the current snapshot.
+func readIDs(t *testing.T, s *icesink.Sink, cat catalog.Catalog, p flightsink.Pipeline) []int64 {
+	t.Helper()
+	ctx := context.Background()
+	ident, err := s.Ident(p.Target)
+	require.NoError(t, err)
+	tbl, err := cat.LoadTable(ctx, ident)
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		return nil
+	}
+	require.NoError(t, err)
+	if tbl.CurrentSnapshot() == nil || tbl.Schema().NumFields() == 0 {
+		return nil
+	}
+	at, err := tbl.Scan().ToArrowTable(ctx)
+	require.NoError(t, err)
+	defer at.Release()
+	idx := at.Schema().FieldIndices("id")
+	require.Len(t, idx, 1)
+	var ids []int64
+	for _, c := range at.Column(idx[0]).Data().Chunks() {
+		ids = append(ids, c.(*array.Int64).Int64Values()...)
+	}
+	return ids
+}
+
+func newSink(t *testing.T, wh string, opts ...icesink.Option) *icesink.Sink {
+	t.Helper()
+	s, err := icesink.New(context.Background(), wh, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func harness(wh string, opts ...icesink.Option) sinktest.Harness {
+	return sinktest.Harness{
+		Guarantee: flightsink.ExactlyOnce,
+		Group:     true,
+		NewSink:   func(t *testing.T) flightsink.Sink { return newSink(t, wh, opts...) },
+		IDs: func(t *testing.T, p flightsink.Pipeline) []int64 {
+			s := newSink(t, wh, opts...)
+			return readIDs(t, s, s.CatalogForTest(), p)
+		},
+	}
+}
+
+func TestConformanceLocal(t *testing.T) {
+	sinktest.Run(t, harness(t.TempDir()))
+}
+
+func s3Props(opts objstore.Options) map[string]string {
+	return map[string]string{
+		"s3.endpoint":          opts[objstore.EndpointURL],
+		"s3.access-key-id":     opts[objstore.AccessKeyID],
+		"s3.secret-access-key": opts[objstore.SecretAccessKey],
+		"s3.region":            opts[objstore.Region],
+	}
+}
+
+func TestIntegrationConformanceS3(t *testing.T) {
+	opts := s3test.Options(t)
+	wh := fmt.Sprintf("s3://%s/iceberg-%d", s3test.Bucket, time.Now().UnixNano())
+	sinktest.Run(t, harness(wh, icesink.SQLite(filepath.Join(t.TempDir(), "catalog.db")), icesink.Properties(s3Props(opts))))
+}
+
+func batchOf(mem memory.Allocator, sc *arrow.Schema, n int) arrow.RecordBatch {
+	b := array.NewRecordBuilder(mem, sc)
+	defer b.Release()
+	for i := range sc.NumFields() {
+		for j := 0; j < n; j++ {
+			switch fb := b.Field(i).(type) {
+			case *array.Int64Builder:
+				fb.Append(int64(j))
+			case *array.StringBuilder:
+				fb.Append(fmt.Sprint(j))
+			default:
+				fb.AppendNull()
+			}
+		}
+	}
+	return b.NewRecordBatch()
+}
+
+// A column type Iceberg cannot keep is INVALID_ARGUMENT and commits
+// nothing: neither data nor checkpoint.
+func TestUnmappableSchemaCommitsNothing(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	wh := t.TempDir()
+	s := newSink(t, wh)
+	p := flightsink.Pipeline{ID: "bad"}
+	w, _, err := s.Open(ctx, p)
+	require.NoError(t, err)
+	for _, dt := range []arrow.DataType{arrow.PrimitiveTypes.Uint32, arrow.PrimitiveTypes.Int8, &arrow.TimestampType{Unit: arrow.Nanosecond}, arrow.FixedWidthTypes.Duration_s} {
+		sc := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "x", Type: dt, Nullable: true}}, nil)
+		rec := batchOf(mem, sc, 3)
+		err = w.WriteBatch(ctx, rec, sinktest.CP(3))
+		rec.Release()
+		require.Truef(t, errors.Is(err, flightline.ErrInvalidInput), "%s: want ErrInvalidInput, got %v", dt, err)
+	}
+	require.NoError(t, w.Close(ctx))
+	cp, err := s.Checkpoint(ctx, p)
+	require.NoError(t, err)
+	require.Nil(t, cp)
+	require.Empty(t, readIDs(t, s, s.CatalogForTest(), p))
+}
+
+// With SchemaEvolution a new nullable column is added in the commit of
+// the batch carrying it; without, it is ErrSchemaMismatch.
+func TestSchemaEvolution(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	wh := t.TempDir()
+	v1 := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	v2 := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "extra", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	p := flightsink.Pipeline{ID: "evo"}
+
+	strict := newSink(t, wh)
+	w, _, err := strict.Open(ctx, p)
+	require.NoError(t, err)
+	rec := batchOf(mem, v1, 2)
+	require.NoError(t, w.WriteBatch(ctx, rec, sinktest.CP(2)))
+	rec.Release()
+	rec = batchOf(mem, v2, 2)
+	err = w.WriteBatch(ctx, rec, sinktest.CP(4))
+	rec.Release()
+	require.ErrorIs(t, err, flightline.ErrSchemaMismatch)
+	require.NoError(t, w.Close(ctx))
+
+	evolving := newSink(t, wh, icesink.SchemaEvolution(true))
+	w, cp, err := evolving.Open(ctx, p)
+	require.NoError(t, err)
+	require.Equal(t, string(sinktest.CP(2)), string(cp))
+	rec = batchOf(mem, v2, 3)
+	require.NoError(t, w.WriteBatch(ctx, rec, sinktest.CP(5)))
+	rec.Release()
+	rec = batchOf(mem, v1, 1) // the optional column may be omitted
+	require.NoError(t, w.WriteBatch(ctx, rec, sinktest.CP(6)))
+	rec.Release()
+	require.NoError(t, w.Close(ctx))
+	require.Len(t, readIDs(t, evolving, evolving.CatalogForTest(), p), 6)
+}
+
+// Two pipelines writing one table concurrently, each commit racing the
+// other's for the branch head: both keep every batch exactly once.
+func TestTwoWritersOneTable(t *testing.T) {
+	ctx := context.Background()
+	wh := t.TempDir()
+	const batches, rows = 8, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := newSink(t, wh) // a sink each, as two processes
+			w, _, err := s.Open(ctx, flightsink.Pipeline{ID: fmt.Sprintf("p%d", i)})
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer w.Close(ctx)
+			for b := range batches {
+				from := int64(i*1000 + b*rows)
+				rec := sinktest.Batch(memory.DefaultAllocator, from, from+rows)
+				err := w.WriteBatch(ctx, rec, sinktest.CP(int64(b+1)*rows))
+				rec.Release()
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	s := newSink(t, wh)
+	ids := readIDs(t, s, s.CatalogForTest(), flightsink.Pipeline{})
+	require.Len(t, ids, 2*batches*rows)
+	seen := map[int64]bool{}
+	for _, id := range ids {
+		require.False(t, seen[id], "id %d twice", id)
+		seen[id] = true
+	}
+	for i := range 2 {
+		cp, err := s.Checkpoint(ctx, flightsink.Pipeline{ID: fmt.Sprintf("p%d", i)})
+		require.NoError(t, err)
+		require.Equal(t, string(sinktest.CP(batches*rows)), string(cp))
+	}
+}
