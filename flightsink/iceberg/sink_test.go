@@ -118,7 +118,7 @@ func TestUnmappableSchemaCommitsNothing(t *testing.T) {
 	p := flightsink.Pipeline{ID: "bad"}
 	w, _, err := s.Open(ctx, p)
 	require.NoError(t, err)
-	for _, dt := range []arrow.DataType{arrow.PrimitiveTypes.Uint32, arrow.PrimitiveTypes.Int8, &arrow.TimestampType{Unit: arrow.Nanosecond}, arrow.FixedWidthTypes.Duration_s} {
+	for _, dt := range []arrow.DataType{arrow.PrimitiveTypes.Uint64, &arrow.TimestampType{Unit: arrow.Nanosecond}, arrow.FixedWidthTypes.Duration_s, arrow.FixedWidthTypes.MonthInterval} {
 		sc := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "x", Type: dt, Nullable: true}}, nil)
 		rec := batchOf(mem, sc, 3)
 		err = w.WriteBatch(ctx, rec, sinktest.CP(3))

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	iceberg "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
@@ -193,7 +194,7 @@ func (w *writer) commit(ctx context.Context, tbl *table.Table, all map[string]st
 			return nil, fmt.Errorf("iceberg sink: table %s: %w", name, err)
 		}
 		if *files == nil || !(*files).schema.Equals(staged.Schema()) {
-			fs, err := writeFiles(ctx, staged.Table, recs)
+			fs, err := writeFiles(ctx, w.s.o.mem, staged.Table, recs)
 			if err != nil {
 				return nil, fmt.Errorf("iceberg sink: table %s: write data files: %w", name, err)
 			}
@@ -226,20 +227,39 @@ func (w *writer) commit(ctx context.Context, tbl *table.Table, all map[string]st
 
 // writeFiles writes recs as Parquet data files of tbl (its current
 // schema gives the field ids).
-func writeFiles(ctx context.Context, tbl *table.Table, recs []arrow.RecordBatch) ([]iceberg.DataFile, error) {
+func writeFiles(ctx context.Context, mem memory.Allocator, tbl *table.Table, recs []arrow.RecordBatch) ([]iceberg.DataFile, error) {
 	var out []iceberg.DataFile
 	for _, rec := range recs {
-		one := func(yield func(arrow.RecordBatch, error) bool) {
-			rec.Retain() // WriteRecords releases what it consumes
-			yield(rec, nil)
+		fs, err := writeFile(ctx, mem, tbl, rec)
+		if err != nil {
+			return nil, err
 		}
-		var seq iter.Seq2[arrow.RecordBatch, error] = one
-		for df, err := range table.WriteRecords(ctx, tbl, rec.Schema(), seq) {
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, df)
+		out = append(out, fs...)
+	}
+	return out, nil
+}
+
+func writeFile(ctx context.Context, mem memory.Allocator, tbl *table.Table, rec arrow.RecordBatch) ([]iceberg.DataFile, error) {
+	rec, err := storable(ctx, mem, rec)
+	if err != nil {
+		return nil, err
+	}
+	consumed := false
+	defer func() {
+		if !consumed {
+			rec.Release()
 		}
+	}()
+	one := func(yield func(arrow.RecordBatch, error) bool) {
+		consumed = true
+		yield(rec, nil) // WriteRecords releases what it consumes
+	}
+	var out []iceberg.DataFile
+	for df, err := range table.WriteRecords(ctx, tbl, rec.Schema(), iter.Seq2[arrow.RecordBatch, error](one)) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, df)
 	}
 	return out, nil
 }
