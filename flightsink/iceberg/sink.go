@@ -30,12 +30,14 @@
 //
 // # Schemas
 //
-// Columns map by name to the table's columns; types must map to Iceberg
-// types and back to the same Arrow type (int8, uint32, nanosecond
-// timestamps, ... are refused with ErrInvalidInput: Iceberg cannot keep
-// them exactly). A batch whose types differ from the table's is
-// ErrSchemaMismatch. With SchemaEvolution, new nullable columns are added
-// to the table in the commit, and batches may omit optional columns.
+// Columns map by name to the table's columns. A column is stored as its
+// Iceberg type, with the lossless widenings of StoredType where Iceberg
+// has no exact match (views, small and unsigned ints, second and
+// millisecond timestamps); a type with no lossless Iceberg type (uint64,
+// nanosecond timestamps, durations, ...) is ErrInvalidInput. A batch
+// whose types differ from the table's is ErrSchemaMismatch. With
+// SchemaEvolution, new nullable columns are added to the table in the
+// commit, and batches may omit optional columns.
 // Nothing is committed on either error.
 package iceberg
 
