@@ -5,6 +5,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
@@ -15,9 +16,9 @@ import (
 )
 
 func TestIcebergSinkSpec(t *testing.T) {
-	require.Equal(t, icebergSinkConfig{Catalog: "sql", URI: "/c.db", CatalogName: "lake", Table: "a.b", SchemaEvolution: true,
+	require.Equal(t, icebergSinkConfig{Catalog: "sql", URI: "/c.db", CatalogName: "lake", Table: "a.b", SchemaEvolution: true, ExpireOlderThan: 72 * time.Hour,
 		IO: map[string]string{"s3.endpoint": "http://127.0.0.1:7070", "s3.region": "eu-west-1"}},
-		parseAs(t, icebergSinkSpec, "iceberg:s3://lake/wh?uri=/c.db&catalog_name=lake&table=a.b&schema_evolution=true&s3.endpoint=http://127.0.0.1:7070&s3.region=eu-west-1"))
+		parseAs(t, icebergSinkSpec, "iceberg:s3://lake/wh?uri=/c.db&catalog_name=lake&table=a.b&schema_evolution=true&expire_snapshots_older_than=72h&s3.endpoint=http://127.0.0.1:7070&s3.region=eu-west-1"))
 	require.Equal(t, icebergSinkConfig{Catalog: "sql", CatalogName: "flightline", Table: "flightline.events", IO: map[string]string{}},
 		parseAs(t, icebergSinkSpec, "iceberg:/data/wh"), "defaults")
 	for raw, want := range map[string]string{

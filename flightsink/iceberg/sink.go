@@ -99,6 +99,9 @@ type options struct {
 	mem      memory.Allocator
 	log      *slog.Logger
 	attempts int
+	expire   time.Duration // 0: no snapshot expiry
+	// expireEvery is how often a writer runs the expiry at most.
+	expireEvery time.Duration
 }
 
 // Catalog sets the catalog to use instead of the SQL catalog on SQLite
@@ -208,6 +211,25 @@ func MaxCommitAttempts(n int) Option {
 	}
 }
 
+// ExpireSnapshotsOlderThan makes each writer expire the table's snapshots
+// older than d (keeping the current one), at most every ten minutes, after
+// a commit of its own, so that the table's metadata does not grow by a
+// snapshot per commit for ever; 0 (the default) never expires. The
+// expiry runs only while the current snapshot is the writer's own, which
+// carries every pipeline's state, so no state is expired with its
+// snapshot. Files only expired snapshots referenced (their manifest
+// lists and manifests) are deleted. An expiry that fails is logged; the
+// commit before it stands.
+func ExpireSnapshotsOlderThan(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 0 {
+			return fmt.Errorf("%w: expire_snapshots_older_than %v < 0", flightline.ErrInvalidInput, d)
+		}
+		o.expire = d
+		return nil
+	}
+}
+
 // Sink is an exactly-once Iceberg sink. It is safe for concurrent use by
 // several pipelines. See the package documentation.
 type Sink struct {
@@ -223,7 +245,7 @@ type Sink struct {
 // catalog's tables when missing; it touches no Iceberg table.
 func New(ctx context.Context, warehouse string, opts ...Option) (*Sink, error) {
 	o := options{catName: "flightline", props: map[string]string{}, ns: []string{DefaultNamespace}, table: DefaultTable,
-		mem: memory.DefaultAllocator, log: slog.Default(), attempts: 100}
+		mem: memory.DefaultAllocator, log: slog.Default(), attempts: 100, expireEvery: 10 * time.Minute}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -409,7 +431,8 @@ func (s *Sink) create(ctx context.Context, ident table.Identifier) (*table.Table
 	if err := s.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 		return nil, s.wrap(fmt.Sprintf("create namespace %s", strings.Join(ns, ".")), err)
 	}
-	props := iceberg.Properties{table.PropertyFormatVersion: "2", table.CommitNumRetriesKey: "0"}
+	props := iceberg.Properties{table.PropertyFormatVersion: "2", table.CommitNumRetriesKey: "0",
+		table.MetadataDeleteAfterCommitEnabledKey: "true"}
 	tbl, err := s.cat.CreateTable(ctx, ident, iceberg.NewSchema(0), catalog.WithProperties(props))
 	if errors.Is(err, catalog.ErrTableAlreadyExists) {
 		return s.load(ctx, ident)

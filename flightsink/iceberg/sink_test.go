@@ -270,3 +270,31 @@ func TestTwoWritersOneTable(t *testing.T) {
 		require.Equal(t, string(sinktest.CP(batches*rows)), string(cp))
 	}
 }
+
+// With ExpireSnapshotsOlderThan the table keeps few snapshots however
+// many commits land, and the checkpoint and every row survive.
+func TestExpireSnapshots(t *testing.T) {
+	ctx := context.Background()
+	wh := t.TempDir()
+	opts := []icesink.Option{icesink.ExpireSnapshotsOlderThan(time.Millisecond), icesink.ExpireEvery(0)}
+	s := newSink(t, wh, opts...)
+	p := flightsink.Pipeline{ID: "exp"}
+	w, _, err := s.Open(ctx, p)
+	require.NoError(t, err)
+	for i := int64(0); i < 8; i++ {
+		rec := sinktest.Batch(memory.DefaultAllocator, i*10, i*10+10)
+		require.NoError(t, w.WriteBatch(ctx, rec, sinktest.CP(i*10+10)))
+		rec.Release()
+		time.Sleep(2 * time.Millisecond)
+	}
+	require.NoError(t, w.Close(ctx))
+	ident, _ := s.Ident("")
+	tbl, err := s.CatalogForTest().LoadTable(ctx, ident)
+	require.NoError(t, err)
+	require.LessOrEqual(t, len(tbl.Metadata().Snapshots()), 2, "old snapshots expired")
+	cp, err := newSink(t, wh).Checkpoint(ctx, p)
+	require.NoError(t, err)
+	require.Equal(t, string(sinktest.CP(80)), string(cp))
+	ids := readIDs(t, s, s.CatalogForTest(), p)
+	require.Len(t, ids, 80)
+}

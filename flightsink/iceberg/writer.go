@@ -9,6 +9,7 @@ import (
 	"maps"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -39,6 +40,8 @@ type writer struct {
 	closed bool
 	// fenced is the ErrFenced this writer got: fencing is permanent.
 	fenced error
+	// expired is when this writer last expired snapshots.
+	expired time.Time
 }
 
 // WriteBatch implements flightsink.Writer.
@@ -132,6 +135,7 @@ func (w *writer) write(ctx context.Context, batches []flightsink.Batch) (err err
 		committed, err := w.commit(ctx, tbl, all, next, recs, &files)
 		if err == nil {
 			w.tbl, w.st, w.last = committed, next, next.cp()
+			w.maybeExpire(ctx)
 			return nil
 		}
 		if !errors.Is(err, errRefused) {
@@ -262,6 +266,38 @@ func writeFile(ctx context.Context, mem memory.Allocator, tbl *table.Table, rec 
 		out = append(out, df)
 	}
 	return out, nil
+}
+
+// maybeExpire expires the table's old snapshots (ExpireSnapshotsOlderThan)
+// when it is due and w.tbl's current snapshot is ours (it carries every
+// pipeline's state). It asserts the branch head like a commit; a refusal
+// or an error is logged and left for the next time.
+func (w *writer) maybeExpire(ctx context.Context) {
+	if w.s.o.expire <= 0 || time.Since(w.expired) < w.s.o.expireEvery {
+		return
+	}
+	w.expired = time.Now()
+	cur := w.tbl.CurrentSnapshot()
+	if cur == nil || cur.Summary == nil || cur.Summary.Properties[MarkerKey] == "" || len(w.tbl.Metadata().Snapshots()) < 2 {
+		return
+	}
+	tx := w.tbl.NewTransaction()
+	err := tx.AssertRefSnapshotID(table.MainBranch)
+	if err == nil {
+		err = tx.ExpireSnapshots(table.WithOlderThan(w.s.o.expire), table.WithRetainLast(1))
+	}
+	var next *table.Table
+	if err == nil {
+		next, err = tx.Commit(ctx)
+	}
+	if err != nil {
+		w.s.o.log.Warn("iceberg sink: snapshot expiry failed (the next one retries)", "table", strings.Join(w.ident, "."), "err", err)
+		return
+	}
+	if next != nil {
+		w.tbl = next
+	}
+	w.s.o.log.Debug("iceberg sink: snapshots expired", "table", strings.Join(w.ident, "."), "snapshots", len(w.tbl.Metadata().Snapshots()))
 }
 
 // Close implements flightsink.Writer. It commits nothing.

@@ -1101,6 +1101,9 @@ class SinkIceberg(Kind):
             in the same namespace (default flightline.events)
         schema_evolution: add new nullable columns to the table (and accept batches
             without optional columns) instead of refusing the batch (default false)
+        expire_snapshots_older_than: expire snapshots older than this (keeping the
+            current one), at most every ten minutes after a commit, so the table's
+            metadata stays bounded; 0s: never (default 0s)
         s3.endpoint: iceberg-go file-IO properties of an s3:// warehouse
             (credentials are better left to the environment)
         s3.region: iceberg-go file-IO properties of an s3:// warehouse (credentials
@@ -1124,6 +1127,7 @@ class SinkIceberg(Kind):
         'catalog_name': ('string', False, ()),
         'table': ('string', False, ()),
         'schema_evolution': ('bool', False, ()),
+        'expire_snapshots_older_than': ('duration', False, ()),
         's3.endpoint': ('string', False, ()),
         's3.region': ('string', False, ()),
         's3.access-key-id': ('string', False, ()),
@@ -1141,6 +1145,7 @@ class SinkIceberg(Kind):
         catalog_name: Optional[Union[str, EnvRef]] = None,
         table: Optional[Union[str, EnvRef]] = None,
         schema_evolution: Optional[Union[bool, EnvRef]] = None,
+        expire_snapshots_older_than: Optional[Union[Union[str, timedelta], EnvRef]] = None,
         s3.endpoint: Optional[Union[str, EnvRef]] = None,
         s3.region: Optional[Union[str, EnvRef]] = None,
         s3.access-key-id: Optional[Union[str, EnvRef]] = None,
