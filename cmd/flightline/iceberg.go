@@ -33,6 +33,7 @@ type icebergSinkConfig struct {
 	CatalogName     string            `spec:"catalog_name" default:"flightline" doc:"the catalog's name in the sql catalog's tables (pyiceberg's SqlCatalog name)"`
 	Table           string            `spec:"table" default:"flightline.events" doc:"the default table, namespace.table; a pipeline's target names a table in the same namespace"`
 	SchemaEvolution bool              `spec:"schema_evolution" default:"false" doc:"add new nullable columns to the table (and accept batches without optional columns) instead of refusing the batch"`
+	Partition       string            `spec:"partition" doc:"the partition spec of tables the sink creates: comma-separated COLUMN, identity(COLUMN), year|month|day|hour(COLUMN), bucket(N, COLUMN), truncate(W, COLUMN), e.g. day(ts), bucket(16, id); default: unpartitioned"`
 	ExpireOlderThan time.Duration     `spec:"expire_snapshots_older_than" default:"0s" doc:"expire snapshots older than this (keeping the current one), at most every ten minutes after a commit, so the table's metadata stays bounded; 0s: never"`
 	IO              map[string]string `spec:",extra"`
 }
@@ -54,7 +55,7 @@ func openIcebergSink(e env, u *url.URL, c icebergSinkConfig) (flightsink.Sink, f
 	}
 	opts := []sinkiceberg.Option{sinkiceberg.Table(c.Table), sinkiceberg.CatalogName(c.CatalogName),
 		sinkiceberg.SchemaEvolution(c.SchemaEvolution), sinkiceberg.Properties(c.IO), sinkiceberg.Logger(e.log),
-		sinkiceberg.ExpireSnapshotsOlderThan(c.ExpireOlderThan)}
+		sinkiceberg.ExpireSnapshotsOlderThan(c.ExpireOlderThan), sinkiceberg.Partition(c.Partition)}
 	if c.URI != "" {
 		opts = append(opts, sinkiceberg.SQLite(c.URI))
 	}

@@ -16,9 +16,9 @@ import (
 )
 
 func TestIcebergSinkSpec(t *testing.T) {
-	require.Equal(t, icebergSinkConfig{Catalog: "sql", URI: "/c.db", CatalogName: "lake", Table: "a.b", SchemaEvolution: true, ExpireOlderThan: 72 * time.Hour,
+	require.Equal(t, icebergSinkConfig{Catalog: "sql", URI: "/c.db", CatalogName: "lake", Table: "a.b", SchemaEvolution: true, ExpireOlderThan: 72 * time.Hour, Partition: "day(ts),id",
 		IO: map[string]string{"s3.endpoint": "http://127.0.0.1:7070", "s3.region": "eu-west-1"}},
-		parseAs(t, icebergSinkSpec, "iceberg:s3://lake/wh?uri=/c.db&catalog_name=lake&table=a.b&schema_evolution=true&expire_snapshots_older_than=72h&s3.endpoint=http://127.0.0.1:7070&s3.region=eu-west-1"))
+		parseAs(t, icebergSinkSpec, "iceberg:s3://lake/wh?uri=/c.db&catalog_name=lake&table=a.b&schema_evolution=true&expire_snapshots_older_than=72h&partition=day(ts),id&s3.endpoint=http://127.0.0.1:7070&s3.region=eu-west-1"))
 	require.Equal(t, icebergSinkConfig{Catalog: "sql", CatalogName: "flightline", Table: "flightline.events", IO: map[string]string{}},
 		parseAs(t, icebergSinkSpec, "iceberg:/data/wh"), "defaults")
 	for raw, want := range map[string]string{
@@ -28,6 +28,7 @@ func TestIcebergSinkSpec(t *testing.T) {
 		"iceberg:s3://lake/wh":            "needs the SQLite catalog's path",
 		"iceberg:/x?colour=green":         "unknown option(s) colour",
 		"iceberg:ftp://host/x?uri=/tmp/c": "scheme",
+		"iceberg:/x?partition=week(ts)":   "unknown transform week",
 	} {
 		_, _, err := openSink(testEnv, raw, endpoint.ClientConfig{})
 		require.ErrorContains(t, err, want, raw)

@@ -88,7 +88,8 @@ func TestIntegrationPyicebergReadsExactlyOnce(t *testing.T) {
 	dir := t.TempDir()
 	wh := filepath.Join(dir, "wh")
 	db := filepath.Join(dir, "catalog.db")
-	opts := []icesink.Option{icesink.SQLite(db), icesink.Table("lake.orders"), icesink.Allocator(mem)}
+	// Partitioned, so the reader also resolves day and bucket partitions.
+	opts := []icesink.Option{icesink.SQLite(db), icesink.Table("lake.orders"), icesink.Allocator(mem), icesink.Partition("day(ts), bucket(4, id)")}
 	s := newSink(t, wh, opts...)
 	cp := func(k string, n int64) []byte { return checkpoint.Positions{k: n}.Encode() }
 	write := func(w flightsink.Writer, k string, from, to int64) error {

@@ -100,6 +100,7 @@ type options struct {
 	log      *slog.Logger
 	attempts int
 	expire   time.Duration // 0: no snapshot expiry
+	part     []partField
 	// expireEvery is how often a writer runs the expiry at most.
 	expireEvery time.Duration
 }
@@ -207,6 +208,28 @@ func MaxCommitAttempts(n int) Option {
 			return fmt.Errorf("%w: MaxCommitAttempts %d < 1", flightline.ErrInvalidInput, n)
 		}
 		o.attempts = n
+		return nil
+	}
+}
+
+// Partition sets the partition spec of the tables the sink creates:
+// comma-separated fields, each COLUMN (identity), identity(COLUMN),
+// year|month|day|hour(COLUMN), bucket(N, COLUMN) or truncate(W, COLUMN),
+// e.g. "day(ts), bucket(16, id)". It is applied with the first batch's
+// columns (a table is created before its columns are known); a column it
+// names must be in that batch, else the batch is ErrInvalidInput. An
+// existing table keeps its spec.
+func Partition(spec string) Option {
+	return func(o *options) error {
+		if spec == "" {
+			o.part = nil
+			return nil
+		}
+		p, err := parsePartition(spec)
+		if err != nil {
+			return err
+		}
+		o.part = p
 		return nil
 	}
 }

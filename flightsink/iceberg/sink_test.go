@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 	"github.com/stretchr/testify/require"
 
 	"github.com/flightline/flightline"
@@ -297,4 +298,56 @@ func TestExpireSnapshots(t *testing.T) {
 	require.Equal(t, string(sinktest.CP(80)), string(cp))
 	ids := readIDs(t, s, s.CatalogForTest(), p)
 	require.Len(t, ids, 80)
+}
+
+// Partition sets the spec of a new table with its first batch; the data
+// files are split by partition and every row reads back.
+func TestPartition(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	for _, bad := range []string{"day(", "bucket(x, id)", "frobnicate(id)", "bucket(4)", "a,,b"} {
+		_, err := icesink.New(ctx, t.TempDir(), icesink.Partition(bad))
+		require.ErrorIs(t, err, flightline.ErrInvalidInput, bad)
+	}
+	s := newSink(t, t.TempDir(), icesink.Partition("day(ts), bucket(4, id)"), icesink.Allocator(mem))
+	p := flightsink.Pipeline{ID: "part"}
+	w, _, err := s.Open(ctx, p)
+	require.NoError(t, err)
+	ids := make([]int64, 40)
+	for i := range ids {
+		ids[i] = int64(i) * 100_000 // ts = base + id*1.000001 s: several days
+	}
+	rec := richBatch(mem, ids)
+	require.NoError(t, w.WriteBatch(ctx, rec, sinktest.CP(1)))
+	rec.Release()
+	require.NoError(t, w.Close(ctx))
+	ident, _ := s.Ident("")
+	tbl, err := s.CatalogForTest().LoadTable(ctx, ident)
+	require.NoError(t, err)
+	spec := tbl.Spec()
+	require.Equal(t, 2, spec.NumFields(), spec.String())
+	files := 0
+	for _, task := range mustPlan(t, tbl) {
+		_ = task
+		files++
+	}
+	require.Greater(t, files, 4, "one data file per partition")
+	require.Len(t, readIDs(t, s, s.CatalogForTest(), p), 40)
+
+	// A column the spec names must be in the first batch.
+	s2 := newSink(t, t.TempDir(), icesink.Partition("day(nope)"), icesink.Allocator(mem))
+	w2, _, err := s2.Open(ctx, p)
+	require.NoError(t, err)
+	rec = richBatch(mem, ids[:3])
+	require.ErrorIs(t, w2.WriteBatch(ctx, rec, sinktest.CP(1)), flightline.ErrInvalidInput)
+	rec.Release()
+	require.NoError(t, w2.Close(ctx))
+}
+
+func mustPlan(t *testing.T, tbl *table.Table) []table.FileScanTask {
+	t.Helper()
+	tasks, err := tbl.Scan().PlanFiles(context.Background())
+	require.NoError(t, err)
+	return tasks
 }

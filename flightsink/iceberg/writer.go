@@ -192,6 +192,15 @@ func (w *writer) commit(ctx context.Context, tbl *table.Table, all map[string]st
 			if err := us.Commit(); err != nil {
 				return nil, fmt.Errorf("%w: iceberg sink: table %s: add columns: %v", flightline.ErrSchemaMismatch, name, err)
 			}
+			if tbl.Schema().NumFields() == 0 && len(w.s.o.part) > 0 && tbl.Metadata().PartitionSpec().IsUnpartitioned() {
+				ups := tx.UpdateSpec(true)
+				for _, f := range w.s.o.part {
+					ups.AddField(f.col, f.transform, "")
+				}
+				if err := ups.Commit(); err != nil {
+					return nil, fmt.Errorf("%w: iceberg sink: table %s: partition spec: %v", flightline.ErrInvalidInput, name, err)
+				}
+			}
 		}
 		staged, err := tx.StagedTable()
 		if err != nil {

@@ -1101,6 +1101,9 @@ class SinkIceberg(Kind):
             in the same namespace (default flightline.events)
         schema_evolution: add new nullable columns to the table (and accept batches
             without optional columns) instead of refusing the batch (default false)
+        partition: the partition spec of tables the sink creates: comma-separated
+            COLUMN, identity(COLUMN), year|month|day|hour(COLUMN), bucket(N, COLUMN),
+            truncate(W, COLUMN), e.g. day(ts), bucket(16, id); default: unpartitioned
         expire_snapshots_older_than: expire snapshots older than this (keeping the
             current one), at most every ten minutes after a commit, so the table's
             metadata stays bounded; 0s: never (default 0s)
@@ -1127,6 +1130,7 @@ class SinkIceberg(Kind):
         'catalog_name': ('string', False, ()),
         'table': ('string', False, ()),
         'schema_evolution': ('bool', False, ()),
+        'partition': ('string', False, ()),
         'expire_snapshots_older_than': ('duration', False, ()),
         's3.endpoint': ('string', False, ()),
         's3.region': ('string', False, ()),
@@ -1145,6 +1149,7 @@ class SinkIceberg(Kind):
         catalog_name: Optional[Union[str, EnvRef]] = None,
         table: Optional[Union[str, EnvRef]] = None,
         schema_evolution: Optional[Union[bool, EnvRef]] = None,
+        partition: Optional[Union[str, EnvRef]] = None,
         expire_snapshots_older_than: Optional[Union[Union[str, timedelta], EnvRef]] = None,
         s3.endpoint: Optional[Union[str, EnvRef]] = None,
         s3.region: Optional[Union[str, EnvRef]] = None,
