@@ -155,10 +155,10 @@ chaos: chaos-kill chaos-fuzz
 
 # The tests FLIGHTLINE_CHAOS=1 makes longer (make test runs them short:
 # 10 kills per crash loop; see docs/testing.md).
-CHAOS_TESTS := TestIntegrationSplitKill9|TestIntegrationQuickSourceRestart|TestIntegrationPostgresRestart|TestIntegrationS3Faults|TestIntegrationKafkaBrokerKill|TestIntegrationDiskFull|TestIntegrationDatabricksS3Faults|TestIntegrationSnowflakeRestart|TestIntegrationPartitions|TestIntegrationNetem|TestIntegrationScaleOut|TestIntegrationScaleOutPostgres|TestIntegrationPostgresCrashKill9|TestIntegrationS3CrashKill9|TestIntegrationDeltaCrashKill9|TestIntegrationKafkaDeltaCrashKill9|TestIntegrationKafkaDeltaSplitKill9|TestIntegrationKafkaSinkCrashKill9|TestIntegrationBigQueryCrashKill9|TestCrashDemoKill9|TestCrashSplitProcessesKill9|TestIntegrationDeltaCompactionKill9|TestIntegrationChainFailover|TestIntegrationDuckDBCrashKill9|TestIntegrationStoreKill9Generator|TestIntegrationStoreKill9Kafka|TestIntegrationAMQPKill9|TestIntegrationStoreRestart|TestIntegrationAMQPBrokerKill|TestIntegrationPostgresCDCKill9
+CHAOS_TESTS := TestIntegrationSplitKill9|TestIntegrationQuickSourceRestart|TestIntegrationPostgresRestart|TestIntegrationS3Faults|TestIntegrationKafkaBrokerKill|TestIntegrationDiskFull|TestIntegrationDatabricksS3Faults|TestIntegrationSnowflakeRestart|TestIntegrationPartitions|TestIntegrationNetem|TestIntegrationScaleOut|TestIntegrationScaleOutPostgres|TestIntegrationPostgresCrashKill9|TestIntegrationS3CrashKill9|TestIntegrationDeltaCrashKill9|TestIntegrationKafkaDeltaCrashKill9|TestIntegrationKafkaDeltaSplitKill9|TestIntegrationKafkaSinkCrashKill9|TestIntegrationBigQueryCrashKill9|TestCrashDemoKill9|TestCrashSplitProcessesKill9|TestIntegrationDeltaCompactionKill9|TestIntegrationChainFailover|TestIntegrationDuckDBCrashKill9|TestIntegrationStoreKill9Generator|TestIntegrationStoreKill9Kafka|TestIntegrationAMQPKill9|TestIntegrationStoreRestart|TestIntegrationAMQPBrokerKill|TestIntegrationPostgresCDCKill9|TestIntegrationIcebergKill9Kafka
 
 chaos-kill:
-	@$(SERVICES) up kafka postgres python s3 moto adbc duckdb duckdbpy fakesnow bigquery gcs azurite sftp rabbitmq && $(SERVICES) wait bigquery && \
+	@$(SERVICES) up kafka postgres python s3 moto adbc duckdb duckdbpy fakesnow bigquery gcs azurite sftp rabbitmq iceberg && $(SERVICES) wait bigquery && \
 	set -a && . integration/services/run/env && set +a && \
 	rm -f $(CHAOS_REPORT) && FLIGHTLINE_CHAOS_REPORT=$(CHAOS_REPORT) \
 	FLIGHTLINE_REQUIRE_SERVICES=1 FLIGHTLINE_CHAOS=1 $(GO) test -race -count=1 -timeout 180m -v \

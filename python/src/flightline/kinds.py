@@ -1204,6 +1204,82 @@ class SinkGrpc(Kind):
     ) -> None:
         self._init(dict(locals()))
 
+class SinkIceberg(Kind):
+    """iceberg: exactly-once Apache Iceberg tables (checkpoint in the snapshot summary; a target is a table in the namespace).
+
+    URL form: ``iceberg:WAREHOUSE?table=NS.TABLE&uri=CATALOG.db``.
+
+    Args:
+        warehouse: the warehouse: a local path or s3://BUCKET/PREFIX
+        catalog: the catalog: sql, iceberg-go's SQL (JDBC-layout) catalog on SQLite,
+            which pyiceberg's SqlCatalog reads too (default sql)
+        uri: the SQLite file of the sql catalog (default: WAREHOUSE/catalog.db for a
+            local warehouse; required for s3://)
+        catalog_name: the catalog's name in the sql catalog's tables (pyiceberg's
+            SqlCatalog name) (default flightline)
+        table: the default table, namespace.table; a pipeline's target names a table
+            in the same namespace (default flightline.events)
+        schema_evolution: add new nullable columns to the table (and accept batches
+            without optional columns) instead of refusing the batch (default false)
+        partition: the partition spec of tables the sink creates: comma-separated
+            COLUMN, identity(COLUMN), year|month|day|hour(COLUMN), bucket(N, COLUMN),
+            truncate(W, COLUMN), e.g. day(ts), bucket(16, id); default: unpartitioned
+        expire_snapshots_older_than: expire snapshots older than this (keeping the
+            current one), at most every ten minutes after a commit, so the table's
+            metadata stays bounded; 0s: never (default 0s)
+        s3.endpoint: iceberg-go file-IO properties of an s3:// warehouse
+            (credentials are better left to the environment)
+        s3.region: iceberg-go file-IO properties of an s3:// warehouse (credentials
+            are better left to the environment)
+        s3.access-key-id: iceberg-go file-IO properties of an s3:// warehouse
+            (credentials are better left to the environment)
+        s3.secret-access-key: iceberg-go file-IO properties of an s3:// warehouse
+            (credentials are better left to the environment) (secret)
+        s3.session-token: iceberg-go file-IO properties of an s3:// warehouse
+            (credentials are better left to the environment) (secret)
+        s3.force-virtual-addressing: iceberg-go file-IO properties of an s3://
+            warehouse (credentials are better left to the environment)
+    """
+
+    section = 'sinks'
+    kind = 'iceberg'
+    _keys = {
+        'warehouse': ('string', False, ()),
+        'catalog': ('enum', False, ('sql',)),
+        'uri': ('string', False, ()),
+        'catalog_name': ('string', False, ()),
+        'table': ('string', False, ()),
+        'schema_evolution': ('bool', False, ()),
+        'partition': ('string', False, ()),
+        'expire_snapshots_older_than': ('duration', False, ()),
+        's3.endpoint': ('string', False, ()),
+        's3.region': ('string', False, ()),
+        's3.access-key-id': ('string', False, ()),
+        's3.secret-access-key': ('string', True, ()),
+        's3.session-token': ('string', True, ()),
+        's3.force-virtual-addressing': ('string', False, ()),
+    }
+
+    def __init__(
+        self,
+        warehouse: Optional[str] = None,
+        *,
+        catalog: Optional[Union[Literal['sql'], EnvRef]] = None,
+        uri: Optional[Union[str, EnvRef]] = None,
+        catalog_name: Optional[Union[str, EnvRef]] = None,
+        table: Optional[Union[str, EnvRef]] = None,
+        schema_evolution: Optional[Union[bool, EnvRef]] = None,
+        partition: Optional[Union[str, EnvRef]] = None,
+        expire_snapshots_older_than: Optional[Union[Union[str, timedelta], EnvRef]] = None,
+        s3.endpoint: Optional[Union[str, EnvRef]] = None,
+        s3.region: Optional[Union[str, EnvRef]] = None,
+        s3.access-key-id: Optional[Union[str, EnvRef]] = None,
+        s3.secret-access-key: Optional[EnvRef] = None,
+        s3.session-token: Optional[EnvRef] = None,
+        s3.force-virtual-addressing: Optional[Union[str, EnvRef]] = None,
+    ) -> None:
+        self._init(dict(locals()))
+
 class SinkKafka(Kind):
     """kafka: exactly-once: each batch and its checkpoint in one Kafka transaction.
 
@@ -1688,6 +1764,8 @@ KINDS: Dict[Tuple[str, str], Type[Kind]] = {
     ('deadletter_sinks', 'gcs'): SinkGcs,
     ('sinks', 'grpc'): SinkGrpc,
     ('deadletter_sinks', 'grpc'): SinkGrpc,
+    ('sinks', 'iceberg'): SinkIceberg,
+    ('deadletter_sinks', 'iceberg'): SinkIceberg,
     ('sinks', 'kafka'): SinkKafka,
     ('deadletter_sinks', 'kafka'): SinkKafka,
     ('sinks', 'memory'): SinkMemory,
@@ -1707,4 +1785,4 @@ KINDS: Dict[Tuple[str, str], Type[Kind]] = {
     ('schema_sinks', 'glue'): SchemaSinkGlue,
 }
 
-__all__ = ['KINDS', 'EnvRef', 'Kind', 'SourceAdbc', 'SourceBigQuery', 'SourceDatabricks', 'SourceDelta', 'SourceGenerator', 'SourceGrpc', 'SourceKafka', 'SourcePostgres', 'SourcePostgres-cdc', 'SourceSnowflake', 'SinkAdbc', 'SinkAmqp', 'SinkAmqps', 'SinkAzblob', 'SinkBigQuery', 'SinkDatabricks', 'SinkDelta', 'SinkDir', 'SinkDuckdb', 'SinkFile', 'SinkGcs', 'SinkGrpc', 'SinkKafka', 'SinkMemory', 'SinkNull', 'SinkPostgres', 'SinkS3', 'SinkSftp', 'SinkSnowflake', 'SinkStdout', 'SchemaSinkGlue']
+__all__ = ['KINDS', 'EnvRef', 'Kind', 'SourceAdbc', 'SourceBigQuery', 'SourceDatabricks', 'SourceDelta', 'SourceGenerator', 'SourceGrpc', 'SourceKafka', 'SourcePostgres', 'SourcePostgres-cdc', 'SourceSnowflake', 'SinkAdbc', 'SinkAmqp', 'SinkAmqps', 'SinkAzblob', 'SinkBigQuery', 'SinkDatabricks', 'SinkDelta', 'SinkDir', 'SinkDuckdb', 'SinkFile', 'SinkGcs', 'SinkGrpc', 'SinkIceberg', 'SinkKafka', 'SinkMemory', 'SinkNull', 'SinkPostgres', 'SinkS3', 'SinkSftp', 'SinkSnowflake', 'SinkStdout', 'SchemaSinkGlue']
