@@ -33,7 +33,7 @@ not cover): the INSERT's data is written to a temporary file and run as
 position (the sink always names the batch's columns in its order), the
 same ArrowStream input format and the same block formation a server's
 INSERT … FORMAT ArrowStream uses is not guaranteed; requests run one at a
-time (one chdb session, a lock); no sessions, no compression, no
+time (one chdb session, a lock); no sessions, no compression (bodies plain or chunked), no
 progress headers, no X-ClickHouse-Summary; the query must be complete in
 the URL for an INSERT (the sink's always is).
 
@@ -108,9 +108,23 @@ class Handler(BaseHTTPRequestHandler):
         self.handle_req(b"")
 
     def do_POST(self):
-        n = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(n) if n else b""
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            body = self.read_chunked()
+        else:
+            n = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(n) if n else b""
         self.handle_req(body)
+
+    def read_chunked(self) -> bytes:
+        parts = []
+        while True:
+            size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                while self.rfile.readline().strip():  # trailers
+                    pass
+                return b"".join(parts)
+            parts.append(self.rfile.read(size))
+            self.rfile.readline()
 
     def handle_req(self, body: bytes):
         url = urlsplit(self.path)
