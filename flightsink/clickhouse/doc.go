@@ -31,7 +31,9 @@
 //
 //	token = "flightline-" + hex(sha256(pipeline, target, checkpoint before, checkpoint after, rows))[:40]
 //
-// A WriteBatch (or a group, WriteBatches: one INSERT, one token) is:
+// A WriteBatch is (a group, WriteBatches, is the same with one INSERT
+// per batch, each with the token of its own range, so that a replay
+// grouping the batches otherwise re-forms the same tokens):
 //
 //  1. Read the (pipeline, target) row of the checkpoint table
 //     (ReplacingMergeTree(version) ORDER BY (pipeline_id, target), read
@@ -49,7 +51,8 @@
 //     insert_deduplicate=1 and insert_deduplication_token=T.
 //  5. Write the commit row: checkpoint = the new one, nothing pending.
 //
-// A crash before 4 lands writes nothing; a crash after 4 leaves the
+// A crash before 4 lands writes nothing (of a group, the batches inserted
+// before the crash are visible, the checkpoint is not moved); a crash after 4 leaves the
 // checkpoint behind the data, and the replay from it carries the same
 // token, so ClickHouse drops it. The intent row tells the next writer
 // that a batch was in flight: when the replay's token differs (the source

@@ -28,7 +28,11 @@ type ServerError struct {
 }
 
 func (e *ServerError) Error() string {
-	return fmt.Sprintf("clickhouse: HTTP %d, code %d: %s", e.Status, e.Code, e.Text)
+	msg := fmt.Sprintf("clickhouse: HTTP %d, code %d: %s", e.Status, e.Code, e.Text)
+	if s := e.Unwrap(); s != nil {
+		return s.Error() + ": " + msg
+	}
+	return msg
 }
 
 // Unwrap maps ClickHouse's exception codes (src/Common/ErrorCodes.cpp) to
@@ -143,4 +147,34 @@ func tableName(s string) string {
 		return ident(db) + "." + ident(t)
 	}
 	return ident(s)
+}
+
+// unescapeTSV undoes TabSeparated's escaping of one field (\\, \t, \n,
+// \', …).
+func unescapeTSV(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 == len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		switch s[i] {
+		case 't':
+			b.WriteByte('\t')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case '0':
+			b.WriteByte(0)
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String()
 }

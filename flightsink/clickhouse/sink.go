@@ -24,6 +24,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/flightsink"
 )
 
@@ -363,8 +364,10 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 	return w.write(ctx, []flightsink.Batch{{Rec: rec, CP: cp}})
 }
 
-// WriteBatches implements flightsink.GroupWriter: the group's new batches
-// go in one INSERT (one token), the group's checkpoint in one row.
+// WriteBatches implements flightsink.GroupWriter: one intent row, one
+// INSERT per new batch (each with its own token, so a replay that groups
+// the batches otherwise still re-forms every token), one commit row with
+// the group's checkpoint.
 func (w *writer) WriteBatches(ctx context.Context, batches []flightsink.Batch) error {
 	if err := flightsink.CheckGroup(batches); err != nil {
 		return err
@@ -399,8 +402,16 @@ func (w *writer) write(ctx context.Context, batches []flightsink.Batch) error {
 	if n == 0 {
 		return nil
 	}
+	// Each new batch is its own INSERT with its own token, taken from the
+	// running checkpoint before and after it: a replay re-forms a batch
+	// from where it starts, whichever group the batches travelled in.
+	type insert struct {
+		rec   arrow.RecordBatch
+		token string
+	}
 	var recs []arrow.RecordBatch
-	var rows int64
+	var ins []insert
+	run := last
 	for i, b := range batches {
 		if !fresh[i] {
 			continue
@@ -412,13 +423,17 @@ func (w *writer) write(ctx context.Context, batches []flightsink.Batch) error {
 			return fmt.Errorf("%w: clickhouse sink: a group's batches have different schemas", flightline.ErrSchemaMismatch)
 		}
 		recs = append(recs, b.Rec)
-		rows += b.Rec.NumRows()
+		after := checkpoint.Next(run, b.CP)
+		if b.Rec.NumRows() > 0 {
+			ins = append(ins, insert{b.Rec, Token(w.p.ID, w.key, run, after, b.Rec.NumRows())})
+		}
+		run = after
 	}
 	if err := w.prepare(ctx, recs); err != nil {
 		return err
 	}
-	if rows > 0 {
-		token := Token(w.p.ID, w.key, last, next, rows)
+	if len(ins) > 0 {
+		token := ins[0].token
 		switch {
 		case len(st.pending) > 0 && st.token == token:
 			s.log.Info("clickhouse sink: replaying the batch a previous writer left pending (deduplicated if it landed)",
@@ -429,13 +444,15 @@ func (w *writer) write(ctx context.Context, batches []flightsink.Batch) error {
 				"pipeline", w.p.ID, "table", w.table, "pending_token", st.token, "token", token)
 		}
 		// Intent first: a crash after it leaves the checkpoint behind the
-		// data, and the replay carries the same token.
+		// data, and the replay carries the same tokens.
 		if err := s.put(ctx, w.p.ID, w.key, &state{version: w.nextVersion(), epoch: w.epoch, claim: w.claim,
 			cp: last, pending: next, token: token}); err != nil {
 			return err
 		}
-		if err := w.insertRows(ctx, recs, token); err != nil {
-			return err
+		for _, in := range ins {
+			if err := w.insertRows(ctx, in.rec, in.token); err != nil {
+				return err
+			}
 		}
 		if s.afterInsert != nil {
 			if err := s.afterInsert(); err != nil {
@@ -446,8 +463,7 @@ func (w *writer) write(ctx context.Context, batches []flightsink.Batch) error {
 	return s.put(ctx, w.p.ID, w.key, &state{version: w.nextVersion(), epoch: w.epoch, claim: w.claim, cp: next})
 }
 
-// Token is the insert_deduplication_token of a batch (or group) of rows
-// rows taking pipeline id's target key from checkpoint last to next. It
+// Token is the insert_deduplication_token of a batch of rows rows taking pipeline id's target key from checkpoint last to next. It
 // names the batch by what a replay re-forms, not by its bytes: a replay
 // from last that ends at next with as many rows carries it again, whichever
 // writer (epoch) sends it.
@@ -465,9 +481,9 @@ func Token(id, key string, last, next []byte, rows int64) string {
 	return "flightline-" + hex.EncodeToString(h.Sum(nil)[:20])
 }
 
-// insertRows sends recs as one Arrow IPC stream in one INSERT … FORMAT
+// insertRows sends rec as an Arrow IPC stream in one INSERT … FORMAT
 // ArrowStream with the token. The stream is encoded while it is sent.
-func (w *writer) insertRows(ctx context.Context, recs []arrow.RecordBatch, token string) error {
+func (w *writer) insertRows(ctx context.Context, rec arrow.RecordBatch, token string) error {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
@@ -479,12 +495,10 @@ func (w *writer) insertRows(ctx context.Context, recs []arrow.RecordBatch, token
 			pw.CloseWithError(err)
 			done <- err
 		}()
-		iw := ipc.NewWriter(pw, ipc.WithSchema(recs[0].Schema()), ipc.WithAllocator(w.s.o.mem))
-		for _, r := range recs {
-			if err = iw.Write(r); err != nil {
-				_ = iw.Close()
-				return
-			}
+		iw := ipc.NewWriter(pw, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(w.s.o.mem))
+		if err = iw.Write(rec); err != nil {
+			_ = iw.Close()
+			return
 		}
 		err = iw.Close()
 	}()
@@ -493,7 +507,7 @@ func (w *writer) insertRows(ctx context.Context, recs []arrow.RecordBatch, token
 		"insert_deduplication_token": {token},
 	}, pr)
 	pr.CloseWithError(errors.New("clickhouse sink: request ended"))
-	encErr := <-done // recs are not released before the encoder is done
+	encErr := <-done // rec is not released before the encoder is done
 	if err != nil {
 		return fmt.Errorf("clickhouse sink: insert into %s: %w", w.table, err)
 	}
@@ -570,6 +584,7 @@ func (w *writer) describe(ctx context.Context) ([]column, string, string, error)
 		return nil, "", "", nil
 	}
 	engine, create, _ := strings.Cut(line, "\t")
+	engine, create = unescapeTSV(engine), unescapeTSV(create)
 	out, err = w.s.c.exec(ctx, `SELECT name, type FROM system.columns WHERE database = `+dbExpr+` AND table = `+literal(tbl)+
 		` ORDER BY position FORMAT TabSeparated`, url.Values{"wait_end_of_query": {"1"}}, nil)
 	if err != nil {
@@ -578,7 +593,7 @@ func (w *writer) describe(ctx context.Context) ([]column, string, string, error)
 	cols := []column{}
 	for _, l := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
 		if name, typ, ok := strings.Cut(l, "\t"); ok {
-			cols = append(cols, column{name, typ})
+			cols = append(cols, column{unescapeTSV(name), unescapeTSV(typ)})
 		}
 	}
 	return cols, engine, create, nil
