@@ -146,10 +146,10 @@ chaos: chaos-kill chaos-fuzz
 
 # The tests FLIGHTLINE_CHAOS=1 makes longer (make test runs them short:
 # 10 kills per crash loop; see docs/testing.md).
-CHAOS_TESTS := TestIntegrationSplitKill9|TestIntegrationQuickSourceRestart|TestIntegrationPostgresRestart|TestIntegrationS3Faults|TestIntegrationKafkaBrokerKill|TestIntegrationDiskFull|TestIntegrationDatabricksS3Faults|TestIntegrationSnowflakeRestart|TestIntegrationPartitions|TestIntegrationNetem|TestIntegrationScaleOut|TestIntegrationScaleOutPostgres|TestIntegrationPostgresCrashKill9|TestIntegrationS3CrashKill9|TestIntegrationDeltaCrashKill9|TestIntegrationKafkaDeltaCrashKill9|TestIntegrationKafkaDeltaSplitKill9|TestIntegrationKafkaSinkCrashKill9|TestIntegrationBigQueryCrashKill9|TestCrashDemoKill9|TestCrashSplitProcessesKill9|TestIntegrationDeltaCompactionKill9|TestIntegrationFileKill9Generator|TestIntegrationFileKill9Kafka|TestIntegrationChainFailover
+CHAOS_TESTS := TestIntegrationSplitKill9|TestIntegrationQuickSourceRestart|TestIntegrationPostgresRestart|TestIntegrationS3Faults|TestIntegrationKafkaBrokerKill|TestIntegrationDiskFull|TestIntegrationDatabricksS3Faults|TestIntegrationSnowflakeRestart|TestIntegrationPartitions|TestIntegrationNetem|TestIntegrationScaleOut|TestIntegrationScaleOutPostgres|TestIntegrationPostgresCrashKill9|TestIntegrationS3CrashKill9|TestIntegrationDeltaCrashKill9|TestIntegrationKafkaDeltaCrashKill9|TestIntegrationKafkaDeltaSplitKill9|TestIntegrationKafkaSinkCrashKill9|TestIntegrationBigQueryCrashKill9|TestCrashDemoKill9|TestCrashSplitProcessesKill9|TestIntegrationDeltaCompactionKill9|TestIntegrationFileKill9Generator|TestIntegrationFileKill9Kafka|TestIntegrationChainFailover|TestIntegrationClickHouseKill9
 
 chaos-kill:
-	@$(SERVICES) up kafka postgres python s3 moto adbc fakesnow bigquery && $(SERVICES) wait bigquery && \
+	@$(SERVICES) up kafka postgres python s3 moto adbc fakesnow bigquery clickhouse && $(SERVICES) wait bigquery && \
 	set -a && . integration/services/run/env && set +a && \
 	rm -f $(CHAOS_REPORT) && FLIGHTLINE_CHAOS_REPORT=$(CHAOS_REPORT) \
 	FLIGHTLINE_REQUIRE_SERVICES=1 FLIGHTLINE_CHAOS=1 $(GO) test -race -count=1 -timeout 180m -v \
