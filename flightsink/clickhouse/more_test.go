@@ -13,11 +13,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsink/clickhouse"
 	"github.com/flightline/flightline/flightsink/sinktest"
+	"github.com/flightline/flightline/internal/flighterr"
 	"github.com/flightline/flightline/internal/testkit/chtest"
 )
 
@@ -122,12 +124,14 @@ func TestIntegrationErrors(t *testing.T) {
 		require.NoError(t, err)
 		_, _, err = s.Open(ctx(t), flightsink.Pipeline{ID: "p", Target: "t"})
 		require.ErrorIs(t, err, flightline.ErrUnavailable)
+		require.Equal(t, codes.Unavailable, flighterr.Code(err))
 	})
 	t.Run("WrongPassword", func(t *testing.T) {
 		s, err := clickhouse.New(f.URL, clickhouse.Credentials(f.User, "not-the-password"))
 		require.NoError(t, err)
 		_, _, err = s.Open(ctx(t), flightsink.Pipeline{ID: "p", Target: "t"})
 		require.ErrorIs(t, err, flightline.ErrUnauthenticated)
+		require.Equal(t, codes.Unauthenticated, flighterr.Code(err))
 		require.NotContains(t, err.Error(), "not-the-password")
 		var se *clickhouse.ServerError
 		require.ErrorAs(t, err, &se)
@@ -150,6 +154,7 @@ func TestIntegrationErrors(t *testing.T) {
 		err = w.WriteBatch(ctx(t), rec, sinktest.CP(1))
 		rec.Release()
 		require.ErrorIs(t, err, flightline.ErrInvalidInput)
+		require.Equal(t, codes.InvalidArgument, flighterr.Code(err))
 		require.ErrorContains(t, err, `column "tags"`)
 		cp, err := s.Checkpoint(ctx(t), p)
 		require.NoError(t, err)
@@ -163,6 +168,7 @@ func TestIntegrationErrors(t *testing.T) {
 		require.NoError(t, err)
 		err = write(t, mem, w, 0, 5)
 		require.ErrorIs(t, err, flightline.ErrFailedPrecondition)
+		require.Equal(t, codes.FailedPrecondition, flighterr.Code(err))
 		require.ErrorContains(t, err, "non_replicated_deduplication_window")
 		require.Nil(t, f.IDs(t, p.Target))
 	})
