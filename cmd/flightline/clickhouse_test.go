@@ -19,7 +19,7 @@ import (
 
 func TestClickHouseSinkSpec(t *testing.T) {
 	for raw, want := range map[string]string{
-		"clickhouse:db":                                 "want clickhouse://USER@HOST:PORT/DB",
+		"clickhouse:db": "want clickhouse://USER@HOST:PORT/DB",
 		"clickhouse://u:secretvalue@127.0.0.1:1/db":     "password in the URL is refused",
 		"clickhouse://u@127.0.0.1:1/db?colour=green":    "unknown option(s) colour",
 		"clickhouse://u@127.0.0.1:1/db?dedup_window=0":  "dedup window 0",
