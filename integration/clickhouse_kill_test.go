@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/flightline/flightline/internal/testkit/chtest"
 )
 
 // TestIntegrationClickHouseKill9: serve-source (the generator), serve-sink
@@ -59,7 +61,8 @@ func TestIntegrationClickHouseKill9(t *testing.T) {
 		procs[name] = launch(name)
 	}
 	rng := rand.New(rand.NewPCG(seed, 38))
-	killed := 0
+	ch := chtest.Front{URL: "http://" + front.addr, User: "killer", Password: "kill-secret"}
+	killed, sinkKills, inFlight := 0, 0, 0
 	for killed < kills {
 		time.Sleep(time.Duration(100+rng.IntN(400)) * time.Millisecond)
 		if done, err := procs["run"].exited(); done {
@@ -69,6 +72,15 @@ func TestIntegrationClickHouseKill9(t *testing.T) {
 		victim := killRoles[rng.IntN(len(killRoles))]
 		procs[victim].kill()
 		killed++
+		if victim == "sink" {
+			sinkKills++
+			// Did the kill leave a batch between its intent row and its
+			// commit row (its insert maybe landed)? The replay must then
+			// be deduplicated by its token.
+			if pending(t, ch) {
+				inFlight++
+			}
+		}
 		procs[victim] = launch(victim)
 	}
 	t.Logf("killed a process %d times", killed)
@@ -89,9 +101,21 @@ func TestIntegrationClickHouseKill9(t *testing.T) {
 	// How often a restarted writer found a batch in flight and re-sent it
 	// with its token (deduplicated where it had landed), and how often the
 	// replay was cut otherwise (which the check above would catch).
+	t.Logf("serve-sink killed %d times, with a batch in flight (intent row written, commit row not) %d times", sinkKills, inFlight)
 	t.Logf("pending batches replayed with their token: %d; not re-formed identically: %d",
 		strings.Count(sinkLog.String(), "replaying the batch a previous writer left pending"),
 		strings.Count(sinkLog.String(), "was not re-formed identically"))
+}
+
+// pending says whether the pipeline's checkpoint row has a batch pending
+// (intent row written, commit row not).
+func pending(t *testing.T, ch chtest.Front) bool {
+	out, err := ch.Exec("SELECT count() FROM default.flightline_checkpoints FINAL WHERE pending != ''")
+	if err != nil && strings.Contains(err.Error(), "UNKNOWN_TABLE") {
+		return false // the sink has not opened the pipeline yet
+	}
+	require.NoError(t, err, "reading the checkpoint table")
+	return strings.TrimSpace(out) != "0"
 }
 
 // chdbFront is a chdb HTTP front (integration/services/chdb_server.py)
