@@ -20,7 +20,9 @@ import (
 
 // TestIntegrationClickHouseKill9: serve-source (the generator), serve-sink
 // (clickhouse://, against a chdb front of the test's own) and run as three
-// processes, a random one kill -9ed and restarted; then the front is
+// processes, a random one kill -9ed and restarted (the sink preferably
+// while it has a batch between its intent and commit rows: the window
+// where its insert may have landed without its checkpoint); then the front is
 // stopped and chdb itself opens its data directory and must find every id
 // exactly once (integration/python/verify_chdb_ids.py). The generator
 // re-forms a batch from a checkpoint identically, which is the condition
@@ -70,10 +72,20 @@ func TestIntegrationClickHouseKill9(t *testing.T) {
 			break
 		}
 		victim := killRoles[rng.IntN(len(killRoles))]
+		if victim == "sink" {
+			// Aim at the window the design is about: wait (a moment at
+			// most) until the sink has a batch between its intent row and
+			// its commit row, then kill it there.
+			for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && !pending(t, ch); {
+			}
+		}
 		procs[victim].kill()
 		killed++
 		if victim == "sink" {
 			sinkKills++
+			// Requests the killed sink had already sent still run at the
+			// front (they are queued behind its lock): let them land first.
+			time.Sleep(300 * time.Millisecond)
 			// Did the kill leave a batch between its intent row and its
 			// commit row (its insert maybe landed)? The replay must then
 			// be deduplicated by its token.
@@ -102,6 +114,9 @@ func TestIntegrationClickHouseKill9(t *testing.T) {
 	// with its token (deduplicated where it had landed), and how often the
 	// replay was cut otherwise (which the check above would catch).
 	t.Logf("serve-sink killed %d times, with a batch in flight (intent row written, commit row not) %d times", sinkKills, inFlight)
+	if sinkKills >= 3 {
+		require.Positive(t, inFlight, "no kill of the sink landed between an intent row and its commit row: the replay path was not exercised")
+	}
 	t.Logf("pending batches replayed with their token: %d; not re-formed identically: %d",
 		strings.Count(sinkLog.String(), "replaying the batch a previous writer left pending"),
 		strings.Count(sinkLog.String(), "was not re-formed identically"))
