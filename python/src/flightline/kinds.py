@@ -891,6 +891,52 @@ class SinkBigQuery(Kind):
     ) -> None:
         self._init(dict(locals()))
 
+class SinkClickhouse(Kind):
+    """clickhouse: ClickHouse over HTTP, INSERT … FORMAT ArrowStream; exactly-once by insert deduplication within the dedup window (see docs/sinks/clickhouse.md).
+
+    URL form: ``clickhouse://USER@HOST:PORT/DB?table=T&order_by=…``.
+
+    Args:
+        url: clickhouse://USER@HOST:PORT/DB (the HTTP port; no password: see
+            password_env)
+        table: [DB.]TABLE written when the pipeline names no target (--target
+            overrides it)
+        order_by: ORDER BY of tables the sink creates (SQL) (default tuple())
+        dedup_window: non_replicated_deduplication_window of tables the sink
+            creates: how many recent insert blocks a replay is deduplicated against
+            (default 1000)
+        checkpoint_table: ReplacingMergeTree table holding the checkpoints (default
+            flightline_checkpoints)
+        password_env: environment variable holding the password (default
+            CLICKHOUSE_PASSWORD)
+        secure: HTTPS instead of HTTP
+    """
+
+    section = 'sinks'
+    kind = 'clickhouse'
+    _keys = {
+        'url': ('string', False, ()),
+        'table': ('string', False, ()),
+        'order_by': ('string', False, ()),
+        'dedup_window': ('integer', False, ()),
+        'checkpoint_table': ('string', False, ()),
+        'password_env': ('string', False, ()),
+        'secure': ('bool', False, ()),
+    }
+
+    def __init__(
+        self,
+        url: Optional[str] = None,
+        *,
+        table: Optional[Union[str, EnvRef]] = None,
+        order_by: Optional[Union[str, EnvRef]] = None,
+        dedup_window: Optional[Union[int, EnvRef]] = None,
+        checkpoint_table: Optional[Union[str, EnvRef]] = None,
+        password_env: Optional[Union[str, EnvRef]] = None,
+        secure: Optional[Union[bool, EnvRef]] = None,
+    ) -> None:
+        self._init(dict(locals()))
+
 class SinkDatabricks(Kind):
     """databricks: exactly-once into an EXTERNAL Delta table of Databricks Unity Catalog, with vended credentials (a target names another table).
 
@@ -1750,6 +1796,8 @@ KINDS: Dict[Tuple[str, str], Type[Kind]] = {
     ('deadletter_sinks', 'azblob'): SinkAzblob,
     ('sinks', 'bigquery'): SinkBigQuery,
     ('deadletter_sinks', 'bigquery'): SinkBigQuery,
+    ('sinks', 'clickhouse'): SinkClickhouse,
+    ('deadletter_sinks', 'clickhouse'): SinkClickhouse,
     ('sinks', 'databricks'): SinkDatabricks,
     ('deadletter_sinks', 'databricks'): SinkDatabricks,
     ('sinks', 'delta'): SinkDelta,
@@ -1785,4 +1833,4 @@ KINDS: Dict[Tuple[str, str], Type[Kind]] = {
     ('schema_sinks', 'glue'): SchemaSinkGlue,
 }
 
-__all__ = ['KINDS', 'EnvRef', 'Kind', 'SourceAdbc', 'SourceBigQuery', 'SourceDatabricks', 'SourceDelta', 'SourceGenerator', 'SourceGrpc', 'SourceKafka', 'SourcePostgres', 'SourcePostgres-cdc', 'SourceSnowflake', 'SinkAdbc', 'SinkAmqp', 'SinkAmqps', 'SinkAzblob', 'SinkBigQuery', 'SinkDatabricks', 'SinkDelta', 'SinkDir', 'SinkDuckdb', 'SinkFile', 'SinkGcs', 'SinkGrpc', 'SinkIceberg', 'SinkKafka', 'SinkMemory', 'SinkNull', 'SinkPostgres', 'SinkS3', 'SinkSftp', 'SinkSnowflake', 'SinkStdout', 'SchemaSinkGlue']
+__all__ = ['KINDS', 'EnvRef', 'Kind', 'SourceAdbc', 'SourceBigQuery', 'SourceDatabricks', 'SourceDelta', 'SourceGenerator', 'SourceGrpc', 'SourceKafka', 'SourcePostgres', 'SourcePostgres-cdc', 'SourceSnowflake', 'SinkAdbc', 'SinkAmqp', 'SinkAmqps', 'SinkAzblob', 'SinkBigQuery', 'SinkClickhouse', 'SinkDatabricks', 'SinkDelta', 'SinkDir', 'SinkDuckdb', 'SinkFile', 'SinkGcs', 'SinkGrpc', 'SinkIceberg', 'SinkKafka', 'SinkMemory', 'SinkNull', 'SinkPostgres', 'SinkS3', 'SinkSftp', 'SinkSnowflake', 'SinkStdout', 'SchemaSinkGlue']

@@ -1,0 +1,31 @@
+package clickhouse_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/flightsink/clickhouse"
+	"github.com/flightline/flightline/flightsink/sinktest"
+	"github.com/flightline/flightline/internal/testkit/chtest"
+)
+
+func newSink(t *testing.T, f chtest.Front, opts ...clickhouse.Option) *clickhouse.Sink {
+	t.Helper()
+	s, err := clickhouse.New(f.URL, append([]clickhouse.Option{clickhouse.Credentials(f.User, f.Password)}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// The suite reads back with plain SQL over HTTP (chtest, no sink code).
+func TestIntegrationConformance(t *testing.T) {
+	f := chtest.Need(t)
+	sinktest.Run(t, sinktest.Harness{
+		NewSink:   func(t *testing.T) flightsink.Sink { return newSink(t, f) },
+		IDs:       func(t *testing.T, p flightsink.Pipeline) []int64 { return f.IDs(t, p.Target) },
+		Guarantee: flightsink.ExactlyOnce,
+		Group:     true,
+	})
+}
