@@ -14,8 +14,8 @@
 // publishes of a batch carries application properties: flightline-batch
 // (the batch's number in the pipeline), flightline-rows (its rows),
 // flightline-from (the row of the batch this message is; 0 but for a batch
-// completed after a crash), flightline-checkpoint and flightline-previous
-// (base64 of the pipeline's checkpoint after and before the batch).
+// completed after a crash) and flightline-checkpoint (base64 of the
+// checkpoint the source sent with the batch).
 //
 // Besides the rows the stream holds the sink's control messages, with an
 // empty body and the application property flightline-control: "claim"
@@ -46,8 +46,9 @@
 // Open (after its claim landed) and Checkpoint read the stream from its
 // first message up to the name's last publishing id and follow the
 // pipeline's messages: a batch is committed once all its rows (or its
-// commit message) are in the stream, and the checkpoint is that of the
-// last committed batch. Reading from the first message costs time in
+// commit message) are in the stream, and the checkpoint is
+// checkpoint.Next folded over the committed batches' checkpoints (for
+// Positions, the per-key maximum). Reading from the first message costs time in
 // proportion to the stream's length (retention bounds it); it happens
 // once per Open and per Checkpoint.
 //
@@ -55,11 +56,14 @@
 //
 // A stream has no transaction: a writer that dies (or is fenced) in the
 // middle of a batch leaves the batch's first k rows in the stream. The
-// next Open finds them (a batch started and not complete) and returns the
-// checkpoint before that batch. When the source then sends the same batch
-// again — the same checkpoint, the same number of rows, and first k rows
-// that encode to the same bytes — the writer publishes only its rows from
-// k on, so every row is in the stream once: exactly-once. When the batch
+// next Open finds them (a batch started and not complete) and returns a
+// checkpoint without that batch. When the source then sends the same
+// batch again — the same checkpoint, the same number of rows, and first k
+// rows that encode to the same bytes — the writer publishes only its rows
+// from k on, so every row is in the stream once: exactly-once. With
+// checkpoint.Positions the cut batch waits for the first batch that
+// shares a key with its checkpoint (the same Kafka partition); batches of
+// other keys pass before it. Other checkpoints: the next batch. When the batch
 // comes back different (a source whose replay forms other batches or
 // other rows), the k rows cannot be taken back: the writer logs a warning
 // naming them and publishes the batch whole, so those rows may be in the

@@ -1,9 +1,11 @@
 package rabbitstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/rabbitmq/rabbitmq-stream-go-client/pkg/stream"
 
 	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/checkpoint"
 )
 
 // Application properties of the sink's messages.
@@ -22,7 +25,6 @@ const (
 	propRows       = "flightline-rows"
 	propFrom       = "flightline-from"
 	propCheckpoint = "flightline-checkpoint"
-	propPrevious   = "flightline-previous"
 
 	controlClaim  = "claim"
 	controlCommit = "commit"
@@ -30,16 +32,20 @@ const (
 
 // state is what the stream says of one pipeline, up to a publishing id.
 type state struct {
-	committed []byte   // checkpoint after the last complete batch (nil: none)
-	batch     int64    // number of the last complete batch (0: none)
-	cur       *partial // the batch started after it and not complete, or nil
-	claim     string   // token of the last claim
+	committed []byte // checkpoint.Next over every complete batch (nil: none)
+	batch     int64  // highest batch number seen
+	// cut are the batches started and not complete (a writer died in
+	// them), at most one per source position: a later batch of the same
+	// position completes its cut batch or abandons it. The last one is
+	// the batch whose rows the messages that follow are.
+	cut   []*partial
+	claim string // token of the last claim
 }
 
 // partial is a batch whose first rows are in the stream and the rest not.
 type partial struct {
 	batch, rows int64
-	prev, next  []byte   // checkpoints before and after the batch
+	cp          []byte   // the batch's own checkpoint
 	base        int64    // row of the batch bodies[0] is (0 unless the stream lost its start)
 	bodies      [][]byte // bodies of rows base.. that landed, in order
 	lastID      int64    // publishing id of the last of them
@@ -124,44 +130,77 @@ func (st *state) add(m msg) error {
 	}
 	if _, ok := m.props[propBatch]; !ok {
 		// A row after its batch's first message.
-		if c := st.cur; c != nil && m.id == c.lastID+1 {
-			c.bodies = append(c.bodies, m.body)
-			c.lastID = m.id
-			st.completeIfDone()
+		if n := len(st.cut); n > 0 {
+			if c := st.cut[n-1]; m.id == c.lastID+1 {
+				c.bodies = append(c.bodies, m.body)
+				c.lastID = m.id
+				st.completeIfDone(n - 1)
+			}
 		}
 		return nil
 	}
 	b, err1 := intProp(m.props, propBatch)
 	n, err2 := intProp(m.props, propRows)
 	from, err3 := intProp(m.props, propFrom)
-	next, err4 := cpProp(m.props, propCheckpoint)
-	prev, err5 := cpProp(m.props, propPrevious)
-	for _, err := range []error{err1, err2, err3, err4, err5} {
+	cp, err4 := cpProp(m.props, propCheckpoint)
+	for _, err := range []error{err1, err2, err3, err4} {
 		if err != nil {
 			return fmt.Errorf("%w: rabbitmq-stream sink: message %d: %v", flightline.ErrInternal, m.id, err)
 		}
 	}
+	st.batch = max(st.batch, b)
+	if i := st.related(cp); i >= 0 {
+		if c := st.cut[i]; c.batch == b && c.rows == n && c.landed() == from && bytes.Equal(c.cp, cp) {
+			// The batch, continued after a crash by a later writer.
+			st.cut = append(slices.Delete(st.cut, i, i+1), c)
+			c.bodies = append(c.bodies, m.body)
+			c.lastID = m.id
+			st.completeIfDone(len(st.cut) - 1)
+			return nil
+		}
+		// It came back different: abandoned (see the package documentation).
+		st.cut = slices.Delete(st.cut, i, i+1)
+	}
 	if ctl == controlCommit || n == 0 {
-		st.committed, st.batch, st.cur = next, b, nil
+		st.committed = checkpoint.Next(st.committed, cp)
 		return nil
 	}
-	if c := st.cur; c != nil && c.batch == b && c.rows == n && c.landed() == from && string(c.next) == string(next) {
-		// The batch, continued after a crash by a later writer.
-		c.bodies = append(c.bodies, m.body)
-		c.lastID = m.id
-		st.completeIfDone()
-		return nil
-	}
-	// A new batch (an incomplete one before it was abandoned: it came back
-	// different after the crash; see the package documentation).
-	st.cur = &partial{batch: b, rows: n, prev: prev, next: next, base: from, bodies: [][]byte{m.body}, lastID: m.id}
-	st.completeIfDone()
+	st.cut = append(st.cut, &partial{batch: b, rows: n, cp: cp, base: from, bodies: [][]byte{m.body}, lastID: m.id})
+	st.completeIfDone(len(st.cut) - 1)
 	return nil
 }
 
-func (st *state) completeIfDone() {
-	if c := st.cur; c != nil && c.landed() >= c.rows {
-		st.committed, st.batch, st.cur = c.next, c.batch, nil
+// related returns the index of the cut batch that a batch with
+// checkpoint cp would complete or abandon, or -1: one at the same source
+// position (sharing a key of checkpoint.Positions; any, for checkpoints
+// of other forms).
+func (st *state) related(cp []byte) int {
+	for i, c := range st.cut {
+		if sameSource(c.cp, cp) {
+			return i
+		}
+	}
+	return -1
+}
+
+func sameSource(a, b []byte) bool {
+	pa, errA := checkpoint.Parse(a)
+	pb, errB := checkpoint.Parse(b)
+	if errA != nil || errB != nil {
+		return true
+	}
+	for k := range pa {
+		if _, ok := pb[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (st *state) completeIfDone(i int) {
+	if c := st.cut[i]; c.landed() >= c.rows {
+		st.committed = checkpoint.Next(st.committed, c.cp)
+		st.cut = slices.Delete(st.cut, i, i+1)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsink/rabbitstream"
 	"github.com/flightline/flightline/flightsink/sinktest"
@@ -277,4 +278,57 @@ func TestBadConfig(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = s.Open(context.Background(), flightsink.Pipeline{ID: "x"})
 	require.ErrorIs(t, err, flightline.ErrInvalidInput, "no stream anywhere")
+}
+
+// TestCutBatchOtherPositionFirst: with Positions checkpoints (Kafka: one
+// key per partition) the restarted source may send another partition's
+// batch before the cut one; the cut batch stays pending until its own
+// position comes back, then is completed once.
+func TestCutBatchOtherPositionFirst(t *testing.T) {
+	u, e := env(t)
+	s, p := newSink(t, u)
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	put := func(w flightsink.Writer, from, to int64, key string, pos int64) error {
+		rec := sinktest.Batch(mem, from, to)
+		defer rec.Release()
+		return w.WriteBatch(ctx, rec, checkpoint.Positions{key: pos}.Encode())
+	}
+	w, _, err := s.Open(ctx, p)
+	require.NoError(t, err)
+	require.NoError(t, put(w, 0, 10, "t/0", 10))
+	require.NoError(t, put(w, 1000, 1010, "t/1", 10))
+	rabbitstream.CutNextBatch(w, 5)
+	require.Error(t, put(w, 10, 20, "t/0", 20))
+	_ = w.Close(ctx)
+
+	w, cp, err := s.Open(ctx, p)
+	require.NoError(t, err)
+	require.Equal(t, string(checkpoint.Positions{"t/0": 10, "t/1": 10}.Encode()), string(cp))
+	require.NoError(t, put(w, 1010, 1020, "t/1", 20)) // the other partition first
+	rabbitstream.CutNextBatch(w, 2)
+	require.Error(t, put(w, 10, 20, "t/0", 20)) // cut again, while completing it
+	_ = w.Close(ctx)
+
+	w, cp, err = s.Open(ctx, p)
+	require.NoError(t, err)
+	require.Equal(t, string(checkpoint.Positions{"t/0": 10, "t/1": 20}.Encode()), string(cp))
+	require.NoError(t, put(w, 1020, 1030, "t/1", 30))
+	require.NoError(t, put(w, 10, 20, "t/0", 20))
+	require.NoError(t, w.Close(ctx))
+	got := ids(readStream(t, e, p.Target))
+	want := map[int64]int{}
+	for _, id := range got {
+		want[id]++
+	}
+	for _, r := range [][2]int64{{0, 20}, {1000, 1030}} {
+		for id := r[0]; id < r[1]; id++ {
+			require.Equalf(t, 1, want[id], "id %d", id)
+		}
+	}
+	require.Len(t, got, 50)
+	cp, err = s.Checkpoint(ctx, p)
+	require.NoError(t, err)
+	require.Equal(t, string(checkpoint.Positions{"t/0": 20, "t/1": 30}.Encode()), string(cp))
 }

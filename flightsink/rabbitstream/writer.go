@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -93,14 +94,13 @@ func (w *Writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 	if err != nil {
 		return err
 	}
-	next := checkpoint.Next(w.st.committed, cp)
 	n := int64(len(bodies))
 	b, from := w.st.batch+1, int64(0)
-	if c := w.st.cur; c != nil {
-		if c.base == 0 && c.rows == n && bytes.Equal(c.next, next) && samePrefix(c.bodies, bodies) {
+	ci := w.st.related(cp)
+	if ci >= 0 {
+		if c := w.st.cut[ci]; c.base == 0 && c.rows == n && bytes.Equal(c.cp, cp) && samePrefix(c.bodies, bodies) {
 			b, from = c.batch, c.landed()
 		} else {
-			b = max(b, c.batch+1)
 			w.s.cfg.Logger.Warn("rabbitmq-stream sink: the batch a crash cut short came back different; its rows already in the stream may now be there twice",
 				"pipeline", w.p.ID, "stream", w.stream, "batch", c.batch, "rows_in_stream", c.landed(), "rows", c.rows,
 				"first_publishing_id", c.lastID-int64(len(c.bodies))+1, "last_publishing_id", c.lastID)
@@ -108,8 +108,7 @@ func (w *Writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 	}
 	props := map[string]any{
 		propBatch: b, propRows: n, propFrom: from,
-		propCheckpoint: base64.StdEncoding.EncodeToString(next),
-		propPrevious:   base64.StdEncoding.EncodeToString(w.st.committed),
+		propCheckpoint: base64.StdEncoding.EncodeToString(cp),
 	}
 	id := w.last
 	var msgs []*pending
@@ -143,7 +142,11 @@ func (w *Writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 	if err := w.checkFence(); err != nil {
 		return err
 	}
-	w.st.committed, w.st.batch, w.st.cur = next, b, nil
+	w.st.committed = checkpoint.Next(w.st.committed, cp)
+	w.st.batch = max(w.st.batch, b)
+	if ci >= 0 {
+		w.st.cut = slices.Delete(w.st.cut, ci, ci+1)
+	}
 	return nil
 }
 
