@@ -22,9 +22,9 @@ import (
 
 // Config configures a Sink.
 type Config struct {
-	// URL is rabbitmq-stream://user:password@host:port[/STREAM][?vhost=V]
-	// (rabbitmq-stream+tls:// for TLS). The path, when given, is the
-	// default stream; the vhost defaults to "/".
+	// URL is rabbitmq-stream://user:password@host:port[/STREAM][?vhost=V].
+	// The path, when given, is the default stream; the vhost defaults to
+	// "/". (TLS is not offered yet.)
 	URL string
 	// Stream is the stream of a pipeline without a Target (overrides the
 	// URL's path).
@@ -46,7 +46,6 @@ type Sink struct {
 	cfg               Config
 	host, port        string
 	user, pass, vhost string
-	tls               bool
 	stream            string
 }
 
@@ -64,21 +63,14 @@ func New(cfg Config) (*Sink, error) {
 		return nil, fmt.Errorf("%w: rabbitmq-stream sink: bad URL", flightline.ErrInvalidInput)
 	}
 	s := &Sink{cfg: cfg, host: u.Hostname(), port: u.Port(), vhost: "/"}
-	switch u.Scheme {
-	case "rabbitmq-stream":
-	case "rabbitmq-stream+tls":
-		s.tls = true
-	default:
-		return nil, fmt.Errorf("%w: rabbitmq-stream sink: scheme %q, want rabbitmq-stream or rabbitmq-stream+tls", flightline.ErrInvalidInput, u.Scheme)
+	if u.Scheme != "rabbitmq-stream" {
+		return nil, fmt.Errorf("%w: rabbitmq-stream sink: scheme %q, want rabbitmq-stream", flightline.ErrInvalidInput, u.Scheme)
 	}
 	if s.host == "" {
 		return nil, fmt.Errorf("%w: rabbitmq-stream sink: URL without a host", flightline.ErrInvalidInput)
 	}
 	if s.port == "" {
 		s.port = "5552"
-		if s.tls {
-			s.port = "5551"
-		}
 	}
 	if u.User != nil {
 		s.user = u.User.Username()
@@ -148,9 +140,6 @@ func WriterTag(name string) string {
 func (s *Sink) connect(ctx context.Context) (*stream.Environment, error) {
 	opts := stream.NewEnvironmentOptions().SetHost(s.host).SetPort(atoiOr(s.port, 5552)).
 		SetUser(s.user).SetPassword(s.pass).SetVHost(s.vhost).SetRPCTimeout(s.cfg.ConfirmTimeout)
-	if s.tls {
-		opts = opts.IsTLS(true)
-	}
 	// The client does not take a context: refuse early when the address
 	// does not answer at all, so an unreachable broker fails fast.
 	d := net.Dialer{Timeout: 10 * time.Second}

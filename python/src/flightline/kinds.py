@@ -1274,6 +1274,47 @@ class SinkPostgres(Kind):
     ) -> None:
         self._init(dict(locals()))
 
+class SinkRabbitmqStream(Kind):
+    """rabbitmq-stream: exactly-once: one JSON message per row; producer deduplication, a claim per writer fences older ones; the checkpoint read back from the stream.
+
+    URL form: ``rabbitmq-stream://USER@HOST:PORT/STREAM?vhost=V``.
+
+    Args:
+        url: rabbitmq-stream://USER@HOST:PORT/STREAM (no password: see password_env)
+        stream: stream of a pipeline without a target, when the URL's path names
+            none (--target overrides it)
+        vhost: virtual host (default /)
+        declare: create a missing stream with the broker's defaults; false: a
+            missing stream is an error (default true)
+        password_env: environment variable holding the password (default
+            RABBITMQ_STREAM_PASSWORD)
+        confirm_timeout: longest wait for a batch's confirms, and for reading the
+            stream back on open (default 30s)
+    """
+
+    section = 'sinks'
+    kind = 'rabbitmq-stream'
+    _keys = {
+        'url': ('string', False, ()),
+        'stream': ('string', False, ()),
+        'vhost': ('string', False, ()),
+        'declare': ('bool', False, ()),
+        'password_env': ('string', False, ()),
+        'confirm_timeout': ('duration', False, ()),
+    }
+
+    def __init__(
+        self,
+        url: Optional[str] = None,
+        *,
+        stream: Optional[Union[str, EnvRef]] = None,
+        vhost: Optional[Union[str, EnvRef]] = None,
+        declare: Optional[Union[bool, EnvRef]] = None,
+        password_env: Optional[Union[str, EnvRef]] = None,
+        confirm_timeout: Optional[Union[Union[str, timedelta], EnvRef]] = None,
+    ) -> None:
+        self._init(dict(locals()))
+
 class SinkS3(Kind):
     """s3: at-least-once: one Parquet object per batch under BUCKET/PREFIX/[TARGET/]PIPELINE/; replays overwrite the same keys.
 
@@ -1565,6 +1606,8 @@ KINDS: Dict[Tuple[str, str], Type[Kind]] = {
     ('deadletter_sinks', 'null'): SinkNull,
     ('sinks', 'postgres'): SinkPostgres,
     ('deadletter_sinks', 'postgres'): SinkPostgres,
+    ('sinks', 'rabbitmq-stream'): SinkRabbitmqStream,
+    ('deadletter_sinks', 'rabbitmq-stream'): SinkRabbitmqStream,
     ('sinks', 's3'): SinkS3,
     ('deadletter_sinks', 's3'): SinkS3,
     ('sinks', 'sftp'): SinkSftp,
@@ -1576,4 +1619,4 @@ KINDS: Dict[Tuple[str, str], Type[Kind]] = {
     ('schema_sinks', 'glue'): SchemaSinkGlue,
 }
 
-__all__ = ['KINDS', 'EnvRef', 'Kind', 'SourceAdbc', 'SourceBigQuery', 'SourceDatabricks', 'SourceDelta', 'SourceGenerator', 'SourceGrpc', 'SourceKafka', 'SourcePostgres', 'SourceSnowflake', 'SinkAdbc', 'SinkAmqp', 'SinkAmqps', 'SinkAzblob', 'SinkBigQuery', 'SinkDatabricks', 'SinkDelta', 'SinkDir', 'SinkFile', 'SinkGcs', 'SinkGrpc', 'SinkKafka', 'SinkMemory', 'SinkNull', 'SinkPostgres', 'SinkS3', 'SinkSftp', 'SinkSnowflake', 'SinkStdout', 'SchemaSinkGlue']
+__all__ = ['KINDS', 'EnvRef', 'Kind', 'SourceAdbc', 'SourceBigQuery', 'SourceDatabricks', 'SourceDelta', 'SourceGenerator', 'SourceGrpc', 'SourceKafka', 'SourcePostgres', 'SourceSnowflake', 'SinkAdbc', 'SinkAmqp', 'SinkAmqps', 'SinkAzblob', 'SinkBigQuery', 'SinkDatabricks', 'SinkDelta', 'SinkDir', 'SinkFile', 'SinkGcs', 'SinkGrpc', 'SinkKafka', 'SinkMemory', 'SinkNull', 'SinkPostgres', 'SinkRabbitmqStream', 'SinkS3', 'SinkSftp', 'SinkSnowflake', 'SinkStdout', 'SchemaSinkGlue']
