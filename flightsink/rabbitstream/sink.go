@@ -267,7 +267,7 @@ func (s *Sink) open(ctx context.Context, env *stream.Environment, p flightsink.P
 		return nil, classify("new producer", err)
 	}
 	w := &Writer{s: s, p: p, env: env, prod: prod, stream: name, name: producerName, tag: WriterTag(producerName),
-		confirms: prod.NotifyPublishConfirmation(), token: newToken()}
+		box: newConfirmBox(prod.NotifyPublishConfirmation()), token: newToken()}
 	fail := func(err error) (*Writer, error) {
 		_ = prod.Close()
 		return nil, err

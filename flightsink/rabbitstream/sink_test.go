@@ -332,3 +332,29 @@ func TestCutBatchOtherPositionFirst(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, string(checkpoint.Positions{"t/0": 20, "t/1": 30}.Encode()), string(cp))
 }
+
+// TestCloseAfterAbandonedBatch: a batch abandoned on a cancelled context
+// leaves its confirms unread; Close must still return (the client's
+// confirm channel would otherwise block its reader and Close for ever).
+func TestCloseAfterAbandonedBatch(t *testing.T) {
+	u, _ := env(t)
+	s, p := newSink(t, u)
+	w, _, err := s.Open(context.Background(), p)
+	require.NoError(t, err)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	// Many frames, so many confirm frames come back and nobody reads them.
+	rec := sinktest.Batch(mem, 0, 30000)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, w.WriteBatch(ctx, rec, sinktest.CP(30000)), context.Canceled)
+	rec.Release()
+	time.Sleep(time.Second) // the confirms arrive
+	done := make(chan error, 1)
+	go func() { done <- w.Close(context.Background()) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close hung after an abandoned batch")
+	}
+}

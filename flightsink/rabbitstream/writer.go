@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -22,20 +23,20 @@ import (
 // Writer appends the batches of one pipeline to its stream, on its own
 // connection and producer.
 type Writer struct {
-	s        *Sink
-	p        flightsink.Pipeline
-	env      *stream.Environment
-	prod     *stream.Producer
-	confirms stream.ChannelPublishConfirm
-	stream   string
-	name     string // producer name
-	tag      string // message-id prefix
-	token    string // this writer's claim
-	st       *state // the pipeline as this writer left it
-	last     int64  // publishing id of this writer's last confirmed message
-	schema   *arrow.Schema
-	broken   error
-	cut      int // tests: publish only this many messages of the next batch, then fail as a crash would
+	s      *Sink
+	p      flightsink.Pipeline
+	env    *stream.Environment
+	prod   *stream.Producer
+	box    *confirmBox
+	stream string
+	name   string // producer name
+	tag    string // message-id prefix
+	token  string // this writer's claim
+	st     *state // the pipeline as this writer left it
+	last   int64  // publishing id of this writer's last confirmed message
+	schema *arrow.Schema
+	broken error
+	cut    int // tests: publish only this many messages of the next batch, then fail as a crash would
 }
 
 // frameBytes bounds the messages of one publish frame; the broker's
@@ -100,6 +101,8 @@ func (w *Writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 	if ci >= 0 {
 		if c := w.st.cut[ci]; c.base == 0 && c.rows == n && bytes.Equal(c.cp, cp) && samePrefix(c.bodies, bodies) {
 			b, from = c.batch, c.landed()
+			w.s.cfg.Logger.Info("rabbitmq-stream sink: completing a batch a crash cut short",
+				"pipeline", w.p.ID, "stream", w.stream, "batch", c.batch, "rows_in_stream", c.landed(), "rows", c.rows)
 		} else {
 			w.s.cfg.Logger.Warn("rabbitmq-stream sink: the batch a crash cut short came back different; its rows already in the stream may now be there twice",
 				"pipeline", w.p.ID, "stream", w.stream, "batch", c.batch, "rows_in_stream", c.landed(), "rows", c.rows,
@@ -197,6 +200,9 @@ func encode(rec arrow.RecordBatch) ([][]byte, error) {
 // too: checkFence tells).
 func (w *Writer) publish(ctx context.Context, msgs []*pending) error {
 	want := make(map[int64]bool, len(msgs))
+	if len(msgs) > 0 {
+		w.box.forget(msgs[0].id)
+	}
 	var frame []message.StreamMessage
 	size := 0
 	flush := func() error {
@@ -227,26 +233,92 @@ func (w *Writer) publish(ctx context.Context, msgs []*pending) error {
 	}
 	timer := time.NewTimer(w.s.cfg.ConfirmTimeout)
 	defer timer.Stop()
-	for len(want) > 0 {
+	for {
+		if err := w.box.take(want); err != nil || len(want) == 0 {
+			return err
+		}
 		select {
-		case sts, ok := <-w.confirms:
-			if !ok {
-				return fmt.Errorf("%w: rabbitmq-stream sink: producer closed with %d messages unconfirmed", flightline.ErrUnavailable, len(want))
-			}
-			for _, c := range sts {
-				if !want[c.GetPublishingId()] {
-					continue // of an earlier, failed batch
-				}
-				if !c.IsConfirmed() {
-					return fmt.Errorf("%w: rabbitmq-stream sink: message with publishing id %d not confirmed: %v", flightline.ErrUnavailable, c.GetPublishingId(), c.GetError())
-				}
-				delete(want, c.GetPublishingId())
-			}
+		case <-w.box.notify:
 		case <-timer.C:
 			return fmt.Errorf("%w: rabbitmq-stream sink: %d messages unconfirmed after %s", flightline.ErrUnavailable, len(want), w.s.cfg.ConfirmTimeout)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+}
+
+// confirmBox collects the producer's confirms. The client delivers them
+// on a channel it sends to while holding a lock that Producer.Close also
+// takes: a confirm nobody reads (a batch abandoned on a cancelled
+// context) would block the client's reader and Close for ever. So one
+// goroutine reads that channel until the client closes it, and never
+// blocks.
+type confirmBox struct {
+	mu     sync.Mutex
+	got    map[int64]error // publishing id → nil (confirmed) or the error
+	closed bool
+	notify chan struct{} // capacity 1: something arrived
+}
+
+func newConfirmBox(ch stream.ChannelPublishConfirm) *confirmBox {
+	b := &confirmBox{got: map[int64]error{}, notify: make(chan struct{}, 1)}
+	go func() {
+		for sts := range ch {
+			b.mu.Lock()
+			for _, c := range sts {
+				var err error
+				if !c.IsConfirmed() {
+					err = fmt.Errorf("%w: rabbitmq-stream sink: message with publishing id %d not confirmed: %v", flightline.ErrUnavailable, c.GetPublishingId(), c.GetError())
+				}
+				b.got[c.GetPublishingId()] = err
+			}
+			b.mu.Unlock()
+			b.signal()
+		}
+		b.mu.Lock()
+		b.closed = true
+		b.mu.Unlock()
+		b.signal()
+	}()
+	return b
+}
+
+func (b *confirmBox) signal() {
+	select {
+	case b.notify <- struct{}{}:
+	default:
+	}
+}
+
+// forget drops what arrived for ids below first (earlier, failed batches).
+func (b *confirmBox) forget(first int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id := range b.got {
+		if id < first {
+			delete(b.got, id)
+		}
+	}
+}
+
+// take removes from want the ids that were confirmed; it returns the
+// first failure, or an error once the producer closed with ids left.
+func (b *confirmBox) take(want map[int64]bool) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id := range want {
+		err, ok := b.got[id]
+		if !ok {
+			continue
+		}
+		delete(b.got, id)
+		if err != nil {
+			return err
+		}
+		delete(want, id)
+	}
+	if b.closed && len(want) > 0 {
+		return fmt.Errorf("%w: rabbitmq-stream sink: producer closed with %d messages unconfirmed", flightline.ErrUnavailable, len(want))
 	}
 	return nil
 }
