@@ -139,7 +139,12 @@ func WriterTag(name string) string {
 // ErrUnauthenticated and everything else to ErrUnavailable.
 func (s *Sink) connect(ctx context.Context) (*stream.Environment, error) {
 	opts := stream.NewEnvironmentOptions().SetHost(s.host).SetPort(atoiOr(s.port, 5552)).
-		SetUser(s.user).SetPassword(s.pass).SetVHost(s.vhost).SetRPCTimeout(s.cfg.ConfirmTimeout)
+		SetUser(s.user).SetPassword(s.pass).SetVHost(s.vhost).SetRPCTimeout(s.cfg.ConfirmTimeout).
+		// The client's default socket buffers are 8 KiB (SO_RCVBUF and
+		// SO_SNDBUF): reading a stream back ran at about one 100 KB chunk
+		// a second on loopback. 0 leaves them to the kernel's autotuning
+		// (2500 messages: 4.8 s → 13 ms).
+		SetReadBuffer(0).SetWriteBuffer(0)
 	// The client does not take a context: refuse early when the address
 	// does not answer at all, so an unreachable broker fails fast.
 	d := net.Dialer{Timeout: 10 * time.Second}

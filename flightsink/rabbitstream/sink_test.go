@@ -34,7 +34,7 @@ func env(t *testing.T) (string, *stream.Environment) {
 	port := 5552
 	fmt.Sscan(pu.Port(), &port)
 	e, err := stream.NewEnvironment(stream.NewEnvironmentOptions().SetHost(pu.Hostname()).SetPort(port).
-		SetUser(pu.User.Username()).SetPassword(pw))
+		SetUser(pu.User.Username()).SetPassword(pw).SetReadBuffer(0).SetWriteBuffer(0))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.Close() })
 	return u, e
