@@ -61,12 +61,17 @@ func TestIntegrationRabbitStreamKill9Generator(t *testing.T) {
 	seed := killSeed(t)
 	t.Logf("seed %d (FLIGHTLINE_KILL_SEED=%d replays it)", seed, seed)
 	kills := killCount(4, 100)
-	rows := int64(kills) * 6000
+	// Batches of 8000 rows take three publish frames (the sink's frames
+	// hold 512 KiB), so a sink killed between them leaves a cut batch in
+	// the stream: a batch of one frame reaches the broker whole or not at
+	// all even when the process dies, since the kernel still sends what
+	// was written to the socket.
+	rows := int64(kills) * 16000
 	bin := flightlineBin(t)
 	stream := fmt.Sprintf("fl_kill_gen_%d", rand.Int64())
 	srcAddr, sinkAddr := freePort(t), freePort(t)
 	argv := map[string][]string{
-		"source": {"serve-source", "--listen", srcAddr, "--source", fmt.Sprintf("generator:?rows=%d&batch_rows=500&interval=5ms", rows)},
+		"source": {"serve-source", "--listen", srcAddr, "--source", fmt.Sprintf("generator:?rows=%d&batch_rows=8000&interval=100ms", rows)},
 		"sink":   {"serve-sink", "--listen", sinkAddr, "--sink", fmt.Sprintf("rabbitmq-stream://%s@%s:%s", user, host, port)},
 		"run": {"run", "--source", "grpc://" + srcAddr, "--sink", "grpc://" + sinkAddr,
 			"--stream", "orders", "--pipeline", "gen", "--target", stream},
