@@ -370,7 +370,7 @@ func pingWhat(kind string) string {
 		return "HEAD of the bucket with the configured credentials"
 	case "postgres", "postgresql":
 		return "connected and pinged the database"
-	case "amqp", "amqps":
+	case "amqp", "amqps", "rabbitmq-stream":
 		return "connected to the broker"
 	}
 	return "pinged"

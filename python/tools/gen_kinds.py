@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import keyword
 import os
+import re
 import subprocess
 import sys
 
@@ -21,7 +22,7 @@ HINT = {"string": "str", "integer": "int", "bool": "bool", "duration": "Union[st
 
 
 def camel(kind: str) -> str:
-    return SPECIAL.get(kind) or "".join(p.capitalize() for p in kind.split("_"))
+    return SPECIAL.get(kind) or "".join(p.capitalize() for p in re.split(r"[_+-]", kind))
 
 
 def pyname(key: str) -> str:

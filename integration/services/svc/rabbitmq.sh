@@ -1,5 +1,7 @@
 SERVICES+=(rabbitmq)
-# rabbitmq: RabbitMQ (Debian rabbitmq-server, AMQP 0-9-1) for the amqp: sink.
+# rabbitmq: RabbitMQ (Debian rabbitmq-server, AMQP 0-9-1) for the amqp: sink,
+# and its stream protocol (the rabbitmq_stream plugin) for the
+# rabbitmq-stream: sink.
 # apt-installed once (about 25 s; the postinst starts nothing: there is no
 # systemd). Run as the current user, bypassing /usr/sbin/rabbitmq-server
 # (which su's to the rabbitmq user), with its own HOME (Erlang cookie),
@@ -31,9 +33,13 @@ rabbitmq_up() {
 		printf '%s' "$port" > "$dir/port"
 		free_port > "$dir/epmd_port"
 		free_port > "$dir/dist_port"
-		printf '[].\n' > "$dir/enabled_plugins"
+		free_port > "$dir/stream_port"
+		printf '[rabbitmq_stream].\n' > "$dir/enabled_plugins"
 		cat > "$dir/rabbitmq.conf" <<-CONF
 			listeners.tcp.1 = 127.0.0.1:$port
+			stream.listeners.tcp.1 = 127.0.0.1:$(cat "$dir/stream_port")
+			stream.advertised_host = 127.0.0.1
+			stream.advertised_port = $(cat "$dir/stream_port")
 			distribution.listener.interface = 127.0.0.1
 			distribution.listener.port_range.min = $(cat "$dir/dist_port")
 			distribution.listener.port_range.max = $(cat "$dir/dist_port")
@@ -44,10 +50,15 @@ rabbitmq_up() {
 			echo $! > "$dir/pid"
 		)
 		wait_port 127.0.0.1 "$port" 120 || { tail -n 30 "$dir/server.log" >&2; return 1; }
+		wait_port 127.0.0.1 "$(cat "$dir/stream_port")" 120 || { tail -n 30 "$dir/server.log" >&2; return 1; }
 		(rabbitmq_env; "$RABBITMQ_BIN/rabbitmqctl" await_startup >/dev/null) ||
 			{ tail -n 30 "$dir/server.log" >&2; return 1; }
 	fi
 	setenv FLIGHTLINE_AMQP_URL "amqp://guest:guest@127.0.0.1:$port/"
+	# A broker started before the stream listener was added has none.
+	if [ -f "$dir/stream_port" ]; then
+		setenv FLIGHTLINE_RABBITMQ_STREAM_URL "rabbitmq-stream://guest:guest@127.0.0.1:$(cat "$dir/stream_port")/"
+	fi
 }
 
 rabbitmq_down() {

@@ -502,7 +502,7 @@ class SourcePostgres(Kind):
     ) -> None:
         self._init(dict(locals()))
 
-class SourcePostgres-cdc(Kind):
+class SourcePostgresCdc(Kind):
     """postgres-cdc: PostgreSQL change data capture: a snapshot, then every insert, update and delete (logical replication, pgoutput).
 
     URL form: ``postgres-cdc://USER@HOST:PORT/DB?table=[SCHEMA.]TABLE&…``.
@@ -1524,6 +1524,47 @@ class SinkPostgres(Kind):
     ) -> None:
         self._init(dict(locals()))
 
+class SinkRabbitmqStream(Kind):
+    """rabbitmq-stream: exactly-once: one JSON message per row; producer deduplication, a claim per writer fences older ones; the checkpoint read back from the stream.
+
+    URL form: ``rabbitmq-stream://USER@HOST:PORT/STREAM?vhost=V``.
+
+    Args:
+        url: rabbitmq-stream://USER@HOST:PORT/STREAM (no password: see password_env)
+        stream: stream of a pipeline without a target, when the URL's path names
+            none (--target overrides it)
+        vhost: virtual host (default /)
+        declare: create a missing stream with the broker's defaults; false: a
+            missing stream is an error (default true)
+        password_env: environment variable holding the password (default
+            RABBITMQ_STREAM_PASSWORD)
+        confirm_timeout: longest wait for a batch's confirms, and for reading the
+            stream back on open (default 30s)
+    """
+
+    section = 'sinks'
+    kind = 'rabbitmq-stream'
+    _keys = {
+        'url': ('string', False, ()),
+        'stream': ('string', False, ()),
+        'vhost': ('string', False, ()),
+        'declare': ('bool', False, ()),
+        'password_env': ('string', False, ()),
+        'confirm_timeout': ('duration', False, ()),
+    }
+
+    def __init__(
+        self,
+        url: Optional[str] = None,
+        *,
+        stream: Optional[Union[str, EnvRef]] = None,
+        vhost: Optional[Union[str, EnvRef]] = None,
+        declare: Optional[Union[bool, EnvRef]] = None,
+        password_env: Optional[Union[str, EnvRef]] = None,
+        confirm_timeout: Optional[Union[Union[str, timedelta], EnvRef]] = None,
+    ) -> None:
+        self._init(dict(locals()))
+
 class SinkS3(Kind):
     """s3: at-least-once: one Parquet object per batch under BUCKET/PREFIX/[TARGET/]PIPELINE/; replays overwrite the same keys.
 
@@ -1784,7 +1825,7 @@ KINDS: Dict[Tuple[str, str], Type[Kind]] = {
     ('sources', 'grpc'): SourceGrpc,
     ('sources', 'kafka'): SourceKafka,
     ('sources', 'postgres'): SourcePostgres,
-    ('sources', 'postgres-cdc'): SourcePostgres-cdc,
+    ('sources', 'postgres-cdc'): SourcePostgresCdc,
     ('sources', 'snowflake'): SourceSnowflake,
     ('sinks', 'adbc'): SinkAdbc,
     ('deadletter_sinks', 'adbc'): SinkAdbc,
@@ -1822,6 +1863,8 @@ KINDS: Dict[Tuple[str, str], Type[Kind]] = {
     ('deadletter_sinks', 'null'): SinkNull,
     ('sinks', 'postgres'): SinkPostgres,
     ('deadletter_sinks', 'postgres'): SinkPostgres,
+    ('sinks', 'rabbitmq-stream'): SinkRabbitmqStream,
+    ('deadletter_sinks', 'rabbitmq-stream'): SinkRabbitmqStream,
     ('sinks', 's3'): SinkS3,
     ('deadletter_sinks', 's3'): SinkS3,
     ('sinks', 'sftp'): SinkSftp,
@@ -1833,4 +1876,4 @@ KINDS: Dict[Tuple[str, str], Type[Kind]] = {
     ('schema_sinks', 'glue'): SchemaSinkGlue,
 }
 
-__all__ = ['KINDS', 'EnvRef', 'Kind', 'SourceAdbc', 'SourceBigQuery', 'SourceDatabricks', 'SourceDelta', 'SourceGenerator', 'SourceGrpc', 'SourceKafka', 'SourcePostgres', 'SourcePostgres-cdc', 'SourceSnowflake', 'SinkAdbc', 'SinkAmqp', 'SinkAmqps', 'SinkAzblob', 'SinkBigQuery', 'SinkClickhouse', 'SinkDatabricks', 'SinkDelta', 'SinkDir', 'SinkDuckdb', 'SinkFile', 'SinkGcs', 'SinkGrpc', 'SinkIceberg', 'SinkKafka', 'SinkMemory', 'SinkNull', 'SinkPostgres', 'SinkS3', 'SinkSftp', 'SinkSnowflake', 'SinkStdout', 'SchemaSinkGlue']
+__all__ = ['KINDS', 'EnvRef', 'Kind', 'SourceAdbc', 'SourceBigQuery', 'SourceDatabricks', 'SourceDelta', 'SourceGenerator', 'SourceGrpc', 'SourceKafka', 'SourcePostgres', 'SourcePostgresCdc', 'SourceSnowflake', 'SinkAdbc', 'SinkAmqp', 'SinkAmqps', 'SinkAzblob', 'SinkBigQuery', 'SinkClickhouse', 'SinkDatabricks', 'SinkDelta', 'SinkDir', 'SinkDuckdb', 'SinkFile', 'SinkGcs', 'SinkGrpc', 'SinkIceberg', 'SinkKafka', 'SinkMemory', 'SinkNull', 'SinkPostgres', 'SinkRabbitmqStream', 'SinkS3', 'SinkSftp', 'SinkSnowflake', 'SinkStdout', 'SchemaSinkGlue']
