@@ -25,8 +25,13 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 RUN="$HERE/run"
 CACHE="${FLIGHTLINE_CACHE:-$HOME/.cache/flightline}"
+# READY_S bounds each service's wait for its port. A healthy service answers
+# in seconds and the wait ends then; the bound is for a fresh machine, where
+# every service installs and starts at once on two cores (load above 40):
+# RabbitMQ's first start took 2 min there, past the 120 s it had.
+READY_S="${FLIGHTLINE_SERVICE_READY_S:-300}"
 SERVICES=()   # each svc/*.sh appends its name; sourced in file-name order
-export HERE ROOT RUN CACHE
+export HERE ROOT RUN CACHE READY_S
 mkdir -p "$RUN" "$CACHE"
 
 log() { printf '[services] %s\n' "$*" >&2; }
@@ -116,7 +121,12 @@ up)
 	rm -f "$RUN/ports"
 	declare -A upid=() started=()
 	for s in "${order[@]}"; do
-		( "${s}_up" ) >"$RUN/up/$s.log" 2>&1 < /dev/null &
+		# One service's up at a time per cache, across clones: two installs
+		# into one cache directory at once corrupt it (two `npm install`s
+		# of Azurite did, each deleting the other's files).
+		# flock -o: the lock is the flock process's, so a server the up
+		# starts in the background does not inherit it.
+		flock -o "$CACHE/.up-$s.lock" "$HERE/services.sh" up1 "$s" >"$RUN/up/$s.log" 2>&1 < /dev/null &
 		upid[$!]=$s; started[$s]=$SECONDS
 		if [ "$s" = bigquery ]; then sleep 0.5; fi # its go build first
 	done
@@ -135,6 +145,7 @@ up)
 	if ((${#failed[@]})); then log "up failed: ${failed[*]}"; exit 1; fi
 	log "ready; test environment in $RUN/env"
 	;;
+up1) "${want[0]}_up" ;; # one service's up, under up's lock
 wait)
 	for s in "${want[@]}"; do
 		if declare -F "${s}_wait" >/dev/null; then log "wait: $s"; "${s}_wait"; fi

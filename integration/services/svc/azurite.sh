@@ -30,7 +30,7 @@ azurite_up() {
 		nohup "$pkg/node_modules/.bin/azurite-blob" --blobHost 127.0.0.1 --blobPort "$port" \
 			--location "$dir/data" --skipApiVersionCheck --disableTelemetry --silent >"$dir/log" 2>&1 &
 		echo $! > "$dir/pid"
-		wait_port 127.0.0.1 "$port" 60 || { tail -n 20 "$dir/log" >&2; return 1; }
+		wait_port 127.0.0.1 "$port" "$READY_S" || { tail -n 20 "$dir/log" >&2; return 1; }
 	fi
 	setenv FLIGHTLINE_AZURITE_ENDPOINT "http://127.0.0.1:$port/$AZURITE_ACCOUNT"
 	setenv FLIGHTLINE_AZURITE_ACCOUNT "$AZURITE_ACCOUNT"

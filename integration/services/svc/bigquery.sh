@@ -117,7 +117,7 @@ bq_start() {
 		nohup "$bin" --project="$BQ_PROJECT" --dataset="$BQ_DATASET" --host=127.0.0.1 \
 			--port="$http" --grpc-port="$grpc" --log-level=warn >"$dir/log" 2>&1 &
 		echo $! > "$dir/pid"
-		wait_port 127.0.0.1 "$http" 60 && wait_port 127.0.0.1 "$grpc" 60 ||
+		wait_port 127.0.0.1 "$http" "$READY_S" && wait_port 127.0.0.1 "$grpc" "$READY_S" ||
 			{ tail -n 20 "$dir/log" >&2; return 1; }
 	fi
 	setenv FLIGHTLINE_BQ_ENDPOINT "http://127.0.0.1:$http"

@@ -33,7 +33,7 @@ clickhouse_up() {
 		(cd "$dir" && exec nohup "$venv/bin/python" "$HERE/chdb_server.py" -p "$port" --host 127.0.0.1 \
 			--path "$dir/db" --user "$CLICKHOUSE_USER" --password "$CLICKHOUSE_PASSWORD" >"$dir/log" 2>&1 </dev/null) &
 		echo $! > "$dir/pid" # exec: the pid is the front's own, which down stops
-		wait_port 127.0.0.1 "$port" 60 || { tail -n 20 "$dir/log" >&2; return 1; }
+		wait_port 127.0.0.1 "$port" "$READY_S" || { tail -n 20 "$dir/log" >&2; return 1; }
 	fi
 	setenv FLIGHTLINE_CLICKHOUSE_URL "http://127.0.0.1:$port"
 	setenv FLIGHTLINE_CLICKHOUSE_USER "$CLICKHOUSE_USER"

@@ -37,7 +37,7 @@ fakesnow_up() {
 		[ "${FLIGHTLINE_FAKESNOW_TRACE:-}" = 1 ] && trace=(--trace "$dir/trace")
 		(cd "$dir" && exec nohup "$venv/bin/python" "$HERE/fakesnow_server.py" -p "$port" --host 127.0.0.1 --idle 20 "${trace[@]}" >"$dir/log" 2>&1 </dev/null) &
 		echo $! > "$dir/pid" # exec: the pid is the server's own, which down stops
-		wait_port 127.0.0.1 "$port" 60 || { tail -n 20 "$dir/log" >&2; return 1; }
+		wait_port 127.0.0.1 "$port" "$READY_S" || { tail -n 20 "$dir/log" >&2; return 1; }
 	fi
 	setenv FLIGHTLINE_SNOWFLAKE_HOST "127.0.0.1"
 	setenv FLIGHTLINE_SNOWFLAKE_PORT "$port"

@@ -25,7 +25,7 @@ gcs_up() {
 			-filesystem-root "$dir/data" -public-host "127.0.0.1:$port" -external-url "http://127.0.0.1:$port" \
 			-log-level warn >"$dir/log" 2>&1 &
 		echo $! > "$dir/pid"
-		wait_port 127.0.0.1 "$port" 30 || { tail -n 20 "$dir/log" >&2; return 1; }
+		wait_port 127.0.0.1 "$port" "$READY_S" || { tail -n 20 "$dir/log" >&2; return 1; }
 	fi
 	setenv FLIGHTLINE_GCS_ENDPOINT "http://127.0.0.1:$port"
 	# The binary, for the tests that run (and restart) an emulator of their own.

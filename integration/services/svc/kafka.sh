@@ -128,13 +128,13 @@ L4J
 			-Dlog4j2.configurationFile="$dir/log4j2.properties" \
 			kafka.Kafka "$dir/server.properties" >"$dir/stdout.log" 2>&1 < /dev/null &
 		echo $! > "$dir/pid"
-		local deadline=$((SECONDS + 120))
+		local deadline=$((SECONDS + READY_S))
 		until kafka_ready "127.0.0.1:$port"; do
 			if ! running "$dir/pid"; then
 				log "kafka: broker exited during start"; tail -n 40 "$dir/server.log" "$dir/stdout.log" >&2 2>/dev/null; return 1
 			fi
 			if ((SECONDS > deadline)); then
-				log "kafka: no metadata answer from 127.0.0.1:$port in 120s"; tail -n 40 "$dir/server.log" >&2; return 1
+				log "kafka: no metadata answer from 127.0.0.1:$port in ${READY_S}s"; tail -n 40 "$dir/server.log" >&2; return 1
 			fi
 			sleep 0.3
 		done

@@ -26,7 +26,7 @@ moto_up() {
 		printf '%s' "$port" > "$dir/port"
 		nohup "$venv/bin/moto_server" -H 127.0.0.1 -p "$port" >"$dir/log" 2>&1 &
 		echo $! > "$dir/pid"
-		wait_port 127.0.0.1 "$port" 60 || { tail -n 20 "$dir/log" >&2; return 1; }
+		wait_port 127.0.0.1 "$port" "$READY_S" || { tail -n 20 "$dir/log" >&2; return 1; }
 	fi
 	setenv FLIGHTLINE_MOTO_ENDPOINT "http://127.0.0.1:$port"
 }

@@ -59,7 +59,7 @@ HBA
 		as_postgres "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 60 \
 			-o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c wal_level=logical -c max_replication_slots=64 -c max_wal_senders=64 -c wal_sender_timeout=60s" start >/dev/null ||
 			{ tail -n 20 "$dir/log" >&2; return 1; }
-		wait_port 127.0.0.1 "$port" 30
+		wait_port 127.0.0.1 "$port" "$READY_S"
 	fi
 	setenv FLIGHTLINE_PG_DSN "postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
 }

@@ -49,8 +49,8 @@ rabbitmq_up() {
 			nohup "$RABBITMQ_BIN/rabbitmq-server" >"$dir/server.log" 2>&1 &
 			echo $! > "$dir/pid"
 		)
-		wait_port 127.0.0.1 "$port" 120 || { tail -n 30 "$dir/server.log" >&2; return 1; }
-		wait_port 127.0.0.1 "$(cat "$dir/stream_port")" 120 || { tail -n 30 "$dir/server.log" >&2; return 1; }
+		wait_port 127.0.0.1 "$port" "$READY_S" || { tail -n 30 "$dir/server.log" >&2; return 1; }
+		wait_port 127.0.0.1 "$(cat "$dir/stream_port")" "$READY_S" || { tail -n 30 "$dir/server.log" >&2; return 1; }
 		(rabbitmq_env; "$RABBITMQ_BIN/rabbitmqctl" await_startup >/dev/null) ||
 			{ tail -n 30 "$dir/server.log" >&2; return 1; }
 	fi

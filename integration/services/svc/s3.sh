@@ -26,7 +26,7 @@ s3_up() {
 		nohup "$bin" --port "127.0.0.1:$port" --access "$S3_ACCESS" --secret "$S3_SECRET" --quiet posix "$dir/data" \
 			>"$dir/log" 2>&1 &
 		echo $! > "$dir/pid"
-		wait_port 127.0.0.1 "$port" 30 || { tail -n 20 "$dir/log" >&2; return 1; }
+		wait_port 127.0.0.1 "$port" "$READY_S" || { tail -n 20 "$dir/log" >&2; return 1; }
 	fi
 	setenv FLIGHTLINE_S3_ENDPOINT "http://127.0.0.1:$port"
 	setenv FLIGHTLINE_S3_ACCESS_KEY "$S3_ACCESS"

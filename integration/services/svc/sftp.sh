@@ -45,7 +45,7 @@ sftp_up() {
 		EOF
 		nohup /usr/sbin/sshd -D -e -f "$dir/sshd_config" >"$dir/log" 2>&1 &
 		echo $! > "$dir/pid"
-		wait_port 127.0.0.1 "$port" 30 || { tail -n 20 "$dir/log" >&2; return 1; }
+		wait_port 127.0.0.1 "$port" "$READY_S" || { tail -n 20 "$dir/log" >&2; return 1; }
 	fi
 	printf '[127.0.0.1]:%s %s\n' "$port" "$(cut -d' ' -f1,2 "$dir/host_ed25519.pub")" > "$dir/known_hosts"
 	setenv FLIGHTLINE_SFTP_ADDR "127.0.0.1:$port"
