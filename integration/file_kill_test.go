@@ -155,11 +155,14 @@ func TestIntegrationStoreKill9Generator(t *testing.T) {
 				t.Logf("seed %d (FLIGHTLINE_KILL_SEED=%d replays it)", seed, seed)
 				dest := st.dest(t)
 				kills := storeKills(t, 3)
+				// Paced at 5,000 rows/s (500-row batches, 100 ms apart), so
+				// the stream outlasts its kills however fast the sink: at
+				// 5 ms apart a fast sftp run finished after one kill of three.
 				rows := int64(kills) * 6000
 				bin := flightlineBin(t)
 				srcAddr, sinkAddr := freePort(t), freePort(t)
 				argv := map[string][]string{
-					"source": {"serve-source", "--listen", srcAddr, "--source", fmt.Sprintf("generator:?rows=%d&batch_rows=500&interval=5ms", rows)},
+					"source": {"serve-source", "--listen", srcAddr, "--source", fmt.Sprintf("generator:?rows=%d&batch_rows=500&interval=100ms", rows)},
 					"sink":   {"serve-sink", "--listen", sinkAddr, "--sink", dest.spec + "&format=" + format + storeKillLayout(st.name, format)},
 					"run": {"run", "--source", "grpc://" + srcAddr, "--sink", "grpc://" + sinkAddr,
 						"--stream", "orders", "--pipeline", "gen", "--target", "orders"},
