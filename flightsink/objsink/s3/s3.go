@@ -9,17 +9,24 @@
 // publishes a name only from the staged data its commit record names, so
 // the object there holds the same bytes.
 //
-// A store that ignores If-None-Match (an old MinIO, some gateways) would
-// let two writers both win; New does not probe for it. The S3 servers
-// this is tested on (versitygw, and moto 5) honour it.
+// A store that ignores If-None-Match (MinIO before 2024, some gateways
+// and older S3-compatible services) would let two writers both win: the
+// Backend is an objsink.Prober, and the Sink's first Open creates one probe
+// key twice and refuses the store (flightline.ErrFailedPrecondition) when
+// the second create succeeds. The S3 servers this is tested on (versitygw,
+// and moto 5) honour it, as AWS S3 does since August 2024.
 package s3
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"strings"
+
+	"github.com/aws/smithy-go"
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink/objsink"
@@ -114,4 +121,53 @@ func (b *Backend) List(ctx context.Context, dir string) ([]objsink.Object, error
 // Delete implements objsink.Backend.
 func (b *Backend) Delete(ctx context.Context, key string) error {
 	return conv(b.st.Delete(ctx, key))
+}
+
+// ProbeDir is the directory, under the Backend's root, of Probe's keys
+// (readers skip names starting with '_').
+const ProbeDir = "_flightline/probe"
+
+// Probe implements objsink.Prober: it creates a fresh key under ProbeDir
+// with If-None-Match: * twice and removes it. The second create must fail
+// with 412; a store that lets it succeed (or answers the header with
+// NotImplemented) ignores the precondition the commit protocol rests on:
+// flightline.ErrFailedPrecondition, naming the s3 kind's
+// commit=at-least-once option, which needs no precondition. Other errors
+// (credentials, a missing bucket, an unreachable endpoint) are returned as
+// they are.
+func (b *Backend) Probe(ctx context.Context) error {
+	var r [8]byte
+	_, _ = rand.Read(r[:])
+	key := ProbeDir + "/" + hex.EncodeToString(r[:])
+	defer func() { _ = b.st.Delete(context.WithoutCancel(ctx), key) }()
+	refuse := func(why string) error {
+		return fmt.Errorf("%w: s3 sink: %s: the store %s If-None-Match: * on PutObject, which the exactly-once commit needs "+
+			"(a second create-if-absent must fail); use a store that honours it (AWS S3, MinIO since August 2024, versitygw), "+
+			"or run the sink at-least-once with the option commit=at-least-once",
+			flightline.ErrFailedPrecondition, b.URL(), why)
+	}
+	err := b.st.PutIfAbsent(ctx, key, []byte("1"))
+	if notImplemented(err) {
+		return refuse("does not implement")
+	}
+	if err != nil {
+		return conv(err)
+	}
+	err = b.st.PutIfAbsent(ctx, key, []byte("2"))
+	switch {
+	case err == nil:
+		return refuse("ignores")
+	case errors.Is(err, objstore.ErrExists):
+		return nil
+	case notImplemented(err):
+		return refuse("does not implement")
+	}
+	return conv(err)
+}
+
+// notImplemented says whether err is S3's answer to a header it does not
+// implement.
+func notImplemented(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "NotImplemented"
 }

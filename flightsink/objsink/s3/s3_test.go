@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/middleware"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 
@@ -174,4 +175,55 @@ func TestS3ErrorCodes(t *testing.T) {
 	err = down.PutIfAbsent(ctx, "k", []byte("v"))
 	require.ErrorIs(t, err, flightline.ErrUnavailable)
 	require.Equal(t, codes.Unavailable, flighterr.Code(err), "%v", err)
+}
+
+// ignoreIfNoneMatch drops If-None-Match from every PutObject before it is
+// sent: the client of a store that ignores the precondition.
+func ignoreIfNoneMatch(o *awss3.Options) {
+	o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("flightline-ignore-if-none-match",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				if put, ok := in.Parameters.(*awss3.PutObjectInput); ok {
+					c := *put
+					c.IfNoneMatch = nil
+					in.Parameters = &c
+				}
+				return next.HandleInitialize(ctx, in)
+			}), middleware.Before)
+	})
+}
+
+// Open probes the store: one that lets a second create-if-absent of a key
+// succeed is refused with FAILED_PRECONDITION naming commit=at-least-once,
+// nothing is committed and the probe object is removed; a store that
+// honours it opens, and is probed once per Sink.
+func TestIntegrationS3ProbeRefusesStoreIgnoringIfNoneMatch(t *testing.T) {
+	opts := s3test.Options(t)
+	prefix := freshPrefix(t)
+	good, err := s3.New(context.Background(), s3test.Bucket, prefix, opts)
+	require.NoError(t, err)
+	bad := good.WithClientOptions(ignoreIfNoneMatch)
+	sink, err := objsink.New(bad, "s3 sink")
+	require.NoError(t, err)
+	_, _, err = sink.Open(context.Background(), flightsink.Pipeline{ID: "p"})
+	require.ErrorIs(t, err, flightline.ErrFailedPrecondition)
+	require.Equal(t, codes.FailedPrecondition, flighterr.Code(err), "%v", err)
+	require.ErrorContains(t, err, "commit=at-least-once")
+	require.ErrorContains(t, err, "ignores If-None-Match: *")
+	t.Log(err)
+
+	st, err := objstore.NewS3(context.Background(), s3test.Bucket, "", opts)
+	require.NoError(t, err)
+	keys, err := st.List(context.Background(), prefix+"/", "")
+	require.NoError(t, err)
+	require.Empty(t, keys, "the refused Open left nothing: no probe object, no commit record")
+
+	sink, err = objsink.New(good, "s3 sink")
+	require.NoError(t, err)
+	w, _, err := sink.Open(context.Background(), flightsink.Pipeline{ID: "p"})
+	require.NoError(t, err)
+	require.NoError(t, w.Close(context.Background()))
+	probes, err := st.List(context.Background(), prefix+"/"+s3.ProbeDir+"/", "")
+	require.NoError(t, err)
+	require.Empty(t, probes, "the probe object is removed")
 }

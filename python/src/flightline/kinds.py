@@ -1525,12 +1525,22 @@ class SinkPostgres(Kind):
         self._init(dict(locals()))
 
 class SinkS3(Kind):
-    """s3: at-least-once: one Parquet object per batch under BUCKET/PREFIX/[TARGET/]PIPELINE/; replays overwrite the same keys.
+    """s3: exactly-once part files under BUCKET/PREFIX/<target>/, committed by If-None-Match: * records; commit=at-least-once: one Parquet object per batch, replays overwrite the same keys.
 
-    URL form: ``s3:BUCKET/PREFIX?…``.
+    URL form: ``s3:BUCKET/PREFIX?format=parquet|jsonl|csv&commit=exactly-once|at-least-once&AWS_…``.
 
     Args:
         prefix: BUCKET/PREFIX the objects go under
+        format: the part files' format (Parquet: snappy) (default parquet)
+        partition_by: Hive-style partitions by this column's value:
+            <target>/COLUMN=VALUE/
+        partition_by_day: Hive-style partitions by the UTC day of this timestamp or
+            date column: <target>/COLUMN_day=YYYY-MM-DD/
+        commit: exactly-once: part files under PREFIX/<target>/ committed by
+            If-None-Match: * records (the store must honour it: checked at open);
+            at-least-once: one Parquet object per batch at a key derived from its
+            checkpoint under PREFIX/[TARGET/]PIPELINE/, for stores without conditional
+            writes (Parquet only, no partitions) (default exactly-once)
         part_size: part size of multipart uploads (default 16MiB)
         multipart_threshold: objects larger than this are uploaded in parts (default
             32MiB)
@@ -1551,6 +1561,10 @@ class SinkS3(Kind):
     kind = 's3'
     _keys = {
         'prefix': ('string', False, ()),
+        'format': ('enum', False, ('parquet', 'jsonl', 'csv')),
+        'partition_by': ('string', False, ()),
+        'partition_by_day': ('string', False, ()),
+        'commit': ('enum', False, ('exactly-once', 'at-least-once')),
         'part_size': ('size', False, ()),
         'multipart_threshold': ('size', False, ()),
         'AWS_ACCESS_KEY_ID': ('string', False, ()),
@@ -1565,6 +1579,10 @@ class SinkS3(Kind):
         self,
         prefix: Optional[str] = None,
         *,
+        format: Optional[Union[Literal['parquet', 'jsonl', 'csv'], EnvRef]] = None,
+        partition_by: Optional[Union[str, EnvRef]] = None,
+        partition_by_day: Optional[Union[str, EnvRef]] = None,
+        commit: Optional[Union[Literal['exactly-once', 'at-least-once'], EnvRef]] = None,
         part_size: Optional[Union[Union[int, str], EnvRef]] = None,
         multipart_threshold: Optional[Union[Union[int, str], EnvRef]] = None,
         AWS_ACCESS_KEY_ID: Optional[Union[str, EnvRef]] = None,
