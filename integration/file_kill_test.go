@@ -16,15 +16,18 @@ import (
 
 	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/internal/objstore"
 	"github.com/flightline/flightline/internal/testkit/objsinktest"
+	"github.com/flightline/flightline/internal/testkit/s3test"
 )
 
 // The object-store sinks' kill tests (issue 37): serve-source, serve-sink
-// (file:, gcs:, azblob: or sftp://) and run as three processes, a random
-// one kill -9ed and restarted, then a reader independent of Flightline
-// fetches what any dataset reader would see (the store's own client:
-// google-cloud-storage, azure-storage-blob, OpenSSH's sftp command; the
-// local directory for file:) and pyarrow.dataset must find every record
+// (file:, gcs:, azblob:, s3: or sftp://) and run as three processes, a
+// random one kill -9ed and restarted, then a reader independent of
+// Flightline fetches what any dataset reader would see (the store's own
+// client: google-cloud-storage, azure-storage-blob, pyarrow's S3FileSystem
+// (the AWS C++ SDK) on versitygw, OpenSSH's sftp command; the local
+// directory for file:) and pyarrow.dataset must find every record
 // exactly once. Two sources: the generator, which has no committed
 // position of its own (the sink's commit records are the only resume
 // point), and Kafka on the split kill test's live topic with committed
@@ -40,6 +43,11 @@ type objStore struct {
 	name string
 	// dest makes a fresh destination on the store for a test.
 	dest func(t *testing.T) objDest
+	// genInterval and genRowsPerKill pace the generator kill test (5ms
+	// and 6000 when zero): a store that commits faster than the kills
+	// come needs a slower or longer stream.
+	genInterval    string
+	genRowsPerKill int64
 }
 
 // objDest is one fresh destination of an object store.
@@ -73,6 +81,14 @@ var objStores = []objStore{
 		return objDest{spec: fmt.Sprintf("azblob:%s/lake?account=%s&endpoint=%s", cont, a.Account, a.Endpoint),
 			fetch: pythonFetch("azblob", a.Endpoint, cont, "lake")}
 	}},
+	{name: "s3", dest: func(t *testing.T) objDest {
+		opts := s3test.Options(t)                                 // versitygw, which honours If-None-Match: *
+		t.Setenv("AWS_ACCESS_KEY_ID", opts[objstore.AccessKeyID]) // serve-sink inherits them: no secret on its command line
+		t.Setenv("AWS_SECRET_ACCESS_KEY", opts[objstore.SecretAccessKey])
+		prefix := fmt.Sprintf("storekill-%d", time.Now().UnixNano())
+		return objDest{spec: fmt.Sprintf("s3:%s/%s?AWS_ENDPOINT_URL=%s&AWS_ALLOW_HTTP=true&AWS_REGION=us-east-1", s3test.Bucket, prefix, opts[objstore.EndpointURL]),
+			fetch: pythonFetch("s3", opts[objstore.EndpointURL], s3test.Bucket, prefix)}
+	}, genInterval: "20ms", genRowsPerKill: 12000}, // versitygw commits a batch in milliseconds
 	{name: "sftp", dest: func(t *testing.T) objDest {
 		s := objsinktest.NeedSSH(t)
 		dir := t.TempDir()
@@ -89,7 +105,7 @@ func pythonFetch(kind, endpoint, bucket, prefix string) func(context.Context, *t
 		py := Need(t, "FLIGHTLINE_PYTHON", "python with pyarrow, google-cloud-storage and azure-storage-blob")
 		dest := t.TempDir()
 		cmd := exec.CommandContext(ctx, py, "python/store_fetch.py", kind, bucket, prefix+"/"+target, dest)
-		cmd.Env = append(os.Environ(), "FLIGHTLINE_GCS_ENDPOINT="+endpoint, "FLIGHTLINE_AZURITE_ENDPOINT="+endpoint)
+		cmd.Env = append(os.Environ(), "FLIGHTLINE_GCS_ENDPOINT="+endpoint, "FLIGHTLINE_AZURITE_ENDPOINT="+endpoint, "FLIGHTLINE_S3_ENDPOINT="+endpoint)
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "store_fetch.py %s: %s", kind, out)
 		t.Logf("%s: fetched %s part files with the store's Python client", kind, strings.TrimSpace(string(out)))
@@ -155,11 +171,15 @@ func TestIntegrationStoreKill9Generator(t *testing.T) {
 				t.Logf("seed %d (FLIGHTLINE_KILL_SEED=%d replays it)", seed, seed)
 				dest := st.dest(t)
 				kills := storeKills(t, 3)
-				rows := int64(kills) * 6000
+				perKill, interval := st.genRowsPerKill, st.genInterval
+				if perKill == 0 {
+					perKill, interval = 6000, "5ms"
+				}
+				rows := int64(kills) * perKill
 				bin := flightlineBin(t)
 				srcAddr, sinkAddr := freePort(t), freePort(t)
 				argv := map[string][]string{
-					"source": {"serve-source", "--listen", srcAddr, "--source", fmt.Sprintf("generator:?rows=%d&batch_rows=500&interval=5ms", rows)},
+					"source": {"serve-source", "--listen", srcAddr, "--source", fmt.Sprintf("generator:?rows=%d&batch_rows=500&interval=%s", rows, interval)},
 					"sink":   {"serve-sink", "--listen", sinkAddr, "--sink", dest.spec + "&format=" + format + storeKillLayout(st.name, format)},
 					"run": {"run", "--source", "grpc://" + srcAddr, "--sink", "grpc://" + sinkAddr,
 						"--stream", "orders", "--pipeline", "gen", "--target", "orders"},
