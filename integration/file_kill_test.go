@@ -16,15 +16,18 @@ import (
 
 	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/internal/objstore"
 	"github.com/flightline/flightline/internal/testkit/objsinktest"
+	"github.com/flightline/flightline/internal/testkit/s3test"
 )
 
 // The object-store sinks' kill tests (issue 37): serve-source, serve-sink
-// (file:, gcs:, azblob: or sftp://) and run as three processes, a random
-// one kill -9ed and restarted, then a reader independent of Flightline
-// fetches what any dataset reader would see (the store's own client:
-// google-cloud-storage, azure-storage-blob, OpenSSH's sftp command; the
-// local directory for file:) and pyarrow.dataset must find every record
+// (file:, gcs:, azblob:, s3: or sftp://) and run as three processes, a
+// random one kill -9ed and restarted, then a reader independent of
+// Flightline fetches what any dataset reader would see (the store's own
+// client: google-cloud-storage, azure-storage-blob, pyarrow's S3FileSystem
+// (the AWS C++ SDK) on versitygw, OpenSSH's sftp command; the local
+// directory for file:) and pyarrow.dataset must find every record
 // exactly once. Two sources: the generator, which has no committed
 // position of its own (the sink's commit records are the only resume
 // point), and Kafka on the split kill test's live topic with committed
@@ -73,6 +76,14 @@ var objStores = []objStore{
 		return objDest{spec: fmt.Sprintf("azblob:%s/lake?account=%s&endpoint=%s", cont, a.Account, a.Endpoint),
 			fetch: pythonFetch("azblob", a.Endpoint, cont, "lake")}
 	}},
+	{name: "s3", dest: func(t *testing.T) objDest {
+		opts := s3test.Options(t)                                 // versitygw, which honours If-None-Match: *
+		t.Setenv("AWS_ACCESS_KEY_ID", opts[objstore.AccessKeyID]) // serve-sink inherits them: no secret on its command line
+		t.Setenv("AWS_SECRET_ACCESS_KEY", opts[objstore.SecretAccessKey])
+		prefix := fmt.Sprintf("storekill-%d", time.Now().UnixNano())
+		return objDest{spec: fmt.Sprintf("s3:%s/%s?AWS_ENDPOINT_URL=%s&AWS_ALLOW_HTTP=true&AWS_REGION=us-east-1", s3test.Bucket, prefix, opts[objstore.EndpointURL]),
+			fetch: pythonFetch("s3", opts[objstore.EndpointURL], s3test.Bucket, prefix)}
+	}},
 	{name: "sftp", dest: func(t *testing.T) objDest {
 		s := objsinktest.NeedSSH(t)
 		dir := t.TempDir()
@@ -89,7 +100,7 @@ func pythonFetch(kind, endpoint, bucket, prefix string) func(context.Context, *t
 		py := Need(t, "FLIGHTLINE_PYTHON", "python with pyarrow, google-cloud-storage and azure-storage-blob")
 		dest := t.TempDir()
 		cmd := exec.CommandContext(ctx, py, "python/store_fetch.py", kind, bucket, prefix+"/"+target, dest)
-		cmd.Env = append(os.Environ(), "FLIGHTLINE_GCS_ENDPOINT="+endpoint, "FLIGHTLINE_AZURITE_ENDPOINT="+endpoint)
+		cmd.Env = append(os.Environ(), "FLIGHTLINE_GCS_ENDPOINT="+endpoint, "FLIGHTLINE_AZURITE_ENDPOINT="+endpoint, "FLIGHTLINE_S3_ENDPOINT="+endpoint)
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "store_fetch.py %s: %s", kind, out)
 		t.Logf("%s: fetched %s part files with the store's Python client", kind, strings.TrimSpace(string(out)))

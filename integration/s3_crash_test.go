@@ -23,7 +23,10 @@ import (
 )
 
 // TestIntegrationS3CrashKill9 runs `flightline run --source kafka:…
-// --sink s3:…` on the real broker and versitygw, while records keep
+// --sink s3:…?commit=at-least-once` (the deterministic-key writer kept for
+// stores without If-None-Match; the default exactly-once mode has the
+// store kill tests, TestIntegrationStoreKill9Generator/s3 and
+// TestIntegrationStoreKill9Kafka/s3) on the real broker and versitygw, while records keep
 // arriving, and kill -9s it 10 times (32 under FLIGHTLINE_CHAOS=1) at random
 // points, restarting
 // it each time; a last run catches up. The S3 sink keeps no checkpoint: each
@@ -88,7 +91,7 @@ func TestIntegrationS3CrashKill9(t *testing.T) {
 	group := topic + "-g"
 	args := []string{"run", "--source",
 		fmt.Sprintf("kafka:?brokers=%s&topics=%s&group=%s&batch_rows=%d&batch_wait=10m&session_timeout=6s&instance_id=s3crash-1", brokers, topic, group, batchRows),
-		"--sink", fmt.Sprintf("s3:%s/%s?AWS_ENDPOINT_URL=%s&AWS_ALLOW_HTTP=true&AWS_REGION=us-east-1", bucket, prefix, endpoint),
+		"--sink", fmt.Sprintf("s3:%s/%s?commit=at-least-once&AWS_ENDPOINT_URL=%s&AWS_ALLOW_HTTP=true&AWS_REGION=us-east-1", bucket, prefix, endpoint),
 		"--stream", topic, "--pipeline", pipeline, "--log-level", "warn"}
 	groupOffsets := func() map[int32]int64 {
 		offs, err := adm.FetchOffsets(ctx, group)

@@ -15,7 +15,8 @@ import (
 )
 
 // check contacts the S3 sink's bucket with the configured credentials
-// (HEAD of the bucket), and fails, naming the cause, without credentials,
+// (HEAD of the bucket; exactly-once: the If-None-Match probe too), says
+// which guarantee the sink runs with, and fails, naming the cause, without credentials,
 // against a closed port, for a missing bucket and for wrong credentials.
 func TestIntegrationCheckS3(t *testing.T) {
 	opts := s3test.Options(t)
@@ -33,7 +34,9 @@ func TestIntegrationCheckS3(t *testing.T) {
 	keys := `, AWS_ACCESS_KEY_ID: "${S3_KEY}", AWS_SECRET_ACCESS_KEY: "${S3_SECRET}"`
 	for _, tc := range []struct{ name, sink, want string }{
 		{"ok", `s3: {prefix: ` + s3test.Bucket + `/check, AWS_ENDPOINT_URL: '` + ep + `', AWS_ALLOW_HTTP: 'true'` + keys + `}`,
-			`ok    sinks.lake +s3 +HEAD of the bucket with the configured credentials`},
+			`ok    sinks.lake +s3 +exactly-once \(parquet part files, If-None-Match: \* commit records, server-side copies\); HEAD of the bucket with the configured credentials; If-None-Match: \* honoured \(a probe object created twice, then removed\)`},
+		{"at-least-once", `s3: {prefix: ` + s3test.Bucket + `/check, commit: at-least-once, AWS_ENDPOINT_URL: '` + ep + `', AWS_ALLOW_HTTP: 'true'` + keys + `}`,
+			`ok    sinks.lake +s3 +at-least-once \(commit=at-least-once: one Parquet object per batch at a key derived from its checkpoint; exactly once in effect only with deterministic source batches\); HEAD of the bucket with the configured credentials`},
 		{"no credentials", `s3: {prefix: ` + s3test.Bucket + `/check, AWS_ENDPOINT_URL: '` + ep + `', AWS_ALLOW_HTTP: 'true'}`,
 			`FAIL  sinks.lake +s3 +.*no AWS credentials found .*set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY`},
 		{"closed port", `s3: {prefix: ` + s3test.Bucket + `/check, AWS_ENDPOINT_URL: 'http://127.0.0.1:1', AWS_ALLOW_HTTP: 'true'` + keys + `}`,

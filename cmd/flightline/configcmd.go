@@ -333,7 +333,11 @@ func checkSink(e env, c *endpointConf, ps []flightsink.Pipeline) (string, error)
 		if err := p.Ping(e.ctx); err != nil {
 			return "", err
 		}
-		parts = append(parts, pingWhat(c.kind))
+		if w, ok := sink.(interface{ pingWhat() string }); ok {
+			parts = append(parts, w.pingWhat())
+		} else {
+			parts = append(parts, pingWhat(c.kind))
+		}
 	}
 	for _, p := range ps {
 		cp, err := sink.Checkpoint(e.ctx, p)

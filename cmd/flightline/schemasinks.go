@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/flightsink/objsink"
 	"github.com/flightline/flightline/internal/spec"
 	"github.com/flightline/flightline/schemasink/glue"
 )
@@ -81,7 +82,9 @@ func (l *loader) schemaSink(k, v *yaml.Node) (*schemaSinkConf, error) {
 
 // schemaLocation is where p's data sink puts the files the Glue table
 // describes: the schema sink's location, or, for an s3 sink, the prefix
-// it writes p's objects under (BUCKET/PREFIX/[TARGET/]PIPELINE/).
+// it writes p's objects under: BUCKET/PREFIX/<target>/ (objsink's layout,
+// "default" without a target), or BUCKET/PREFIX/[TARGET/]PIPELINE/ with
+// commit=at-least-once.
 func schemaLocation(p *pipelineConf) (string, error) {
 	if loc := p.schemaSink.cfg.Location; loc != "" {
 		return loc, nil
@@ -90,10 +93,19 @@ func schemaLocation(p *pipelineConf) (string, error) {
 		return "", fmt.Errorf("schema sink %s: give location: the %s sink's files have no default S3 location", p.schemaSink.name, p.sink.kind)
 	}
 	parts := []string{strings.Trim(p.sink.loc, "/")}
-	if p.target != "" {
-		parts = append(parts, p.target)
+	if p.sink.q.Get("commit") == s3AtLeastOnce {
+		if p.target != "" {
+			parts = append(parts, p.target)
+		}
+		parts = append(parts, p.id)
+	} else {
+		target, err := objsink.Target(flightsink.Pipeline{ID: p.id, Target: p.target})
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, target)
 	}
-	return "s3://" + strings.Join(append(parts, p.id), "/") + "/", nil
+	return "s3://" + strings.Join(parts, "/") + "/", nil
 }
 
 // newRegistrar returns the Glue registrar of p's schema sink.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,7 @@ func TestSyncRegistersGlueTable(t *testing.T) {
 	opts := s3test.Options(t)
 	id := fmt.Sprintf("glue_%d", time.Now().UnixNano())
 	var s3entry strings.Builder
-	fmt.Fprintf(&s3entry, "    s3:\n      prefix: %s/lake\n", s3test.Bucket)
+	fmt.Fprintf(&s3entry, "    s3:\n      prefix: %s/lake-%s\n", s3test.Bucket, id)
 	for k, v := range opts {
 		fmt.Fprintf(&s3entry, "      %s: '%s'\n", k, v)
 	}
@@ -65,11 +66,11 @@ pipelines:
 		cols = append(cols, *c.Name+" "+*c.Type)
 	}
 	require.Equal(t, []string{"id bigint", "customer string", "amount double", "quantity int", "ts timestamp"}, cols)
-	require.Equal(t, "s3://"+s3test.Bucket+"/lake/"+id+"/", *got.Table.StorageDescriptor.Location)
+	require.Equal(t, "s3://"+s3test.Bucket+"/lake-"+id+"/default/", *got.Table.StorageDescriptor.Location, "the exactly-once layout: PREFIX/<target>/")
 	// The location is where the Parquet objects are.
 	st, err := objstore.NewS3(ctx, s3test.Bucket, "", opts)
 	require.NoError(t, err)
-	list, err := st.Client().ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(s3test.Bucket), Prefix: aws.String("lake/" + id + "/")})
+	list, err := st.Client().ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(s3test.Bucket), Prefix: aws.String("lake-" + id + "/default/")})
 	require.NoError(t, err)
 	parquet := 0
 	for _, o := range list.Contents {
@@ -82,4 +83,30 @@ pipelines:
 	var out bytes.Buffer
 	require.NoError(t, checkCommand(ctx, []string{"--config", path}, &out), out.String())
 	require.Regexp(t, `ok    schema_sinks.catalog \(orders\) +glue +reachable; table flightline_sync.`+id+` has 5 columns`, out.String())
+}
+
+// The Glue table's default location is where the s3 sink writes: the
+// target's directory (objsink's layout), or the pipeline's directory with
+// commit=at-least-once; other sinks must give one.
+func TestSchemaLocation(t *testing.T) {
+	for _, tc := range []struct {
+		kind, commit, target, want string
+	}{
+		{"s3", "", "", "s3://b/lake/default/"},
+		{"s3", "exactly-once", "orders", "s3://b/lake/orders/"},
+		{"s3", "at-least-once", "", "s3://b/lake/p1/"},
+		{"s3", "at-least-once", "orders", "s3://b/lake/orders/p1/"},
+	} {
+		q := url.Values{}
+		if tc.commit != "" {
+			q.Set("commit", tc.commit)
+		}
+		p := &pipelineConf{id: "p1", target: tc.target, sink: &endpointConf{kind: tc.kind, loc: "b/lake/", q: q},
+			schemaSink: &schemaSinkConf{name: "catalog"}}
+		got, err := schemaLocation(p)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, got, "%+v", tc)
+	}
+	_, err := schemaLocation(&pipelineConf{id: "p1", sink: &endpointConf{kind: "gcs", loc: "b/lake"}, schemaSink: &schemaSinkConf{name: "catalog"}})
+	require.ErrorContains(t, err, "give location")
 }

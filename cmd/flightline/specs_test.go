@@ -19,7 +19,6 @@ import (
 	sinkdelta "github.com/flightline/flightline/flightsink/delta"
 	kafkasink "github.com/flightline/flightline/flightsink/kafka"
 	pgsink "github.com/flightline/flightline/flightsink/postgres"
-	s3sink "github.com/flightline/flightline/flightsink/s3"
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/internal/endpoint"
 	"github.com/flightline/flightline/internal/objstore"
@@ -93,10 +92,12 @@ func TestSpecsYieldTheirConfig(t *testing.T) {
 		Storage: map[string]string{"AWS_REGION": "eu-west-1"}},
 		parseAs(t, deltaSourceSpec, "delta:/data/orders?once=true&stream=s&batch_rows=10&poll=1s&AWS_REGION=eu-west-1"))
 
-	require.Equal(t, s3SinkConfig{PartSize: 5 << 20, MultipartThreshold: 64 << 20, Storage: map[string]string{"AWS_REGION": "eu-west-1"}},
-		parseAs(t, s3SinkSpec, "s3:b/p?part_size=5MiB&multipart_threshold=67108864&AWS_REGION=eu-west-1"))
-	require.Equal(t, s3SinkConfig{PartSize: objstore.DefaultPartSize, MultipartThreshold: objstore.MultipartThreshold, Storage: map[string]string{}},
-		parseAs(t, s3SinkSpec, "s3:b/p"), "defaults are the library's")
+	require.Equal(t, s3SinkConfig{objLayout: objLayout{Format: "parquet"}, Commit: "at-least-once", PartSize: 5 << 20, MultipartThreshold: 64 << 20, Storage: map[string]string{"AWS_REGION": "eu-west-1"}},
+		parseAs(t, s3SinkSpec, "s3:b/p?commit=at-least-once&part_size=5MiB&multipart_threshold=67108864&AWS_REGION=eu-west-1"))
+	require.Equal(t, s3SinkConfig{objLayout: objLayout{Format: "jsonl", PartitionByDay: "ts"}, Commit: "exactly-once", PartSize: objstore.DefaultPartSize, MultipartThreshold: objstore.MultipartThreshold, Storage: map[string]string{}},
+		parseAs(t, s3SinkSpec, "s3:b/p?format=jsonl&partition_by_day=ts"))
+	require.Equal(t, s3SinkConfig{objLayout: objLayout{Format: "parquet"}, Commit: "exactly-once", PartSize: objstore.DefaultPartSize, MultipartThreshold: objstore.MultipartThreshold, Storage: map[string]string{}},
+		parseAs(t, s3SinkSpec, "s3:b/p"), "defaults are the library's; exactly-once")
 
 	require.Equal(t, bqSinkConfig{Table: ptr("orders"), Key: []string{"id", "day"}, CheckpointTable: "_flightline_checkpoints",
 		EmulatorHTTP: ptr("http://127.0.0.1:9050"), EmulatorGRPC: ptr("127.0.0.1:9060")},
@@ -151,6 +152,8 @@ func TestDocumentedForms(t *testing.T) {
 		"s3:my-bucket/events?AWS_REGION=eu-west-1",
 		"delta:s3://lake/orders?AWS_ENDPOINT_URL=http://127.0.0.1:1&AWS_ALLOW_HTTP=true&AWS_REGION=us-east-1",
 		"s3:lake/events?AWS_ENDPOINT_URL=http://127.0.0.1:1&AWS_ALLOW_HTTP=true&AWS_REGION=us-east-1",
+		"s3:lake/events?commit=at-least-once&AWS_ENDPOINT_URL=http://127.0.0.1:1&AWS_ALLOW_HTTP=true&AWS_REGION=us-east-1",
+		"s3:lake/events?format=csv&partition_by=region&AWS_REGION=us-east-1",
 		"kafka:?brokers=127.0.0.1:1&topic=out&transaction_timeout=10s",
 		"postgres://u@127.0.0.1:1/db?sslmode=disable&table=orders",
 	} {
@@ -252,7 +255,7 @@ func TestLoggerReachesServiceKinds(t *testing.T) {
 	}
 	brokers := servicetest.Need(t, "FLIGHTLINE_KAFKA_BROKERS", "Kafka broker")
 	for want, raw := range map[string]string{
-		"s3 sink: pipeline opened":       "s3:" + s3test.Bucket + "/logger?" + q.Encode(),
+		"s3 sink: pipeline opened":       "s3:" + s3test.Bucket + "/logger?commit=at-least-once&" + q.Encode(), // the exactly-once mode (objsink) logs nothing
 		"postgres sink: pipeline opened": dsn,
 		"kafka sink: pipeline opened":    "kafka:?create_topics=1&topic=" + pgtest.Name("logger") + "&brokers=" + brokers,
 	} {
@@ -287,7 +290,11 @@ func TestOptionsReachTheEndpoint(t *testing.T) {
 	require.ErrorContains(t, err, "AWS_ALLOW_HTTP")
 	s, closeFn, err = openSink(testEnv, "s3:bkt/events/raw?AWS_REGION=eu-west-1&AWS_ENDPOINT_URL=http://127.0.0.1:1&AWS_ALLOW_HTTP=true", endpoint.ClientConfig{})
 	require.NoError(t, err)
-	require.Equal(t, "s3://bkt/events/raw", s.(*s3sink.Sink).URL())
+	require.Equal(t, "s3://bkt/events/raw", s.(s3ObjSink).st.URL())
+	closeFn()
+	s, closeFn, err = openSink(testEnv, "s3:bkt/events/raw?commit=at-least-once&AWS_REGION=eu-west-1&AWS_ENDPOINT_URL=http://127.0.0.1:1&AWS_ALLOW_HTTP=true", endpoint.ClientConfig{})
+	require.NoError(t, err)
+	require.Equal(t, "s3://bkt/events/raw", s.(s3AtLeastOnceSink).URL())
 	closeFn()
 
 	tbl := filepath.Join(t.TempDir(), "tbl")

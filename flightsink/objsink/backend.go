@@ -49,6 +49,17 @@ type Backend interface {
 	Delete(ctx context.Context, key string) error
 }
 
+// Prober is a Backend that can check that its store honours the
+// create-if-absent precondition; a store that ignores it (an S3-compatible
+// server that overwrites on PutObject with If-None-Match: *) would let two
+// writers both commit the same sequence number. Sink.Open calls Probe
+// before its first commit and refuses to open with its error (wrapping
+// flightline.ErrFailedPrecondition when the store ignores the condition)
+// until a probe succeeds; one success per Sink is enough.
+type Prober interface {
+	Probe(ctx context.Context) error
+}
+
 // Object is one entry of Backend.List.
 type Object struct {
 	Name     string

@@ -45,6 +45,12 @@
 // is reopened, and removes staged objects no record names that are older
 // than StaleAfter (a writer that died before 4: nothing a reader picks up).
 //
+// Before its first commit, Open probes a Backend that is a Prober (S3,
+// whose compatible servers do not all honour If-None-Match: *): a store
+// that lets a second create-if-absent of one key succeed is refused with
+// flightline.ErrFailedPrecondition, since the protocol's commit point
+// rests on that primitive.
+//
 // The checkpoint of a pipeline is read back from what was published: the
 // Next-merge of its records' checkpoints in sequence order. Checkpoint
 // reads the records and fences nothing.

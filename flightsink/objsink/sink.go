@@ -89,6 +89,9 @@ type Sink struct {
 
 	cacheMu sync.Mutex
 	cache   map[string]*summary // per target: what its records say, up to a seq
+
+	probeMu sync.Mutex
+	probed  bool // a Prober backend's Probe succeeded
 }
 
 // New returns a Sink writing through b. name says which sink it is in
@@ -380,6 +383,9 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", s.name, err)
 	}
+	if err := s.Probe(ctx); err != nil {
+		return nil, nil, err
+	}
 	m, err := s.snapshot(ctx, target)
 	if err != nil {
 		return nil, nil, err
@@ -410,6 +416,26 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 		return nil, nil, err
 	}
 	return w, w.cp, nil
+}
+
+// Probe checks, once per Sink, that a Prober backend's store honours
+// create-if-absent (see Prober); other backends need no check. Open calls
+// it; `flightline check` may call it before.
+func (s *Sink) Probe(ctx context.Context) error {
+	pr, ok := s.b.(Prober)
+	if !ok {
+		return nil
+	}
+	s.probeMu.Lock()
+	defer s.probeMu.Unlock()
+	if s.probed {
+		return nil
+	}
+	if err := pr.Probe(ctx); err != nil {
+		return err
+	}
+	s.probed = true
+	return nil
 }
 
 // recover publishes the part files of committed records that lack them

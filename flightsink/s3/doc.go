@@ -3,6 +3,10 @@
 // checkpoints, so a replay of the same batch after a crash overwrites the
 // object it wrote before instead of adding a second one.
 //
+// It is the s3: kind with commit=at-least-once, for stores that do not
+// honour If-None-Match: * on PutObject. The kind's default is exactly-once
+// on any source: flightsink/objsink's protocol on flightsink/objsink/s3.
+//
 //	sink, err := s3.New("my-bucket/events",
 //		s3.StorageOptions(map[string]string{"AWS_REGION": "eu-west-1"}))
 //

@@ -9,6 +9,10 @@ usage: store_fetch.py gcs BUCKET PREFIX DEST      google-cloud-storage against
        store_fetch.py azblob CONTAINER PREFIX DEST azure-storage-blob against
                                                   FLIGHTLINE_AZURITE_ENDPOINT,
                                                   _ACCOUNT, _KEY
+       store_fetch.py s3 BUCKET PREFIX DEST       pyarrow's S3FileSystem (the
+                                                  AWS C++ SDK) against
+                                                  FLIGHTLINE_S3_ENDPOINT,
+                                                  _ACCESS_KEY, _SECRET_KEY
 
 Lists every object under PREFIX/, skips those with a path component
 starting with '_' or '.' (what dataset readers skip: the commit records and
@@ -43,6 +47,26 @@ def objects():
         container = service.get_container_client(bucket)
         for blob in container.list_blobs(name_starts_with=prefix):
             yield blob.name, (lambda n=blob.name: container.download_blob(n).readall())
+    elif kind == "s3":
+        from urllib.parse import urlparse
+
+        import pyarrow.fs as pafs
+
+        endpoint = urlparse(os.environ["FLIGHTLINE_S3_ENDPOINT"])
+        s3 = pafs.S3FileSystem(
+            access_key=os.environ["FLIGHTLINE_S3_ACCESS_KEY"],
+            secret_key=os.environ["FLIGHTLINE_S3_SECRET_KEY"],
+            endpoint_override=endpoint.netloc, scheme=endpoint.scheme,
+            region=os.environ.get("FLIGHTLINE_S3_REGION", "us-east-1"),
+        )
+        base = bucket + "/" + prefix
+        for info in s3.get_file_info(pafs.FileSelector(base.rstrip("/"), recursive=True, allow_not_found=True)):
+            if info.type != pafs.FileType.File:
+                continue
+            def read(p=info.path):
+                with s3.open_input_stream(p) as f:
+                    return f.read()
+            yield info.path[len(bucket) + 1:], read
     else:
         sys.exit(f"store_fetch.py: unknown kind {kind!r}")
 

@@ -26,7 +26,11 @@ def camel(kind: str) -> str:
 
 
 def pyname(key: str) -> str:
-    return key + "_" if keyword.iskeyword(key) else key
+    """The keyword argument of a key: a Python keyword gets a trailing _, and a
+    key that is no identifier (iceberg's io keys: s3.access-key-id) has its
+    other characters made _ (s3_access_key_id); _names maps them back."""
+    name = re.sub(r"\W", "_", key)
+    return name + "_" if keyword.iskeyword(name) else name
 
 
 def wrap(text: str, indent: str, width: int = 88) -> list:

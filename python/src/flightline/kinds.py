@@ -1273,17 +1273,17 @@ class SinkIceberg(Kind):
         expire_snapshots_older_than: expire snapshots older than this (keeping the
             current one), at most every ten minutes after a commit, so the table's
             metadata stays bounded; 0s: never (default 0s)
-        s3.endpoint: iceberg-go file-IO properties of an s3:// warehouse
+        s3_endpoint: iceberg-go file-IO properties of an s3:// warehouse
             (credentials are better left to the environment)
-        s3.region: iceberg-go file-IO properties of an s3:// warehouse (credentials
+        s3_region: iceberg-go file-IO properties of an s3:// warehouse (credentials
             are better left to the environment)
-        s3.access-key-id: iceberg-go file-IO properties of an s3:// warehouse
+        s3_access_key_id: iceberg-go file-IO properties of an s3:// warehouse
             (credentials are better left to the environment)
-        s3.secret-access-key: iceberg-go file-IO properties of an s3:// warehouse
+        s3_secret_access_key: iceberg-go file-IO properties of an s3:// warehouse
             (credentials are better left to the environment) (secret)
-        s3.session-token: iceberg-go file-IO properties of an s3:// warehouse
+        s3_session_token: iceberg-go file-IO properties of an s3:// warehouse
             (credentials are better left to the environment) (secret)
-        s3.force-virtual-addressing: iceberg-go file-IO properties of an s3://
+        s3_force_virtual_addressing: iceberg-go file-IO properties of an s3://
             warehouse (credentials are better left to the environment)
     """
 
@@ -1305,6 +1305,7 @@ class SinkIceberg(Kind):
         's3.session-token': ('string', True, ()),
         's3.force-virtual-addressing': ('string', False, ()),
     }
+    _names = {'s3_endpoint': 's3.endpoint', 's3_region': 's3.region', 's3_access_key_id': 's3.access-key-id', 's3_secret_access_key': 's3.secret-access-key', 's3_session_token': 's3.session-token', 's3_force_virtual_addressing': 's3.force-virtual-addressing'}
 
     def __init__(
         self,
@@ -1317,12 +1318,12 @@ class SinkIceberg(Kind):
         schema_evolution: Optional[Union[bool, EnvRef]] = None,
         partition: Optional[Union[str, EnvRef]] = None,
         expire_snapshots_older_than: Optional[Union[Union[str, timedelta], EnvRef]] = None,
-        s3.endpoint: Optional[Union[str, EnvRef]] = None,
-        s3.region: Optional[Union[str, EnvRef]] = None,
-        s3.access-key-id: Optional[Union[str, EnvRef]] = None,
-        s3.secret-access-key: Optional[EnvRef] = None,
-        s3.session-token: Optional[EnvRef] = None,
-        s3.force-virtual-addressing: Optional[Union[str, EnvRef]] = None,
+        s3_endpoint: Optional[Union[str, EnvRef]] = None,
+        s3_region: Optional[Union[str, EnvRef]] = None,
+        s3_access_key_id: Optional[Union[str, EnvRef]] = None,
+        s3_secret_access_key: Optional[EnvRef] = None,
+        s3_session_token: Optional[EnvRef] = None,
+        s3_force_virtual_addressing: Optional[Union[str, EnvRef]] = None,
     ) -> None:
         self._init(dict(locals()))
 
@@ -1566,12 +1567,22 @@ class SinkRabbitmqStream(Kind):
         self._init(dict(locals()))
 
 class SinkS3(Kind):
-    """s3: at-least-once: one Parquet object per batch under BUCKET/PREFIX/[TARGET/]PIPELINE/; replays overwrite the same keys.
+    """s3: exactly-once part files under BUCKET/PREFIX/<target>/, committed by If-None-Match: * records; commit=at-least-once: one Parquet object per batch, replays overwrite the same keys.
 
-    URL form: ``s3:BUCKET/PREFIX?…``.
+    URL form: ``s3:BUCKET/PREFIX?format=parquet|jsonl|csv&commit=exactly-once|at-least-once&AWS_…``.
 
     Args:
         prefix: BUCKET/PREFIX the objects go under
+        format: the part files' format (Parquet: snappy) (default parquet)
+        partition_by: Hive-style partitions by this column's value:
+            <target>/COLUMN=VALUE/
+        partition_by_day: Hive-style partitions by the UTC day of this timestamp or
+            date column: <target>/COLUMN_day=YYYY-MM-DD/
+        commit: exactly-once: part files under PREFIX/<target>/ committed by
+            If-None-Match: * records (the store must honour it: checked at open);
+            at-least-once: one Parquet object per batch at a key derived from its
+            checkpoint under PREFIX/[TARGET/]PIPELINE/, for stores without conditional
+            writes (Parquet only, no partitions) (default exactly-once)
         part_size: part size of multipart uploads (default 16MiB)
         multipart_threshold: objects larger than this are uploaded in parts (default
             32MiB)
@@ -1592,6 +1603,10 @@ class SinkS3(Kind):
     kind = 's3'
     _keys = {
         'prefix': ('string', False, ()),
+        'format': ('enum', False, ('parquet', 'jsonl', 'csv')),
+        'partition_by': ('string', False, ()),
+        'partition_by_day': ('string', False, ()),
+        'commit': ('enum', False, ('exactly-once', 'at-least-once')),
         'part_size': ('size', False, ()),
         'multipart_threshold': ('size', False, ()),
         'AWS_ACCESS_KEY_ID': ('string', False, ()),
@@ -1606,6 +1621,10 @@ class SinkS3(Kind):
         self,
         prefix: Optional[str] = None,
         *,
+        format: Optional[Union[Literal['parquet', 'jsonl', 'csv'], EnvRef]] = None,
+        partition_by: Optional[Union[str, EnvRef]] = None,
+        partition_by_day: Optional[Union[str, EnvRef]] = None,
+        commit: Optional[Union[Literal['exactly-once', 'at-least-once'], EnvRef]] = None,
         part_size: Optional[Union[Union[int, str], EnvRef]] = None,
         multipart_threshold: Optional[Union[Union[int, str], EnvRef]] = None,
         AWS_ACCESS_KEY_ID: Optional[Union[str, EnvRef]] = None,

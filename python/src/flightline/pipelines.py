@@ -129,8 +129,11 @@ class DatabricksSink(Endpoint):
 
 
 class S3Sink(Endpoint):
-    """Parquet objects under ``BUCKET/PREFIX``: at-least-once with
-    deterministic keys (a replay rewrites the same object)."""
+    """Part files (``format``: parquet, jsonl, csv) under
+    ``BUCKET/PREFIX/<target>/``, exactly once on a store that honours
+    ``If-None-Match: *`` (checked when the pipeline opens);
+    ``commit="at-least-once"`` for other stores: one Parquet object per batch
+    at a deterministic key (a replay rewrites the same object)."""
 
     def __init__(self, prefix: str, *, pipeline_id: Optional[str] = None, storage_options: StorageOptions = None,
                  **options: Any) -> None:
