@@ -1,7 +1,7 @@
 // Throughput of the objsink sinks (file:, gcs:, azblob:, sftp://), each
 // side by side with a plain upload of the same Parquet bytes, encoded
 // before the timer, through the same client library or protocol; figures
-// and the command in bench/objsink.md.
+// and the command in bench/destinations.md.
 
 package bench
 
@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -86,6 +87,72 @@ func (sb *storeBench) release() {
 	}
 }
 
+// timedBackend wraps the sink's Backend and adds up the wall time of each
+// of its calls, so the sink side can report how its time splits between
+// the store's calls and the rest (encoding, the protocol's own CPU).
+type timedBackend struct {
+	objsink.Backend
+	ns map[string]*atomic.Int64
+}
+
+func newTimedBackend(b objsink.Backend) *timedBackend {
+	t := &timedBackend{Backend: b, ns: map[string]*atomic.Int64{}}
+	for _, m := range timedCalls {
+		t.ns[m] = new(atomic.Int64)
+	}
+	return t
+}
+
+var timedCalls = []string{"put", "putifabsent", "publish", "get", "exists", "list", "delete"}
+
+func (t *timedBackend) since(m string, t0 time.Time) { t.ns[m].Add(int64(time.Since(t0))) }
+
+func (t *timedBackend) Put(ctx context.Context, key string, data []byte) error {
+	defer t.since("put", time.Now())
+	return t.Backend.Put(ctx, key, data)
+}
+
+func (t *timedBackend) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	defer t.since("putifabsent", time.Now())
+	return t.Backend.PutIfAbsent(ctx, key, data)
+}
+
+func (t *timedBackend) Publish(ctx context.Context, from, to string) error {
+	defer t.since("publish", time.Now())
+	return t.Backend.Publish(ctx, from, to)
+}
+
+func (t *timedBackend) Get(ctx context.Context, key string) ([]byte, error) {
+	defer t.since("get", time.Now())
+	return t.Backend.Get(ctx, key)
+}
+
+func (t *timedBackend) Exists(ctx context.Context, key string) (bool, error) {
+	defer t.since("exists", time.Now())
+	return t.Backend.Exists(ctx, key)
+}
+
+func (t *timedBackend) List(ctx context.Context, dir string) ([]objsink.Object, error) {
+	defer t.since("list", time.Now())
+	return t.Backend.List(ctx, dir)
+}
+
+func (t *timedBackend) Delete(ctx context.Context, key string) error {
+	defer t.since("delete", time.Now())
+	return t.Backend.Delete(ctx, key)
+}
+
+// newSink returns the objsink Sink on b (wrapped in a timedBackend) and
+// the wrapper.
+func newSink(b *testing.B, be objsink.Backend, name string, mem memory.Allocator) (*objsink.Sink, *timedBackend) {
+	tb := newTimedBackend(be)
+	s, err := objsink.New(tb, name, objsink.Allocator(mem))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s, tb
+}
+
 // sides returns the sides of a store's comparison:
 //
 //   - plain: put(name, bytes) for each batch's pre-encoded Parquet bytes,
@@ -95,8 +162,10 @@ func (sb *storeBench) release() {
 //     encode_plain);
 //   - sink: objsink's Open, then WriteBatch per batch (schema check,
 //     Parquet encoding, staging, the commit record, publication), into a
-//     target of the op's own.
-func (sb *storeBench) sides(s *objsink.Sink, put func(b *testing.B, name string, data []byte)) []side {
+//     target of the op's own. It also reports the wall milliseconds per op
+//     spent in each Backend call ("put-ms/op" …) and outside them
+//     ("other-ms/op": encoding and the protocol's CPU).
+func (sb *storeBench) sides(s *objsink.Sink, tb *timedBackend, put func(b *testing.B, name string, data []byte)) []side {
 	rows := float64(objsinkRows)
 	plain := side{"plain", func(b *testing.B) {
 		b.ReportAllocs()
@@ -124,6 +193,9 @@ func (sb *storeBench) sides(s *objsink.Sink, put func(b *testing.B, name string,
 	}}
 	sink := side{"sink", func(b *testing.B) {
 		ctx := context.Background()
+		for _, n := range tb.ns {
+			n.Store(0)
+		}
 		b.ReportAllocs()
 		b.ResetTimer()
 		for range b.N {
@@ -137,8 +209,16 @@ func (sb *storeBench) sides(s *objsink.Sink, put func(b *testing.B, name string,
 				b.Fatal(err)
 			}
 		}
+		b.StopTimer()
 		b.ReportMetric(float64(sb.pqBytes), "parquet_bytes/op")
 		b.ReportMetric(rows, "rows/op")
+		var in int64
+		for _, m := range timedCalls {
+			ns := tb.ns[m].Load()
+			in += ns
+			b.ReportMetric(float64(ns)/1e6/float64(b.N), m+"-ms/op")
+		}
+		b.ReportMetric((float64(b.Elapsed())-float64(in))/1e6/float64(b.N), "other-ms/op")
 	}}
 	return []side{plain, encodePlain, sink}
 }
@@ -157,10 +237,7 @@ func BenchmarkObjsinkFile(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := objsink.New(be, "file sink", objsink.Allocator(mem))
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, tb := newSink(b, be, "file sink", mem)
 	put := func(b *testing.B, name string, data []byte) {
 		p := filepath.Join(dir, "plain", filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -184,7 +261,7 @@ func BenchmarkObjsinkFile(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	interleave(b, comparison{unit: "rows/s", perOp: objsinkRows, ratios: objsinkRatios}, sb.sides(s, put)...)
+	interleave(b, comparison{unit: "rows/s", perOp: objsinkRows, ratios: objsinkRatios}, sb.sides(s, tb, put)...)
 }
 
 // BenchmarkObjsinkGCS: the gcs: sink against fake-gcs-server, next to a
@@ -202,10 +279,7 @@ func BenchmarkObjsinkGCS(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := objsink.New(be, "gcs sink", objsink.Allocator(mem))
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, tb := newSink(b, be, "gcs sink", mem)
 	hc := &http.Client{}
 	put := func(b *testing.B, name string, data []byte) {
 		q := url.Values{"uploadType": {"media"}, "name": {"plain/" + name}}
@@ -224,7 +298,7 @@ func BenchmarkObjsinkGCS(b *testing.B) {
 			b.Fatalf("upload %s: HTTP %d", name, resp.StatusCode)
 		}
 	}
-	interleave(b, comparison{wallOnly: true, unit: "rows/s", perOp: objsinkRows, ratios: objsinkRatios}, sb.sides(s, put)...)
+	interleave(b, comparison{wallOnly: true, unit: "rows/s", perOp: objsinkRows, ratios: objsinkRatios}, sb.sides(s, tb, put)...)
 }
 
 // BenchmarkObjsinkAzblob: the azblob: sink against Azurite, next to the
@@ -241,10 +315,7 @@ func BenchmarkObjsinkAzblob(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := objsink.New(be, "azblob sink", objsink.Allocator(mem))
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, tb := newSink(b, be, "azblob sink", mem)
 	cred, err := container.NewSharedKeyCredential(a.Account, a.Key)
 	if err != nil {
 		b.Fatal(err)
@@ -258,7 +329,7 @@ func BenchmarkObjsinkAzblob(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	interleave(b, comparison{wallOnly: true, unit: "rows/s", perOp: objsinkRows, ratios: objsinkRatios}, sb.sides(s, put)...)
+	interleave(b, comparison{wallOnly: true, unit: "rows/s", perOp: objsinkRows, ratios: objsinkRatios}, sb.sides(s, tb, put)...)
 }
 
 // BenchmarkObjsinkSFTP: the sftp:// sink against OpenSSH's sftp-server
@@ -285,10 +356,7 @@ func BenchmarkObjsinkSFTP(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer be.Close()
-	s, err := objsink.New(be, "sftp sink", objsink.Allocator(mem))
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, tb := newSink(b, be, "sftp sink", mem)
 	client, closeClient := plainSFTP(b, sshd)
 	defer closeClient()
 	put := func(b *testing.B, name string, data []byte) {
@@ -308,7 +376,7 @@ func BenchmarkObjsinkSFTP(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	interleave(b, comparison{wallOnly: true, unit: "rows/s", perOp: objsinkRows, ratios: objsinkRatios}, sb.sides(s, put)...)
+	interleave(b, comparison{wallOnly: true, unit: "rows/s", perOp: objsinkRows, ratios: objsinkRatios}, sb.sides(s, tb, put)...)
 }
 
 // plainSFTP dials the sshd and starts an sftp client with pkg/sftp's
