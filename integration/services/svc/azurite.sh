@@ -16,9 +16,16 @@ AZURITE_KEY='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZ
 azurite_up() {
 	local pkg="$CACHE/azurite-$AZURITE_VERSION" dir="$RUN/azurite" port
 	if [ ! -x "$pkg/node_modules/.bin/azurite-blob" ]; then
-		log "azurite: npm install azurite@$AZURITE_VERSION (cached afterwards)"
-		mkdir -p "$pkg"
-		npm install --prefix "$pkg" --no-audit --no-fund --loglevel=error "azurite@$AZURITE_VERSION" >&2
+		# Under a lock: two npm installs into one prefix (two worktrees'
+		# `up` at once) leave it broken for both (2026-12-04: ENOENT in
+		# one, "Invalid Version" in every later install).
+		(
+			flock 9
+			[ -x "$pkg/node_modules/.bin/azurite-blob" ] && exit 0
+			log "azurite: npm install azurite@$AZURITE_VERSION (cached afterwards)"
+			mkdir -p "$pkg"
+			npm install --prefix "$pkg" --no-audit --no-fund --loglevel=error "azurite@$AZURITE_VERSION" >&2
+		) 9>"$CACHE/azurite-$AZURITE_VERSION.lock" || return 1
 	fi
 	mkdir -p "$dir/data"
 	if running "$dir/pid"; then
