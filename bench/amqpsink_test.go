@@ -1,6 +1,6 @@
 // Throughput of the AMQP sink against RabbitMQ, side by side with a plain
 // amqp091-go publisher with confirms sending the same messages, encoded
-// before the timer; figures and the command in bench/objsink.md.
+// before the timer; figures and the command in bench/destinations.md.
 
 package bench
 
@@ -29,20 +29,27 @@ const (
 	amqpBatchRows = 10_000
 )
 
-// BenchmarkAMQPSink publishes the same rows two ways to one topic exchange
-// of the benchmark's own, bound to one (non-durable, so that the broker
-// keeps them in memory) queue for every routing key; the queue is purged
-// after every op, outside the timer:
+// BenchmarkAMQPSink publishes the same rows three ways to one topic
+// exchange of the benchmark's own, bound to one (non-durable, so that the
+// broker keeps them in memory) queue for every routing key; the queue is
+// purged after every op, outside the timer:
 //
-//   - plain: amqp091-go on a channel in confirm mode, each batch's
-//     messages (the sink's JSON bodies, MessageIds, content type,
-//     persistent delivery, mandatory: encoded before the timer) published
-//     with PublishWithDeferredConfirmWithContext, then every confirm of
-//     the batch awaited before the next batch;
-//   - sink: flightsink/amqp Open, WriteBatch per batch (JSON encoding of
-//     the rows, MessageIds, publishing, confirms awaited per batch).
+//   - plain: amqp091-go on a channel in confirm mode (dialled before the
+//     timer), each batch's messages (the sink's JSON bodies, MessageIds,
+//     content type, timestamp, persistent delivery, mandatory: made
+//     before the timer) published with
+//     PublishWithDeferredConfirmWithContext, then every confirm of the
+//     batch awaited before the next batch (the library's documented way);
+//   - plain_notify: the same messages with PublishWithContext, the
+//     confirms read from a NotifyPublish channel as large as a batch once
+//     the batch is published (the older idiom, and the sink's: no object
+//     per message);
+//   - sink: flightsink/amqp Open (its connection and channel, inside the
+//     timer, as BenchmarkS3's sink side), WriteBatch per batch (JSON
+//     encoding of the rows, MessageIds, publishing while draining
+//     confirms, every confirm awaited before WriteBatch returns).
 //
-// rows/s is messages per second for both.
+// rows/s is messages per second for all three.
 func BenchmarkAMQPSink(b *testing.B) {
 	u := servicetest.Need(b, "FLIGHTLINE_AMQP_URL", "RabbitMQ")
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -145,6 +152,38 @@ func BenchmarkAMQPSink(b *testing.B) {
 		}
 		b.ReportMetric(amqpRows, "rows/op")
 	}}
+	plainNotify := side{"plain_notify", func(b *testing.B) {
+		conn, err := amqp091.Dial(u)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer conn.Close()
+		ch, err := conn.Channel()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := ch.Confirm(false); err != nil {
+			b.Fatal(err)
+		}
+		confirms := ch.NotifyPublish(make(chan amqp091.Confirmation, amqpBatchRows))
+		b.ResetTimer()
+		for range b.N {
+			for _, batch := range pubs {
+				for _, m := range batch {
+					if err := ch.PublishWithContext(ctx, name, p.Target, true, false, m); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for range batch {
+					if c := <-confirms; !c.Ack {
+						b.Fatalf("nack of %d", c.DeliveryTag)
+					}
+				}
+			}
+			purge(b)
+		}
+		b.ReportMetric(amqpRows, "rows/op")
+	}}
 	sink := side{"sink", func(b *testing.B) {
 		s, err := amqp.New(amqp.Config{URL: u, Exchange: name})
 		if err != nil {
@@ -164,5 +203,5 @@ func BenchmarkAMQPSink(b *testing.B) {
 		}
 		b.ReportMetric(amqpRows, "rows/op")
 	}}
-	interleave(b, comparison{wallOnly: true, unit: "rows/s", perOp: amqpRows, ratios: []pair{{"sink", "plain"}}}, plain, sink)
+	interleave(b, comparison{wallOnly: true, unit: "rows/s", perOp: amqpRows, ratios: []pair{{"sink", "plain"}, {"sink", "plain_notify"}, {"plain_notify", "plain"}}}, plain, plainNotify, sink)
 }

@@ -1,6 +1,6 @@
 // Throughput of the stdout sink's jsonl format against arrow-go's own
 // JSON-lines writer on the same batches into the same writer; figures and
-// the command in bench/objsink.md.
+// the command in bench/destinations.md.
 
 package bench
 
