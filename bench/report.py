@@ -175,7 +175,7 @@ if plain:
     for ax, g in zip(axes.flat, plain):
         names = [s for s in g["sides"] if s in g["median"]]
         vals = [g["median"][s] for s in names]
-        colors = ["tab:blue" if not re.search(r"tcp|python|pyarrow|franzgo|arrowjson|hamba|pqarrow|plain|put_pre|raw|ceiling|franz-go", s)
+        colors = ["tab:blue" if not re.search(r"tcp|python|pyarrow|franzgo|arrowjson|arrowgo|hamba|pqarrow|plain|put_pre|raw|ceiling|franz-go", s)
                   else "tab:gray" for s in names]
         bars = ax.barh(names, vals, color=colors)
         for bar, v in zip(bars, vals):

@@ -4,7 +4,8 @@
 # (bench/report/*.png) and the raw outputs (bench/report/*.txt).
 #
 # The benchmarks that need services run when their environment is exported
-# (integration/services/services.sh up python kafka s3 postgres adbc, then
+# (integration/services/services.sh up python kafka s3 postgres adbc gcs
+# azurite sftp rabbitmq, then
 # `set -a; . integration/services/run/env; set +a`, as for any benchmark)
 # and skip otherwise; run/env is not read here, since it outlives
 # `services.sh down`. The plot venv (services.sh up plot, cached) draws the
@@ -19,8 +20,8 @@ cd "$(dirname "$0")/.."
 ROUNDS=${BENCH_ROUNDS:-5}
 JOB_ROUNDS=${BENCH_JOB_ROUNDS:-3}
 TIME=${BENCH_TIME:-300ms}
-MICRO='^Benchmark(FlightHop|FlightHopBatchSize|FlightHopValidation|TransformHop|KafkadecodeRaw|KafkadecodeJSON|KafkadecodeAvro|KafkadecodeJSONPipeline|ParquetWrite)$'
-JOBS='^Benchmark(S3|KafkaSink|KafkaSource|Postgres|PostgresCDCSnapshot|PostgresCDCStream|ADBCPostgres|KafkaToDelta)$'
+MICRO='^Benchmark(FlightHop|FlightHopBatchSize|FlightHopValidation|TransformHop|KafkadecodeRaw|KafkadecodeJSON|KafkadecodeAvro|KafkadecodeJSONPipeline|ParquetWrite|StdoutJSONL)$'
+JOBS='^Benchmark(S3|KafkaSink|KafkaSource|Postgres|PostgresCDCSnapshot|PostgresCDCStream|ADBCPostgres|KafkaToDelta|ObjsinkFile|ObjsinkGCS|ObjsinkAzblob|ObjsinkSFTP|AMQPSink)$'
 if [ -z "${FLIGHTLINE_PLOT_PYTHON:-}" ]; then
 	integration/services/services.sh up plot >&2
 	FLIGHTLINE_PLOT_PYTHON=$(sed -n 's/^FLIGHTLINE_PLOT_PYTHON=//p' integration/services/run/env)
