@@ -257,26 +257,46 @@ func crashDelta(t *testing.T, source func(rows int64) string, sinkSpec, uri stri
 	}
 	kills := killCount(10, 30)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 17))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	// committed reads the table's checkpoint of the pipeline: 0 before
+	// its first commit.
+	committed := func() int64 {
+		s, err := sinkdelta.New(ctx, uri, sinkdelta.StorageOptions(storage))
+		require.NoError(t, err)
+		cp, err := s.Checkpoint(ctx, flightsink.Pipeline{ID: pipeline})
+		require.NoError(t, err)
+		if len(cp) == 0 {
+			return 0
+		}
+		pos, err := checkpoint.Parse(cp)
+		require.NoError(t, err)
+		return pos["orders/0"]
+	}
+	var first bool // a run has committed
 	for i := range kills {
 		p := start(t, bin, args(0)...) // unbounded: it cannot finish before its kill
+		// Until a run has committed, the kill waits for the first commit
+		// (a -race binary on a loaded machine can take longer to start
+		// than the random delay, and then no kill would land mid-stream);
+		// after it, kills land at random, start-up included.
+		for deadline := time.Now().Add(2 * time.Minute); !first; time.Sleep(50 * time.Millisecond) {
+			if first = committed() > 0; !first && time.Now().After(deadline) {
+				t.Fatalf("run %d committed nothing in 2 minutes:\n%s", i, p.log.String())
+			}
+		}
 		time.Sleep(time.Duration(150+rng.IntN(600)) * time.Millisecond)
 		if done, err := p.exited(); done {
 			t.Fatalf("run %d exited before its kill (%v):\n%s", i, err, p.log.String())
 		}
 		p.kill()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
 	s, err := sinkdelta.New(ctx, uri, sinkdelta.StorageOptions(storage))
 	require.NoError(t, err)
-	cp, err := s.Checkpoint(ctx, flightsink.Pipeline{ID: pipeline})
-	require.NoError(t, err)
-	pos, err := checkpoint.Parse(cp)
-	require.NoError(t, err)
-	committed := pos["orders/0"]
-	require.Positive(t, committed, "the killed runs committed nothing")
-	n := committed + 20_000
-	t.Logf("killed %d times; %d rows committed by then; finishing at %d", kills, committed, n)
+	committedRows := committed()
+	require.Positive(t, committedRows, "the killed runs committed nothing")
+	n := committedRows + 20_000
+	t.Logf("killed %d times; %d rows committed by then; finishing at %d", kills, committedRows, n)
 	final := start(t, bin, args(n)...)
 	select {
 	case err := <-final.doneOnce():
@@ -291,7 +311,7 @@ func crashDelta(t *testing.T, source func(rows int64) string, sinkSpec, uri stri
 	require.Equal(t, n-1, *c.Max)
 	require.NotNil(t, c.Txn)
 	require.Equal(t, n, *c.Txn, "txn(pipeline/partition) holds the partition's position")
-	cp, err = s.Checkpoint(ctx, flightsink.Pipeline{ID: pipeline})
+	cp, err := s.Checkpoint(ctx, flightsink.Pipeline{ID: pipeline})
 	require.NoError(t, err)
 	require.Equal(t, string(checkpoint.Positions{"orders/0": n}.Encode()), string(cp))
 }
