@@ -2,6 +2,8 @@ package objsink_test
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -103,4 +105,86 @@ func TestPartitionColumnChecked(t *testing.T) {
 	}
 	_, err := objsink.New(nil, "file sink", objsink.PartitionBy("a"), objsink.PartitionByDay("b"))
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
+}
+
+// With DataDir the part files, and nothing else, are under
+// <target>/<dir>/; a BeforeCommit hook sees each batch's partition
+// directories before anything is written, not replays; its error fails
+// the write with nothing staged or committed.
+func TestDataDirAndBeforeCommit(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rec := events(t, mem, eventsJSON)
+	defer rec.Release()
+	ctx := context.Background()
+
+	root := t.TempDir()
+	var seen []objsink.Commit
+	hook := objsink.BeforeCommit(func(_ context.Context, c objsink.Commit) error {
+		staged, _ := os.ReadDir(filepath.Join(root, c.Target, "_flightline", "staging"))
+		require.Empty(t, staged, "the hook runs before the batch is staged")
+		seen = append(seen, c)
+		return nil
+	})
+	b, err := objsink.NewLocal(root)
+	require.NoError(t, err)
+	s, err := objsink.New(b, "file sink", objsink.DataDir("data"), objsink.PartitionByDay("ts"), hook)
+	require.NoError(t, err)
+	w, _, err := s.Open(ctx, flightsink.Pipeline{ID: "p"})
+	require.NoError(t, err)
+	require.NoError(t, w.WriteBatch(ctx, rec, sinktest.CP(1)))
+	require.NoError(t, w.WriteBatch(ctx, rec, sinktest.CP(1)), "a replay")
+	require.Len(t, seen, 1, "the replay calls no hook")
+	require.Equal(t, "default", seen[0].Target)
+	require.True(t, seen[0].Schema.Equal(eventSchema))
+	require.Equal(t, []string{"ts_day=2026-01-01", "ts_day=2026-01-02", "ts_day=__HIVE_DEFAULT_PARTITION__"}, seen[0].Dirs)
+
+	var all []string
+	require.NoError(t, filepath.WalkDir(filepath.Join(root, "default", "data"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			r, _ := filepath.Rel(filepath.Join(root, "default", "data"), p)
+			all = append(all, filepath.ToSlash(r))
+		}
+		return err
+	}))
+	require.Equal(t, []string{
+		"ts_day=2026-01-01/part-00000000000000000002-0000.parquet",
+		"ts_day=2026-01-02/part-00000000000000000002-0001.parquet",
+		"ts_day=__HIVE_DEFAULT_PARTITION__/part-00000000000000000002-0002.parquet",
+	}, all, "every object under the data directory is a part file; the records are outside it")
+	_, err = os.Stat(filepath.Join(root, "default", "_flightline", "commits", "00000000000000000002.json"))
+	require.NoError(t, err)
+
+	// Unpartitioned: one Dirs entry, "".
+	seen = nil
+	root = t.TempDir()
+	require.NoError(t, writeOne(t, root, rec, objsink.DataDir("data"), hook))
+	require.Len(t, seen, 1)
+	require.Equal(t, []string{""}, seen[0].Dirs)
+	_, err = os.Stat(filepath.Join(root, "default", "data", "part-00000000000000000002.parquet"))
+	require.NoError(t, err)
+
+	// A failing hook: the write fails with its error, nothing is written.
+	refused := errors.New("catalog says no")
+	root = t.TempDir()
+	b, err = objsink.NewLocal(root)
+	require.NoError(t, err)
+	s, err = objsink.New(b, "file sink", objsink.DataDir("data"),
+		objsink.BeforeCommit(func(context.Context, objsink.Commit) error { return refused }))
+	require.NoError(t, err)
+	w, _, err = s.Open(ctx, flightsink.Pipeline{ID: "p"})
+	require.NoError(t, err)
+	require.ErrorIs(t, w.WriteBatch(ctx, rec, sinktest.CP(1)), refused)
+	cp, err := s.Checkpoint(ctx, flightsink.Pipeline{ID: "p"})
+	require.NoError(t, err)
+	require.Nil(t, cp, "nothing committed")
+	staged, _ := os.ReadDir(filepath.Join(root, "default", "_flightline", "staging"))
+	require.Empty(t, staged)
+	_, err = os.Stat(filepath.Join(root, "default", "data"))
+	require.ErrorIs(t, err, fs.ErrNotExist)
+
+	for _, bad := range []string{"", "_data", "a/.b", "k=v", "a//b"} {
+		_, err := objsink.New(b, "file sink", objsink.DataDir(bad))
+		require.ErrorIs(t, err, flightline.ErrInvalidInput, bad)
+	}
 }
