@@ -4,7 +4,7 @@ SERVICES+=(iceberg)
 # shared venv so its pins cannot break that one. Cached: rebuilt only when
 # the pins change. pyiceberg's SqlCatalog reads the catalog tables
 # iceberg-go's SQL catalog writes (the JDBC catalog's layout).
-ICEBERG_PINS="pyiceberg[sql-sqlite,pyarrow]==0.12.0"
+ICEBERG_PINS="pyiceberg[sql-sqlite,pyarrow,glue]==0.12.0"
 iceberg_up() {
 	local venv="$CACHE/venv-pyiceberg"
 	local stamp="$venv/.req-$(echo "$ICEBERG_PINS" | sha256sum | cut -c1-16)"
