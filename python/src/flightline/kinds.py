@@ -797,6 +797,86 @@ class SinkAmqps(Kind):
     ) -> None:
         self._init(dict(locals()))
 
+class SinkAthena(Kind):
+    """athena: exactly-once Parquet tables for Athena: part files under BUCKET/PREFIX/TABLE/data/ (committed by If-None-Match: * records kept outside it), the Glue table and its partitions registered before each commit (a target is a table).
+
+    URL form: ``athena:BUCKET/PREFIX?database=DB&table=T&partition_by_day=COLUMN&AWS_…``.
+
+    Args:
+        prefix: BUCKET/PREFIX the tables go under
+        database: the Glue database (created if missing) (required)
+        table: the table of a pipeline without a target; a target names another
+            table of the database (lowercase letters, digits and _) (default events)
+        region: AWS region of Glue and S3 (default: AWS_REGION, or the SDK's)
+        glue_endpoint: Glue endpoint URL (default: AWS's for the region)
+        partition_by: Hive partitions by this string, integer, boolean or date
+            column's value: PREFIX/TABLE/data/COLUMN=VALUE/, the column a partition key
+        partition_by_day: Hive partitions by the UTC day of this timestamp or date
+            column: PREFIX/TABLE/data/COLUMN_day=YYYY-MM-DD/, partition key COLUMN_day
+            (date)
+        partitions: register: each partition a batch writes into is registered in
+            Glue before its commit; projection: Athena's partition projection of the
+            days (partition_by_day only; no null day) (default register)
+        projection_start: the first day of partition projection's range, YYYY-MM-DD
+            (default 1970-01-01)
+        schema_evolution: accept batches that add nullable columns at the end,
+            adding them to the Glue table, instead of refusing them (default false)
+        AWS_ACCESS_KEY_ID: storage options (credentials are better left to the
+            environment)
+        AWS_ALLOW_HTTP: storage options (credentials are better left to the
+            environment)
+        AWS_ENDPOINT_URL: storage options (credentials are better left to the
+            environment)
+        AWS_REGION: storage options (credentials are better left to the environment)
+        AWS_SECRET_ACCESS_KEY: storage options (credentials are better left to the
+            environment) (secret)
+        AWS_SESSION_TOKEN: storage options (credentials are better left to the
+            environment) (secret)
+    """
+
+    section = 'sinks'
+    kind = 'athena'
+    _keys = {
+        'prefix': ('string', False, ()),
+        'database': ('string', False, ()),
+        'table': ('string', False, ()),
+        'region': ('string', False, ()),
+        'glue_endpoint': ('string', False, ()),
+        'partition_by': ('string', False, ()),
+        'partition_by_day': ('string', False, ()),
+        'partitions': ('enum', False, ('register', 'projection')),
+        'projection_start': ('string', False, ()),
+        'schema_evolution': ('bool', False, ()),
+        'AWS_ACCESS_KEY_ID': ('string', False, ()),
+        'AWS_ALLOW_HTTP': ('string', False, ()),
+        'AWS_ENDPOINT_URL': ('string', False, ()),
+        'AWS_REGION': ('string', False, ()),
+        'AWS_SECRET_ACCESS_KEY': ('string', True, ()),
+        'AWS_SESSION_TOKEN': ('string', True, ()),
+    }
+
+    def __init__(
+        self,
+        prefix: Optional[str] = None,
+        *,
+        database: Optional[Union[str, EnvRef]] = None,
+        table: Optional[Union[str, EnvRef]] = None,
+        region: Optional[Union[str, EnvRef]] = None,
+        glue_endpoint: Optional[Union[str, EnvRef]] = None,
+        partition_by: Optional[Union[str, EnvRef]] = None,
+        partition_by_day: Optional[Union[str, EnvRef]] = None,
+        partitions: Optional[Union[Literal['register', 'projection'], EnvRef]] = None,
+        projection_start: Optional[Union[str, EnvRef]] = None,
+        schema_evolution: Optional[Union[bool, EnvRef]] = None,
+        AWS_ACCESS_KEY_ID: Optional[Union[str, EnvRef]] = None,
+        AWS_ALLOW_HTTP: Optional[Union[str, EnvRef]] = None,
+        AWS_ENDPOINT_URL: Optional[Union[str, EnvRef]] = None,
+        AWS_REGION: Optional[Union[str, EnvRef]] = None,
+        AWS_SECRET_ACCESS_KEY: Optional[EnvRef] = None,
+        AWS_SESSION_TOKEN: Optional[EnvRef] = None,
+    ) -> None:
+        self._init(dict(locals()))
+
 class SinkAzblob(Kind):
     """azblob: exactly-once part files under the container's PREFIX/<target>/, committed by If-None-Match: * records.
 
@@ -1852,6 +1932,8 @@ KINDS: Dict[Tuple[str, str], Type[Kind]] = {
     ('deadletter_sinks', 'amqp'): SinkAmqp,
     ('sinks', 'amqps'): SinkAmqps,
     ('deadletter_sinks', 'amqps'): SinkAmqps,
+    ('sinks', 'athena'): SinkAthena,
+    ('deadletter_sinks', 'athena'): SinkAthena,
     ('sinks', 'azblob'): SinkAzblob,
     ('deadletter_sinks', 'azblob'): SinkAzblob,
     ('sinks', 'bigquery'): SinkBigQuery,
@@ -1895,4 +1977,4 @@ KINDS: Dict[Tuple[str, str], Type[Kind]] = {
     ('schema_sinks', 'glue'): SchemaSinkGlue,
 }
 
-__all__ = ['KINDS', 'EnvRef', 'Kind', 'SourceAdbc', 'SourceBigQuery', 'SourceDatabricks', 'SourceDelta', 'SourceGenerator', 'SourceGrpc', 'SourceKafka', 'SourcePostgres', 'SourcePostgresCdc', 'SourceSnowflake', 'SinkAdbc', 'SinkAmqp', 'SinkAmqps', 'SinkAzblob', 'SinkBigQuery', 'SinkClickhouse', 'SinkDatabricks', 'SinkDelta', 'SinkDir', 'SinkDuckdb', 'SinkFile', 'SinkGcs', 'SinkGrpc', 'SinkIceberg', 'SinkKafka', 'SinkMemory', 'SinkNull', 'SinkPostgres', 'SinkRabbitmqStream', 'SinkS3', 'SinkSftp', 'SinkSnowflake', 'SinkStdout', 'SchemaSinkGlue']
+__all__ = ['KINDS', 'EnvRef', 'Kind', 'SourceAdbc', 'SourceBigQuery', 'SourceDatabricks', 'SourceDelta', 'SourceGenerator', 'SourceGrpc', 'SourceKafka', 'SourcePostgres', 'SourcePostgresCdc', 'SourceSnowflake', 'SinkAdbc', 'SinkAmqp', 'SinkAmqps', 'SinkAthena', 'SinkAzblob', 'SinkBigQuery', 'SinkClickhouse', 'SinkDatabricks', 'SinkDelta', 'SinkDir', 'SinkDuckdb', 'SinkFile', 'SinkGcs', 'SinkGrpc', 'SinkIceberg', 'SinkKafka', 'SinkMemory', 'SinkNull', 'SinkPostgres', 'SinkRabbitmqStream', 'SinkS3', 'SinkSftp', 'SinkSnowflake', 'SinkStdout', 'SchemaSinkGlue']
