@@ -1,6 +1,7 @@
 package objsink_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io/fs"
@@ -13,6 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/stretchr/testify/require"
 
 	"github.com/flightline/flightline"
@@ -187,4 +190,71 @@ func TestDataDirAndBeforeCommit(t *testing.T) {
 		_, err := objsink.New(b, "file sink", objsink.DataDir(bad))
 		require.ErrorIs(t, err, flightline.ErrInvalidInput, bad)
 	}
+}
+
+// SchemaEvolution: a batch adding a nullable column at the end is
+// accepted, and so is one without it afterwards (in a group it gets the
+// column as nulls); a type change or a new non-nullable column is still
+// refused, and the widest schema survives a restart. Without the option
+// the wider batch is refused.
+func TestSchemaEvolution(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	wide := arrow.NewSchema(append(eventSchema.Fields(), arrow.Field{Name: "note", Type: arrow.BinaryTypes.String, Nullable: true}), nil)
+	narrow := recOf(t, mem, eventSchema, `[{"id": 1, "kind": "a"}]`)
+	defer narrow.Release()
+	wider := recOf(t, mem, wide, `[{"id": 2, "kind": "b", "note": "n"}]`)
+	defer wider.Release()
+	retyped := recOf(t, mem, arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int32}}, nil), `[{"id": 3}]`)
+	defer retyped.Release()
+	required := recOf(t, mem, arrow.NewSchema(append(eventSchema.Fields(), arrow.Field{Name: "n", Type: arrow.PrimitiveTypes.Int64}), nil), `[{"id": 4, "n": 1}]`)
+	defer required.Release()
+
+	root := t.TempDir()
+	open := func(opts ...objsink.Option) flightsink.Writer {
+		b, err := objsink.NewLocal(root)
+		require.NoError(t, err)
+		s, err := objsink.New(b, "file sink", opts...)
+		require.NoError(t, err)
+		w, _, err := s.Open(ctx, flightsink.Pipeline{ID: "p"})
+		require.NoError(t, err)
+		return w
+	}
+	w := open(objsink.SchemaEvolution())
+	require.NoError(t, w.WriteBatch(ctx, narrow, sinktest.CP(1)))
+	require.NoError(t, w.WriteBatch(ctx, wider, sinktest.CP(2)))
+	require.NoError(t, w.WriteBatch(ctx, narrow, sinktest.CP(3)), "a batch without the added column")
+	require.ErrorIs(t, w.WriteBatch(ctx, retyped, sinktest.CP(4)), flightline.ErrSchemaMismatch)
+	require.ErrorIs(t, w.WriteBatch(ctx, required, sinktest.CP(4)), flightline.ErrSchemaMismatch)
+
+	// A restarted writer knows the widest schema: a group of a narrow and
+	// a wide batch is one part file of the wide schema.
+	w = open(objsink.SchemaEvolution())
+	require.NoError(t, w.(flightsink.GroupWriter).WriteBatches(ctx, []flightsink.Batch{{Rec: narrow, CP: sinktest.CP(4)}, {Rec: wider, CP: sinktest.CP(5)}}))
+	require.ErrorIs(t, open().WriteBatch(ctx, required, sinktest.CP(6)), flightline.ErrSchemaMismatch, "without the option")
+	require.ErrorIs(t, open().WriteBatch(ctx, narrow, sinktest.CP(6)), flightline.ErrSchemaMismatch, "without the option the target's (wide) schema is required")
+
+	data, err := os.ReadFile(filepath.Join(root, "default", "part-00000000000000000006.parquet"))
+	require.NoError(t, err, "the group's part file (record 6: after the markers 1 and 5 and the batches 2-4)")
+	pf, err := file.NewParquetReader(bytes.NewReader(data))
+	require.NoError(t, err)
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, mem)
+	require.NoError(t, err)
+	tbl, err := fr.ReadTable(ctx)
+	require.NoError(t, err)
+	defer tbl.Release()
+	require.Equal(t, int64(4), tbl.NumCols())
+	require.Equal(t, "note", tbl.Schema().Field(3).Name)
+	note := tbl.Column(3).Data().Chunk(0)
+	require.True(t, note.IsNull(0), "the narrow batch's row: the added column null")
+	require.Equal(t, "n", note.(*array.String).Value(1))
+	require.ElementsMatch(t, []int64{1, 2, 1, 1, 2}, partIDs(t, root, objsink.Parquet, flightsink.Pipeline{ID: "p"}))
+}
+
+func recOf(t *testing.T, mem memory.Allocator, sc *arrow.Schema, js string) arrow.RecordBatch {
+	rec, _, err := array.RecordFromJSON(mem, sc, strings.NewReader(js))
+	require.NoError(t, err)
+	return rec
 }
