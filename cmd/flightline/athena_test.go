@@ -151,3 +151,49 @@ func TestSchemaSinkPairing(t *testing.T) {
 	_, err = pairedGlueConfig(ctx, p, c)
 	require.ErrorContains(t, err, `location: "s3://b/lake/t/data/", "s3://b/lake/t/"`)
 }
+
+// Athena Iceberg, the YAML form on moto: the iceberg kind with catalog:
+// glue syncs a generator into a table in Glue (its metadata on moto's
+// S3), and check reports its checkpoint.
+func TestIntegrationAthenaIcebergYAML(t *testing.T) {
+	moto := servicetest.Need(t, "FLIGHTLINE_MOTO_ENDPOINT", "moto (fake AWS S3 and Glue)")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	st, err := objstore.NewS3(ctx, "flightline-athena", "", objstore.Options{objstore.EndpointURL: moto, objstore.AccessKeyID: "testing",
+		objstore.SecretAccessKey: "testing", objstore.Region: "us-east-1", objstore.AllowHTTP: "true"})
+	require.NoError(t, err)
+	_, _ = st.Client().CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("flightline-athena")})
+	ns := fmt.Sprintf("ice%d", time.Now().UnixNano()%1e9)
+	path := writeConfig(t, `
+sources:
+  gen: 'generator:?rows=300&batch_rows=100'
+sinks:
+  lake:
+    iceberg:
+      warehouse: s3://flightline-athena/`+ns+`
+      catalog: glue
+      table: `+ns+`.orders
+      glue.region: us-east-1
+      glue.endpoint: '`+moto+`'
+      glue.access-key-id: testing
+      glue.secret-access-key: testing
+      s3.endpoint: '`+moto+`'
+      s3.region: us-east-1
+      s3.access-key-id: testing
+      s3.secret-access-key: testing
+pipelines:
+  p:
+    source: gen
+    sink: lake
+`)
+	logs := captureLogs(t)
+	require.NoError(t, syncCommand(ctx, []string{"--config", path, "--once"}), logs.String())
+	cl := awsglue.New(awsglue.Options{Region: "us-east-1", BaseEndpoint: aws.String(moto),
+		Credentials: credentials.NewStaticCredentialsProvider("testing", "testing", "")})
+	got, err := cl.GetTable(ctx, &awsglue.GetTableInput{DatabaseName: aws.String(ns), Name: aws.String("orders")})
+	require.NoError(t, err)
+	require.Equal(t, "ICEBERG", got.Table.Parameters["table_type"], "an Iceberg table in Glue")
+	var out bytes.Buffer
+	require.NoError(t, checkCommand(ctx, []string{"--config", path}, &out), out.String())
+	require.Regexp(t, `ok    sinks.lake +iceberg .*p: checkpoint \{"positions":\{"orders/0":300\}\}`, out.String())
+}

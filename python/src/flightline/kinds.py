@@ -1338,7 +1338,10 @@ class SinkIceberg(Kind):
     Args:
         warehouse: the warehouse: a local path or s3://BUCKET/PREFIX
         catalog: the catalog: sql, iceberg-go's SQL (JDBC-layout) catalog on SQLite,
-            which pyiceberg's SqlCatalog reads too (default sql)
+            which pyiceberg's SqlCatalog reads too; glue, the AWS Glue Data Catalog (a
+            namespace is a Glue database; the warehouse must be s3://; glue.region,
+            glue.endpoint, … keys), which Athena and pyiceberg's GlueCatalog read
+            (default sql)
         uri: the SQLite file of the sql catalog (default: WAREHOUSE/catalog.db for a
             local warehouse; required for s3://)
         catalog_name: the catalog's name in the sql catalog's tables (pyiceberg's
@@ -1353,25 +1356,48 @@ class SinkIceberg(Kind):
         expire_snapshots_older_than: expire snapshots older than this (keeping the
             current one), at most every ten minutes after a commit, so the table's
             metadata stays bounded; 0s: never (default 0s)
-        s3_endpoint: iceberg-go file-IO properties of an s3:// warehouse
-            (credentials are better left to the environment)
-        s3_region: iceberg-go file-IO properties of an s3:// warehouse (credentials
-            are better left to the environment)
-        s3_access_key_id: iceberg-go file-IO properties of an s3:// warehouse
-            (credentials are better left to the environment)
-        s3_secret_access_key: iceberg-go file-IO properties of an s3:// warehouse
-            (credentials are better left to the environment) (secret)
-        s3_session_token: iceberg-go file-IO properties of an s3:// warehouse
-            (credentials are better left to the environment) (secret)
+        s3_endpoint: iceberg-go file-IO properties of an s3:// warehouse, and the
+            glue.* properties of catalog=glue (credentials are better left to the
+            environment)
+        s3_region: iceberg-go file-IO properties of an s3:// warehouse, and the
+            glue.* properties of catalog=glue (credentials are better left to the
+            environment)
+        s3_access_key_id: iceberg-go file-IO properties of an s3:// warehouse, and
+            the glue.* properties of catalog=glue (credentials are better left to the
+            environment)
+        s3_secret_access_key: iceberg-go file-IO properties of an s3:// warehouse,
+            and the glue.* properties of catalog=glue (credentials are better left to
+            the environment) (secret)
+        s3_session_token: iceberg-go file-IO properties of an s3:// warehouse, and
+            the glue.* properties of catalog=glue (credentials are better left to the
+            environment) (secret)
         s3_force_virtual_addressing: iceberg-go file-IO properties of an s3://
-            warehouse (credentials are better left to the environment)
+            warehouse, and the glue.* properties of catalog=glue (credentials are better
+            left to the environment)
+        glue_region: iceberg-go file-IO properties of an s3:// warehouse, and the
+            glue.* properties of catalog=glue (credentials are better left to the
+            environment)
+        glue_endpoint: iceberg-go file-IO properties of an s3:// warehouse, and the
+            glue.* properties of catalog=glue (credentials are better left to the
+            environment)
+        glue_id: iceberg-go file-IO properties of an s3:// warehouse, and the glue.*
+            properties of catalog=glue (credentials are better left to the environment)
+        glue_access_key_id: iceberg-go file-IO properties of an s3:// warehouse, and
+            the glue.* properties of catalog=glue (credentials are better left to the
+            environment)
+        glue_secret_access_key: iceberg-go file-IO properties of an s3:// warehouse,
+            and the glue.* properties of catalog=glue (credentials are better left to
+            the environment) (secret)
+        glue_session_token: iceberg-go file-IO properties of an s3:// warehouse, and
+            the glue.* properties of catalog=glue (credentials are better left to the
+            environment) (secret)
     """
 
     section = 'sinks'
     kind = 'iceberg'
     _keys = {
         'warehouse': ('string', False, ()),
-        'catalog': ('enum', False, ('sql',)),
+        'catalog': ('enum', False, ('sql', 'glue')),
         'uri': ('string', False, ()),
         'catalog_name': ('string', False, ()),
         'table': ('string', False, ()),
@@ -1384,14 +1410,20 @@ class SinkIceberg(Kind):
         's3.secret-access-key': ('string', True, ()),
         's3.session-token': ('string', True, ()),
         's3.force-virtual-addressing': ('string', False, ()),
+        'glue.region': ('string', False, ()),
+        'glue.endpoint': ('string', False, ()),
+        'glue.id': ('string', False, ()),
+        'glue.access-key-id': ('string', False, ()),
+        'glue.secret-access-key': ('string', True, ()),
+        'glue.session-token': ('string', True, ()),
     }
-    _names = {'s3_endpoint': 's3.endpoint', 's3_region': 's3.region', 's3_access_key_id': 's3.access-key-id', 's3_secret_access_key': 's3.secret-access-key', 's3_session_token': 's3.session-token', 's3_force_virtual_addressing': 's3.force-virtual-addressing'}
+    _names = {'s3_endpoint': 's3.endpoint', 's3_region': 's3.region', 's3_access_key_id': 's3.access-key-id', 's3_secret_access_key': 's3.secret-access-key', 's3_session_token': 's3.session-token', 's3_force_virtual_addressing': 's3.force-virtual-addressing', 'glue_region': 'glue.region', 'glue_endpoint': 'glue.endpoint', 'glue_id': 'glue.id', 'glue_access_key_id': 'glue.access-key-id', 'glue_secret_access_key': 'glue.secret-access-key', 'glue_session_token': 'glue.session-token'}
 
     def __init__(
         self,
         warehouse: Optional[str] = None,
         *,
-        catalog: Optional[Union[Literal['sql'], EnvRef]] = None,
+        catalog: Optional[Union[Literal['sql', 'glue'], EnvRef]] = None,
         uri: Optional[Union[str, EnvRef]] = None,
         catalog_name: Optional[Union[str, EnvRef]] = None,
         table: Optional[Union[str, EnvRef]] = None,
@@ -1404,6 +1436,12 @@ class SinkIceberg(Kind):
         s3_secret_access_key: Optional[EnvRef] = None,
         s3_session_token: Optional[EnvRef] = None,
         s3_force_virtual_addressing: Optional[Union[str, EnvRef]] = None,
+        glue_region: Optional[Union[str, EnvRef]] = None,
+        glue_endpoint: Optional[Union[str, EnvRef]] = None,
+        glue_id: Optional[Union[str, EnvRef]] = None,
+        glue_access_key_id: Optional[Union[str, EnvRef]] = None,
+        glue_secret_access_key: Optional[EnvRef] = None,
+        glue_session_token: Optional[EnvRef] = None,
     ) -> None:
         self._init(dict(locals()))
 
