@@ -580,6 +580,10 @@ func glueType(dt arrow.DataType) (string, error) {
 		return "timestamp", nil
 	case *arrow.Decimal128Type:
 		return fmt.Sprintf("decimal(%d,%d)", t.Precision, t.Scale), nil
+	case *arrow.DictionaryType:
+		// Parquet stores a dictionary column as its values (dictionary
+		// encoding is the file's business): the column is of their type.
+		return glueType(t.ValueType)
 	case *arrow.ListType:
 		e, err := glueType(t.Elem())
 		return "array<" + e + ">", err
