@@ -171,6 +171,30 @@ func (r *Registrar) Register(ctx context.Context, sc *arrow.Schema) error {
 	if err != nil {
 		return err
 	}
+	// Another writer (another process, or another pipeline's Registrar)
+	// may create or update the table between the read and the write: a
+	// create that finds the table, or an update whose VersionId is stale
+	// (real Glue's compare-and-swap), reads it again.
+	for attempt := 1; ; attempt++ {
+		err := r.apply(ctx, sc, cols, parts)
+		var exists *types.AlreadyExistsException
+		var moved *types.ConcurrentModificationException
+		if attempt < 5 && (errors.As(err, &exists) || errors.As(err, &moved)) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		break
+	}
+	r.last = sc
+	r.cols = cols
+	return nil
+}
+
+// apply makes the table match sc once: created, or evolved (an update
+// conditional on the VersionId it read).
+func (r *Registrar) apply(ctx context.Context, sc *arrow.Schema, cols, parts []types.Column) error {
 	got, err := r.cl.GetTable(ctx, &awsglue.GetTableInput{DatabaseName: &r.cfg.Database, Name: &r.cfg.Table})
 	var nf *types.EntityNotFoundException
 	switch {
@@ -179,30 +203,30 @@ func (r *Registrar) Register(ctx context.Context, sc *arrow.Schema) error {
 			return err
 		}
 		r.log.Info("glue: created table", "database", r.cfg.Database, "table", r.cfg.Table, "columns", len(cols), "location", r.cfg.Location)
+		return nil
 	case err != nil:
 		return r.errorf(err, "get table")
-	default:
-		if err := r.pairing(got.Table, parts); err != nil {
-			return err
-		}
-		added, err := evolve(got.Table, sc, cols)
-		if err != nil {
-			return fmt.Errorf("%w: glue table %s.%s: %v", flightline.ErrSchemaMismatch, r.cfg.Database, r.cfg.Table, err)
-		}
-		if len(added) > 0 {
-			in := r.input(append(slices.Clone(got.Table.StorageDescriptor.Columns), added...), got.Table.PartitionKeys)
-			if _, err := r.cl.UpdateTable(ctx, &awsglue.UpdateTableInput{DatabaseName: &r.cfg.Database, TableInput: in}); err != nil {
-				return r.errorf(err, "update table")
-			}
-			names := make([]string, len(added))
-			for i, c := range added {
-				names[i] = *c.Name
-			}
-			r.log.Info("glue: added columns", "database", r.cfg.Database, "table", r.cfg.Table, "columns", strings.Join(names, ","))
-		}
 	}
-	r.last = sc
-	r.cols = cols
+	if err := r.pairing(got.Table, parts); err != nil {
+		return err
+	}
+	added, err := evolve(got.Table, sc, cols)
+	if err != nil {
+		return fmt.Errorf("%w: glue table %s.%s: %v", flightline.ErrSchemaMismatch, r.cfg.Database, r.cfg.Table, err)
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	in := r.input(append(slices.Clone(got.Table.StorageDescriptor.Columns), added...), got.Table.PartitionKeys)
+	if _, err := r.cl.UpdateTable(ctx, &awsglue.UpdateTableInput{DatabaseName: &r.cfg.Database, TableInput: in,
+		VersionId: got.Table.VersionId}); err != nil {
+		return r.errorf(err, "update table")
+	}
+	names := make([]string, len(added))
+	for i, c := range added {
+		names[i] = *c.Name
+	}
+	r.log.Info("glue: added columns", "database", r.cfg.Database, "table", r.cfg.Table, "columns", strings.Join(names, ","))
 	return nil
 }
 

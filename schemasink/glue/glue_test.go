@@ -182,3 +182,19 @@ func newRegistrarLike(t *testing.T, r *Registrar) *Registrar {
 	n.last, n.cols = r.last, r.cols
 	return n
 }
+
+// Registrars of one table in several processes (or pipelines) that find
+// it missing at once: one creates it, the others find it created and
+// carry on.
+func TestConcurrentCreateAgainstMoto(t *testing.T) {
+	table := fmt.Sprintf("racing_%d", time.Now().UnixNano())
+	sc := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	errs := make(chan error, 8)
+	for range 8 {
+		r := newMoto(t, table)
+		go func() { errs <- r.Register(context.Background(), sc) }()
+	}
+	for range 8 {
+		require.NoError(t, <-errs)
+	}
+}
