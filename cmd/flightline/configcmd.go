@@ -541,7 +541,14 @@ table in the catalog is created or updated to match: columns and types
 mapped from Arrow, the Parquet SerDe, the S3 location, partition keys. New
 nullable columns are added; any other change stops the pipeline with an
 error naming the column (the table is left as it was). The first kind is
-` + "`glue`" + ` (the AWS Glue Data Catalog; credentials from the SDK's default chain):
+` + "`glue`" + ` (the AWS Glue Data Catalog; credentials from the SDK's default chain).
+The schema sink and the pipeline's sink must describe the same table, or the
+pipeline refuses to start naming each difference: an ` + "`s3`" + ` sink's
+` + "`partition_by`" + ` column (or ` + "`COLUMN_day`" + ` for ` + "`partition_by_day`" + `) must be
+its ` + "`partition_keys`" + `, a ` + "`location`" + ` given must be where it writes, and an
+existing table must have that location and those keys. The ` + "`athena`" + ` sink
+kind registers its table, and its partitions, itself (docs/sinks/athena.md).
+An ` + "`s3`" + ` sink with a ` + "`glue`" + ` schema sink:
 
 ` + "```yaml" + `
 sources:

@@ -109,14 +109,22 @@ func schemaLocation(p *pipelineConf) (string, error) {
 }
 
 // newRegistrar returns the Glue registrar of p's schema sink.
+// The schema sink must describe the table p's sink writes
+// (pairedGlueConfig).
 func newRegistrar(ctx context.Context, p *pipelineConf, log *slog.Logger) (*glue.Registrar, error) {
-	loc, err := schemaLocation(p)
+	c := p.schemaSink.cfg
+	cfg, err := pairedGlueConfig(ctx, p, glue.Config{Database: c.Database, Table: c.Table, Region: c.Region,
+		Endpoint: c.Endpoint, Location: c.Location, PartitionKeys: c.PartitionKeys})
 	if err != nil {
 		return nil, err
 	}
-	c := p.schemaSink.cfg
-	return glue.New(ctx, glue.Config{Database: c.Database, Table: c.Table, Region: c.Region, Endpoint: c.Endpoint,
-		Location: loc, PartitionKeys: c.PartitionKeys, Logger: log})
+	if cfg.Location == "" {
+		if cfg.Location, err = schemaLocation(p); err != nil {
+			return nil, err
+		}
+	}
+	cfg.Region, cfg.Endpoint, cfg.Logger = c.Region, c.Endpoint, log
+	return glue.New(ctx, cfg)
 }
 
 // withSchemaSink wraps sink so that every writer registers each new schema

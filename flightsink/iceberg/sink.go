@@ -1,6 +1,6 @@
 // Package iceberg is an exactly-once Apache Iceberg sink on iceberg-go: a
-// SQL catalog (SQLite, embedded, by default) or any catalog.Catalog, and a
-// warehouse on local disk or S3.
+// SQL catalog (SQLite, embedded, by default), the AWS Glue Data Catalog
+// (Glue) or any catalog.Catalog, and a warehouse on local disk or S3.
 //
 // # Commit protocol
 //
@@ -42,6 +42,7 @@
 package iceberg
 
 import (
+	"cmp"
 	"context"
 	crand "crypto/rand"
 	"database/sql"
@@ -51,10 +52,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -62,9 +65,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	iceberg "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
+	gluecat "github.com/apache/iceberg-go/catalog/glue"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	_ "github.com/apache/iceberg-go/io/gocloud/s3" // s3:// warehouses
 	"github.com/apache/iceberg-go/table"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
 
 	"github.com/flightline/flightline"
@@ -103,6 +109,74 @@ type options struct {
 	part     []partField
 	// expireEvery is how often a writer runs the expiry at most.
 	expireEvery time.Duration
+	// glue, when set, are the glue.* properties of the Glue catalog the
+	// sink lists its tables in.
+	glue map[string]string
+}
+
+// GlueKeys are the properties Glue takes (iceberg-go's catalog/glue).
+var GlueKeys = []string{gluecat.Region, gluecat.Endpoint, gluecat.CatalogIdKey, gluecat.AccessKeyID,
+	gluecat.SecretAccessKey, gluecat.SessionToken}
+
+// Glue lists the sink's tables in the AWS Glue Data Catalog (iceberg-go's
+// catalog/glue) instead of the SQL catalog: a namespace is a Glue
+// database (created if missing), and new tables' files go under the
+// warehouse. props are the catalog's properties (GlueKeys: glue.region,
+// glue.endpoint, glue.id, glue.access-key-id, glue.secret-access-key,
+// glue.session-token; credentials default to the SDK's chain); the file-IO
+// properties (Properties) apply as with the SQL catalog.
+//
+// A commit is refused by iceberg-go itself when the table's main branch
+// moved since the writer loaded it ("branch main has changed"), and by
+// Glue when the table's VersionId did (UpdateTable with the VersionId
+// the table was loaded with: optimistic locking); the writer then
+// reloads and decides, as on the SQL catalog (see the package doc).
+func Glue(props map[string]string) Option {
+	return func(o *options) error {
+		for k := range props {
+			if !slices.Contains(GlueKeys, k) {
+				return fmt.Errorf("%w: iceberg sink: unknown Glue property %q (known: %s)", flightline.ErrInvalidInput, k, strings.Join(GlueKeys, ", "))
+			}
+		}
+		o.glue = maps.Clone(props)
+		if o.glue == nil {
+			o.glue = map[string]string{}
+		}
+		return nil
+	}
+}
+
+// newGlue returns the Glue catalog of warehouse wh.
+func newGlue(ctx context.Context, o options, wh string) (catalog.Catalog, error) {
+	var lo []func(*awsconfig.LoadOptions) error
+	if r := o.glue[gluecat.Region]; r != "" {
+		lo = append(lo, awsconfig.WithRegion(r))
+	}
+	if e := o.glue[gluecat.Endpoint]; e != "" {
+		lo = append(lo, awsconfig.WithBaseEndpoint(e))
+	}
+	if id, secret := o.glue[gluecat.AccessKeyID], o.glue[gluecat.SecretAccessKey]; id != "" || secret != "" {
+		if id == "" || secret == "" {
+			return nil, fmt.Errorf("%w: iceberg sink: give both %s and %s", flightline.ErrInvalidInput, gluecat.AccessKeyID, gluecat.SecretAccessKey)
+		}
+		lo = append(lo, awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(id, secret, o.glue[gluecat.SessionToken])))
+	}
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, lo...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: iceberg sink: AWS config for Glue: %v", flightline.ErrInvalidInput, err)
+	}
+	props := gluecat.AwsProperties{"warehouse": wh}
+	for k, v := range o.props {
+		props[k] = v
+	}
+	for k, v := range o.glue {
+		props[k] = v
+	}
+	cat, err := gluecat.NewCatalog(gluecat.WithAwsConfig(cfg), gluecat.WithAwsProperties(props))
+	if err != nil {
+		return nil, fmt.Errorf("%w: iceberg sink: Glue catalog: %v", flightline.ErrInvalidInput, err)
+	}
+	return cat, nil
 }
 
 // Catalog sets the catalog to use instead of the SQL catalog on SQLite
@@ -285,6 +359,16 @@ func New(ctx context.Context, warehouse string, opts ...Option) (*Sink, error) {
 	wh, local, err := warehouseURL(warehouse)
 	if err != nil {
 		return nil, err
+	}
+	if o.glue != nil {
+		if local || o.catURI != "" {
+			return nil, fmt.Errorf("%w: iceberg sink: the Glue catalog needs an s3:// warehouse and no SQLite path (uri)", flightline.ErrInvalidInput)
+		}
+		if s.cat, err = newGlue(ctx, o, wh); err != nil {
+			return nil, err
+		}
+		s.where = fmt.Sprintf("glue catalog %s, warehouse %s", cmp.Or(o.glue[gluecat.Endpoint], "of the region"), wh)
+		return s, nil
 	}
 	if o.catURI == "" {
 		if !local {

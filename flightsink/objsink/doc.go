@@ -14,7 +14,11 @@
 //	<root>/<target>/_flightline/snapshots/<seq>.json what the records up to <seq> say
 //
 // Readers (pyarrow.dataset, DuckDB, Spark) skip names starting with '_' or
-// '.', so they see the part files only.
+// '.', so they see the part files only. With DataDir the part files go
+// under <root>/<target>/<dir>/ (the partition directories below it), and
+// the bookkeeping stays at <root>/<target>/_flightline/, outside it: a
+// reader given <dir> (an Athena table's LOCATION, which Athena reads
+// whole) sees the part files only, without relying on the '_' rule.
 //
 // Commit protocol, per batch:
 //  1. The batch is encoded (Parquet, JSON lines or CSV) and checked
@@ -35,6 +39,10 @@
 //     server-side copy; create-if-absent, so a repeat is harmless) and
 //     removes the staged object. A partitioned batch stages one part file
 //     per partition in step 2, named by its one record in step 4.
+//
+// A BeforeCommit hook runs between steps 1 and 2, once per batch (or
+// group) with rows: whatever it makes true (a catalog's partitions) holds
+// before the batch can be committed.
 //
 // Open claims a pipeline by committing a record without data (an epoch
 // marker) whose epoch is one above every epoch the pipeline's records

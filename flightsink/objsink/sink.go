@@ -52,6 +52,89 @@ type options struct {
 	// none); byDay partitions by its UTC day.
 	partition string
 	byDay     bool
+	// dataDir is the directory under a target the part files go to ("":
+	// the target itself).
+	dataDir string
+	// beforeCommit is called with every batch that has rows before any of
+	// it is written (nil: none).
+	beforeCommit func(context.Context, Commit) error
+	// evolve accepts batches that add nullable columns at the end.
+	evolve bool
+}
+
+// SchemaEvolution accepts a batch whose schema is the target's with
+// nullable columns added at the end (the target's schema becomes the
+// batch's) instead of refusing it with flightline.ErrSchemaMismatch, and
+// a batch without such trailing columns of the target's schema. Part
+// files of older batches lack the added columns: readers that match
+// columns by name (Athena, pyarrow.dataset with the newest schema) read
+// them as null. In a group, the batches of older schemas are given the
+// missing columns as nulls.
+func SchemaEvolution() Option {
+	return func(o *options) error {
+		o.evolve = true
+		return nil
+	}
+}
+
+// fits says whether a batch of schema got may be written to a target of
+// schema want: the same schema, or, with SchemaEvolution, one of the two
+// the other with nullable columns added at its end.
+func (s *Sink) fits(want, got *arrow.Schema) bool {
+	if flightsink.SameSchema(want, got) {
+		return true
+	}
+	if !s.o.evolve {
+		return false
+	}
+	short, long := want, got
+	if short.NumFields() > long.NumFields() {
+		short, long = long, short
+	}
+	for i := range long.NumFields() {
+		l := long.Field(i)
+		if i >= short.NumFields() {
+			if !l.Nullable {
+				return false
+			}
+			continue
+		}
+		if f := short.Field(i); f.Name != l.Name || f.Nullable != l.Nullable || !arrow.TypeEqual(f.Type, l.Type) {
+			return false
+		}
+	}
+	return true
+}
+
+// widest returns the one of a and b with more columns (fits holds).
+func widest(a, b *arrow.Schema) *arrow.Schema {
+	if a == nil || (b != nil && b.NumFields() > a.NumFields()) {
+		return b
+	}
+	return a
+}
+
+// pad returns rec with sc's columns beyond its own added as nulls (rec
+// retained when it has them all); the caller releases it.
+func pad(mem memory.Allocator, rec arrow.RecordBatch, sc *arrow.Schema) arrow.RecordBatch {
+	if rec.Schema().NumFields() >= sc.NumFields() {
+		rec.Retain()
+		return rec
+	}
+	cols := make([]arrow.Array, sc.NumFields())
+	for i := range cols {
+		if i < int(rec.NumCols()) {
+			cols[i] = rec.Column(i)
+			cols[i].Retain()
+		} else {
+			cols[i] = array.MakeArrayOfNull(mem, sc.Field(i).Type, int(rec.NumRows()))
+		}
+	}
+	out := array.NewRecordBatch(sc, cols, rec.NumRows())
+	for _, c := range cols {
+		c.Release()
+	}
+	return out
 }
 
 // WithFormat sets the part files' format; Parquet is the default.
@@ -74,6 +157,55 @@ func Allocator(mem memory.Allocator) Option {
 			mem = memory.DefaultAllocator
 		}
 		o.mem = mem
+		return nil
+	}
+}
+
+// DataDir puts the part files under <target>/<dir>/ instead of <target>/,
+// apart from the protocol's bookkeeping under <target>/_flightline/: a
+// reader given <target>/<dir>/ (the LOCATION of an Athena or Hive table)
+// finds only published part files, whatever it makes of names starting
+// with '_'. dir is one or more slash-separated names without '_' or '.'
+// at their start.
+func DataDir(dir string) Option {
+	return func(o *options) error {
+		for _, c := range strings.Split(dir, "/") {
+			if c == "" || strings.HasPrefix(c, "_") || strings.HasPrefix(c, ".") || strings.ContainsAny(c, "=\\") {
+				return fmt.Errorf("%w: data directory %q: want names such as data, not starting with _ or . and without =", flightline.ErrInvalidInput, dir)
+			}
+		}
+		o.dataDir = dir
+		return nil
+	}
+}
+
+// Commit is what a BeforeCommit hook learns of a batch (or a group of
+// batches) about to be committed.
+type Commit struct {
+	// Target is the target's directory key (Target of the pipeline).
+	Target string
+	// Schema is the target's schema with the batch: the batch's, or, with
+	// SchemaEvolution, the wider of it and the target's.
+	Schema *arrow.Schema
+	// Dirs are the partition directories its part files go to, relative
+	// to the data directory (e.g. "kind=a", "ts_day=2026-01-02"), each
+	// once, in the order of the part files; one "" when unpartitioned.
+	Dirs []string
+}
+
+// BeforeCommit has the sink call fn with every batch (or group) that has
+// rows, after it is encoded and before anything of it is staged: the
+// place for what must hold before a commit can make the batch visible,
+// such as a catalog's table and partitions (the athena sink registers
+// them). An error from fn fails the write as it is, and nothing of the
+// batch is written; so everything fn did for a committed batch was done
+// before its commit, and a crash after fn costs at most work for a batch
+// that is written again. fn is called from the writers' goroutines,
+// concurrently for different pipelines, and not for replays or batches
+// without rows.
+func BeforeCommit(fn func(ctx context.Context, c Commit) error) Option {
+	return func(o *options) error {
+		o.beforeCommit = fn
 		return nil
 	}
 }
@@ -229,7 +361,9 @@ func (m *summary) add(rs []record) {
 	}
 	for _, r := range rs {
 		m.Seq = r.seq
-		if m.Schema == nil && r.Rows > 0 && len(r.Schema) > 0 {
+		if r.Rows > 0 && len(r.Schema) > 0 {
+			// The newest: without SchemaEvolution every record has the
+			// same schema; with it, the newest is the target's.
 			m.Schema = r.Schema
 		}
 		pm := m.Pipelines[r.Pipeline]
@@ -524,9 +658,9 @@ func (w *writer) examine(ctx context.Context, writing bool) error {
 	}
 	for _, r := range rs {
 		w.seen = r.seq
-		if w.schema == nil && r.Rows > 0 && len(r.Schema) > 0 {
+		if (w.schema == nil || w.s.o.evolve) && r.Rows > 0 && len(r.Schema) > 0 {
 			if sc, err := flight.DeserializeSchema(r.Schema, w.s.o.mem); err == nil {
-				w.schema = sc
+				w.schema = widest(w.schema, sc)
 			}
 		}
 		if r.Pipeline != w.p.ID {
@@ -562,7 +696,7 @@ func (w *writer) commit(ctx context.Context, rec record, writing bool) error {
 		seq := w.seen + 1
 		rec.Pipeline, rec.Epoch = w.p.ID, w.epoch
 		for i := range rec.Parts {
-			rec.Parts[i].Name = path.Join(rec.Parts[i].Dir, PartName(seq, i, len(rec.Parts), w.s.o.format))
+			rec.Parts[i].Name = path.Join(w.s.o.dataDir, rec.Parts[i].Dir, PartName(seq, i, len(rec.Parts), w.s.o.format))
 		}
 		data, err := json.Marshal(rec)
 		if err != nil {
@@ -612,7 +746,7 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 	if checkpoint.Replayed(w.cp, cp) {
 		return w.checkFenced(ctx) // fencing wins over replay
 	}
-	if rec.NumRows() > 0 && w.schema != nil && !flightsink.SameSchema(w.schema, rec.Schema()) {
+	if rec.NumRows() > 0 && w.schema != nil && !w.s.fits(w.schema, rec.Schema()) {
 		return fmt.Errorf("%w: %s: target %q has schema %s, batch has %s", flightline.ErrSchemaMismatch, w.s.name, w.p.Target, w.schema, rec.Schema())
 	}
 	if rec.NumRows() == 0 {
@@ -642,13 +776,20 @@ func (w *writer) WriteBatches(ctx context.Context, batches []flightsink.Batch) e
 		if !fresh[i] || b.Rec.NumRows() == 0 {
 			continue
 		}
-		if schema != nil && !flightsink.SameSchema(schema, b.Rec.Schema()) {
+		if schema != nil && !w.s.fits(schema, b.Rec.Schema()) {
 			return fmt.Errorf("%w: %s: target %q has schema %s, batch %d of the group has %s", flightline.ErrSchemaMismatch, w.s.name, w.p.Target, schema, i, b.Rec.Schema())
 		}
-		if schema == nil {
-			schema = b.Rec.Schema()
-		}
+		schema = widest(schema, b.Rec.Schema())
 		recs = append(recs, b.Rec)
+	}
+	if w.s.o.evolve && len(recs) > 1 {
+		// Batches of the group's older schemas get its newest columns.
+		padded := make([]arrow.RecordBatch, len(recs))
+		for i, r := range recs {
+			padded[i] = pad(w.s.o.mem, r, schema)
+			defer padded[i].Release()
+		}
+		recs = padded
 	}
 	switch len(recs) {
 	case 0:
@@ -710,7 +851,19 @@ func (w *writer) write(ctx context.Context, rec arrow.RecordBatch, next []byte) 
 		if err != nil {
 			return err
 		}
-		r.Schema = flight.SerializeSchema(rec.Schema(), w.s.o.mem)
+		// The target's schema after this batch: with SchemaEvolution a
+		// batch may lack the trailing columns of an earlier one.
+		schema := widest(w.schema, rec.Schema())
+		if fn := w.s.o.beforeCommit; fn != nil {
+			c := Commit{Target: w.target, Schema: schema, Dirs: make([]string, len(files))}
+			for i, f := range files {
+				c.Dirs[i] = f.dir
+			}
+			if err := fn(ctx, c); err != nil {
+				return err
+			}
+		}
+		r.Schema = flight.SerializeSchema(schema, w.s.o.mem)
 		for _, f := range files {
 			pt := part{Staged: path.Join(w.target, stagingDir, randName()+"."+w.s.o.format.Ext()), Dir: f.dir}
 			r.Parts = append(r.Parts, pt)
@@ -728,8 +881,8 @@ func (w *writer) write(ctx context.Context, rec arrow.RecordBatch, next []byte) 
 		return err
 	}
 	w.cp = next
-	if w.schema == nil && rec != nil {
-		w.schema = rec.Schema()
+	if rec != nil {
+		w.schema = widest(w.schema, rec.Schema())
 	}
 	return nil
 }

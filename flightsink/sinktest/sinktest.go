@@ -89,6 +89,15 @@ type Harness struct {
 	// be no-ops.
 	Repeats bool
 
+	// Unserialized, when set, says why concurrent commits to one
+	// destination cannot be tested on the harness's service (moto's Glue
+	// ignores the VersionId that makes a real Glue catalog's commits a
+	// compare-and-swap, so two writers' commits can overwrite each
+	// other): ConcurrentPipelines is skipped with this reason, which
+	// should name what is left unverified. Leave it empty wherever the
+	// service is the real thing.
+	Unserialized string
+
 	// remote is set by Run for the pass through Flight, where a Writer
 	// claims the pipeline with its first batch (the DoPut stream starts
 	// with the schema), not in Open; resume_after keeps that safe.
@@ -174,7 +183,12 @@ func run(t *testing.T, h Harness) {
 		t.Run("AtLeastOnceKeepsNoCheckpoint", func(t *testing.T) { testNoCheckpoint(t, h) })
 	}
 	t.Run("TwoTargetsOnePipeline", func(t *testing.T) { testTwoTargets(t, h) })
-	t.Run("ConcurrentPipelines", func(t *testing.T) { testConcurrent(t, h) })
+	t.Run("ConcurrentPipelines", func(t *testing.T) {
+		if h.Unserialized != "" {
+			t.Skip("concurrent commits not testable here: " + h.Unserialized)
+		}
+		testConcurrent(t, h)
+	})
 }
 
 type env struct {

@@ -3,8 +3,10 @@ SERVICES+=(iceberg)
 # the independent reader of the Iceberg sink's tables, apart from the
 # shared venv so its pins cannot break that one. Cached: rebuilt only when
 # the pins change. pyiceberg's SqlCatalog reads the catalog tables
-# iceberg-go's SQL catalog writes (the JDBC catalog's layout).
-ICEBERG_PINS="pyiceberg[sql-sqlite,pyarrow]==0.12.0"
+# iceberg-go's SQL catalog writes (the JDBC catalog's layout). The glue
+# extra (boto3) lets its GlueCatalog read the Iceberg sink's Glue tables on
+# moto, and the athena sink's tests check Glue and S3 with boto3.
+ICEBERG_PINS="pyiceberg[sql-sqlite,pyarrow,glue]==0.12.0"
 iceberg_up() {
 	local venv="$CACHE/venv-pyiceberg"
 	local stamp="$venv/.req-$(echo "$ICEBERG_PINS" | sha256sum | cut -c1-16)"

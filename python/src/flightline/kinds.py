@@ -797,6 +797,86 @@ class SinkAmqps(Kind):
     ) -> None:
         self._init(dict(locals()))
 
+class SinkAthena(Kind):
+    """athena: exactly-once Parquet tables for Athena: part files under BUCKET/PREFIX/TABLE/data/ (committed by If-None-Match: * records kept outside it), the Glue table and its partitions registered before each commit (a target is a table).
+
+    URL form: ``athena:BUCKET/PREFIX?database=DB&table=T&partition_by_day=COLUMN&AWS_…``.
+
+    Args:
+        prefix: BUCKET/PREFIX the tables go under
+        database: the Glue database (created if missing) (required)
+        table: the table of a pipeline without a target; a target names another
+            table of the database (lowercase letters, digits and _) (default events)
+        region: AWS region of Glue and S3 (default: AWS_REGION, or the SDK's)
+        glue_endpoint: Glue endpoint URL (default: AWS's for the region)
+        partition_by: Hive partitions by this string, integer, boolean or date
+            column's value: PREFIX/TABLE/data/COLUMN=VALUE/, the column a partition key
+        partition_by_day: Hive partitions by the UTC day of this timestamp or date
+            column: PREFIX/TABLE/data/COLUMN_day=YYYY-MM-DD/, partition key COLUMN_day
+            (date)
+        partitions: register: each partition a batch writes into is registered in
+            Glue before its commit; projection: Athena's partition projection of the
+            days (partition_by_day only; no null day) (default register)
+        projection_start: the first day of partition projection's range, YYYY-MM-DD
+            (default 1970-01-01)
+        schema_evolution: accept batches that add nullable columns at the end,
+            adding them to the Glue table, instead of refusing them (default false)
+        AWS_ACCESS_KEY_ID: storage options (credentials are better left to the
+            environment)
+        AWS_ALLOW_HTTP: storage options (credentials are better left to the
+            environment)
+        AWS_ENDPOINT_URL: storage options (credentials are better left to the
+            environment)
+        AWS_REGION: storage options (credentials are better left to the environment)
+        AWS_SECRET_ACCESS_KEY: storage options (credentials are better left to the
+            environment) (secret)
+        AWS_SESSION_TOKEN: storage options (credentials are better left to the
+            environment) (secret)
+    """
+
+    section = 'sinks'
+    kind = 'athena'
+    _keys = {
+        'prefix': ('string', False, ()),
+        'database': ('string', False, ()),
+        'table': ('string', False, ()),
+        'region': ('string', False, ()),
+        'glue_endpoint': ('string', False, ()),
+        'partition_by': ('string', False, ()),
+        'partition_by_day': ('string', False, ()),
+        'partitions': ('enum', False, ('register', 'projection')),
+        'projection_start': ('string', False, ()),
+        'schema_evolution': ('bool', False, ()),
+        'AWS_ACCESS_KEY_ID': ('string', False, ()),
+        'AWS_ALLOW_HTTP': ('string', False, ()),
+        'AWS_ENDPOINT_URL': ('string', False, ()),
+        'AWS_REGION': ('string', False, ()),
+        'AWS_SECRET_ACCESS_KEY': ('string', True, ()),
+        'AWS_SESSION_TOKEN': ('string', True, ()),
+    }
+
+    def __init__(
+        self,
+        prefix: Optional[str] = None,
+        *,
+        database: Optional[Union[str, EnvRef]] = None,
+        table: Optional[Union[str, EnvRef]] = None,
+        region: Optional[Union[str, EnvRef]] = None,
+        glue_endpoint: Optional[Union[str, EnvRef]] = None,
+        partition_by: Optional[Union[str, EnvRef]] = None,
+        partition_by_day: Optional[Union[str, EnvRef]] = None,
+        partitions: Optional[Union[Literal['register', 'projection'], EnvRef]] = None,
+        projection_start: Optional[Union[str, EnvRef]] = None,
+        schema_evolution: Optional[Union[bool, EnvRef]] = None,
+        AWS_ACCESS_KEY_ID: Optional[Union[str, EnvRef]] = None,
+        AWS_ALLOW_HTTP: Optional[Union[str, EnvRef]] = None,
+        AWS_ENDPOINT_URL: Optional[Union[str, EnvRef]] = None,
+        AWS_REGION: Optional[Union[str, EnvRef]] = None,
+        AWS_SECRET_ACCESS_KEY: Optional[EnvRef] = None,
+        AWS_SESSION_TOKEN: Optional[EnvRef] = None,
+    ) -> None:
+        self._init(dict(locals()))
+
 class SinkAzblob(Kind):
     """azblob: exactly-once part files under the container's PREFIX/<target>/, committed by If-None-Match: * records.
 
@@ -1258,7 +1338,10 @@ class SinkIceberg(Kind):
     Args:
         warehouse: the warehouse: a local path or s3://BUCKET/PREFIX
         catalog: the catalog: sql, iceberg-go's SQL (JDBC-layout) catalog on SQLite,
-            which pyiceberg's SqlCatalog reads too (default sql)
+            which pyiceberg's SqlCatalog reads too; glue, the AWS Glue Data Catalog (a
+            namespace is a Glue database; the warehouse must be s3://; glue.region,
+            glue.endpoint, … keys), which Athena and pyiceberg's GlueCatalog read
+            (default sql)
         uri: the SQLite file of the sql catalog (default: WAREHOUSE/catalog.db for a
             local warehouse; required for s3://)
         catalog_name: the catalog's name in the sql catalog's tables (pyiceberg's
@@ -1273,25 +1356,48 @@ class SinkIceberg(Kind):
         expire_snapshots_older_than: expire snapshots older than this (keeping the
             current one), at most every ten minutes after a commit, so the table's
             metadata stays bounded; 0s: never (default 0s)
-        s3_endpoint: iceberg-go file-IO properties of an s3:// warehouse
-            (credentials are better left to the environment)
-        s3_region: iceberg-go file-IO properties of an s3:// warehouse (credentials
-            are better left to the environment)
-        s3_access_key_id: iceberg-go file-IO properties of an s3:// warehouse
-            (credentials are better left to the environment)
-        s3_secret_access_key: iceberg-go file-IO properties of an s3:// warehouse
-            (credentials are better left to the environment) (secret)
-        s3_session_token: iceberg-go file-IO properties of an s3:// warehouse
-            (credentials are better left to the environment) (secret)
+        s3_endpoint: iceberg-go file-IO properties of an s3:// warehouse, and the
+            glue.* properties of catalog=glue (credentials are better left to the
+            environment)
+        s3_region: iceberg-go file-IO properties of an s3:// warehouse, and the
+            glue.* properties of catalog=glue (credentials are better left to the
+            environment)
+        s3_access_key_id: iceberg-go file-IO properties of an s3:// warehouse, and
+            the glue.* properties of catalog=glue (credentials are better left to the
+            environment)
+        s3_secret_access_key: iceberg-go file-IO properties of an s3:// warehouse,
+            and the glue.* properties of catalog=glue (credentials are better left to
+            the environment) (secret)
+        s3_session_token: iceberg-go file-IO properties of an s3:// warehouse, and
+            the glue.* properties of catalog=glue (credentials are better left to the
+            environment) (secret)
         s3_force_virtual_addressing: iceberg-go file-IO properties of an s3://
-            warehouse (credentials are better left to the environment)
+            warehouse, and the glue.* properties of catalog=glue (credentials are better
+            left to the environment)
+        glue_region: iceberg-go file-IO properties of an s3:// warehouse, and the
+            glue.* properties of catalog=glue (credentials are better left to the
+            environment)
+        glue_endpoint: iceberg-go file-IO properties of an s3:// warehouse, and the
+            glue.* properties of catalog=glue (credentials are better left to the
+            environment)
+        glue_id: iceberg-go file-IO properties of an s3:// warehouse, and the glue.*
+            properties of catalog=glue (credentials are better left to the environment)
+        glue_access_key_id: iceberg-go file-IO properties of an s3:// warehouse, and
+            the glue.* properties of catalog=glue (credentials are better left to the
+            environment)
+        glue_secret_access_key: iceberg-go file-IO properties of an s3:// warehouse,
+            and the glue.* properties of catalog=glue (credentials are better left to
+            the environment) (secret)
+        glue_session_token: iceberg-go file-IO properties of an s3:// warehouse, and
+            the glue.* properties of catalog=glue (credentials are better left to the
+            environment) (secret)
     """
 
     section = 'sinks'
     kind = 'iceberg'
     _keys = {
         'warehouse': ('string', False, ()),
-        'catalog': ('enum', False, ('sql',)),
+        'catalog': ('enum', False, ('sql', 'glue')),
         'uri': ('string', False, ()),
         'catalog_name': ('string', False, ()),
         'table': ('string', False, ()),
@@ -1304,14 +1410,20 @@ class SinkIceberg(Kind):
         's3.secret-access-key': ('string', True, ()),
         's3.session-token': ('string', True, ()),
         's3.force-virtual-addressing': ('string', False, ()),
+        'glue.region': ('string', False, ()),
+        'glue.endpoint': ('string', False, ()),
+        'glue.id': ('string', False, ()),
+        'glue.access-key-id': ('string', False, ()),
+        'glue.secret-access-key': ('string', True, ()),
+        'glue.session-token': ('string', True, ()),
     }
-    _names = {'s3_endpoint': 's3.endpoint', 's3_region': 's3.region', 's3_access_key_id': 's3.access-key-id', 's3_secret_access_key': 's3.secret-access-key', 's3_session_token': 's3.session-token', 's3_force_virtual_addressing': 's3.force-virtual-addressing'}
+    _names = {'s3_endpoint': 's3.endpoint', 's3_region': 's3.region', 's3_access_key_id': 's3.access-key-id', 's3_secret_access_key': 's3.secret-access-key', 's3_session_token': 's3.session-token', 's3_force_virtual_addressing': 's3.force-virtual-addressing', 'glue_region': 'glue.region', 'glue_endpoint': 'glue.endpoint', 'glue_id': 'glue.id', 'glue_access_key_id': 'glue.access-key-id', 'glue_secret_access_key': 'glue.secret-access-key', 'glue_session_token': 'glue.session-token'}
 
     def __init__(
         self,
         warehouse: Optional[str] = None,
         *,
-        catalog: Optional[Union[Literal['sql'], EnvRef]] = None,
+        catalog: Optional[Union[Literal['sql', 'glue'], EnvRef]] = None,
         uri: Optional[Union[str, EnvRef]] = None,
         catalog_name: Optional[Union[str, EnvRef]] = None,
         table: Optional[Union[str, EnvRef]] = None,
@@ -1324,6 +1436,12 @@ class SinkIceberg(Kind):
         s3_secret_access_key: Optional[EnvRef] = None,
         s3_session_token: Optional[EnvRef] = None,
         s3_force_virtual_addressing: Optional[Union[str, EnvRef]] = None,
+        glue_region: Optional[Union[str, EnvRef]] = None,
+        glue_endpoint: Optional[Union[str, EnvRef]] = None,
+        glue_id: Optional[Union[str, EnvRef]] = None,
+        glue_access_key_id: Optional[Union[str, EnvRef]] = None,
+        glue_secret_access_key: Optional[EnvRef] = None,
+        glue_session_token: Optional[EnvRef] = None,
     ) -> None:
         self._init(dict(locals()))
 
@@ -1852,6 +1970,8 @@ KINDS: Dict[Tuple[str, str], Type[Kind]] = {
     ('deadletter_sinks', 'amqp'): SinkAmqp,
     ('sinks', 'amqps'): SinkAmqps,
     ('deadletter_sinks', 'amqps'): SinkAmqps,
+    ('sinks', 'athena'): SinkAthena,
+    ('deadletter_sinks', 'athena'): SinkAthena,
     ('sinks', 'azblob'): SinkAzblob,
     ('deadletter_sinks', 'azblob'): SinkAzblob,
     ('sinks', 'bigquery'): SinkBigQuery,
@@ -1895,4 +2015,4 @@ KINDS: Dict[Tuple[str, str], Type[Kind]] = {
     ('schema_sinks', 'glue'): SchemaSinkGlue,
 }
 
-__all__ = ['KINDS', 'EnvRef', 'Kind', 'SourceAdbc', 'SourceBigQuery', 'SourceDatabricks', 'SourceDelta', 'SourceGenerator', 'SourceGrpc', 'SourceKafka', 'SourcePostgres', 'SourcePostgresCdc', 'SourceSnowflake', 'SinkAdbc', 'SinkAmqp', 'SinkAmqps', 'SinkAzblob', 'SinkBigQuery', 'SinkClickhouse', 'SinkDatabricks', 'SinkDelta', 'SinkDir', 'SinkDuckdb', 'SinkFile', 'SinkGcs', 'SinkGrpc', 'SinkIceberg', 'SinkKafka', 'SinkMemory', 'SinkNull', 'SinkPostgres', 'SinkRabbitmqStream', 'SinkS3', 'SinkSftp', 'SinkSnowflake', 'SinkStdout', 'SchemaSinkGlue']
+__all__ = ['KINDS', 'EnvRef', 'Kind', 'SourceAdbc', 'SourceBigQuery', 'SourceDatabricks', 'SourceDelta', 'SourceGenerator', 'SourceGrpc', 'SourceKafka', 'SourcePostgres', 'SourcePostgresCdc', 'SourceSnowflake', 'SinkAdbc', 'SinkAmqp', 'SinkAmqps', 'SinkAthena', 'SinkAzblob', 'SinkBigQuery', 'SinkClickhouse', 'SinkDatabricks', 'SinkDelta', 'SinkDir', 'SinkDuckdb', 'SinkFile', 'SinkGcs', 'SinkGrpc', 'SinkIceberg', 'SinkKafka', 'SinkMemory', 'SinkNull', 'SinkPostgres', 'SinkRabbitmqStream', 'SinkS3', 'SinkSftp', 'SinkSnowflake', 'SinkStdout', 'SchemaSinkGlue']

@@ -1,0 +1,19 @@
+package athena_test
+
+import (
+	"testing"
+
+	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/flightsink/athena"
+	"github.com/flightline/flightline/internal/testkit/doputtest"
+)
+
+// The malformed-DoPut corpus, in-process and over Flight (docs/sinks.md),
+// on moto's S3 and Glue.
+func TestIntegrationMalformedDoPut(t *testing.T) {
+	moto(t)
+	location, db := bucket+"/"+fresh("malformed"), fresh("mal")
+	doputtest.Run(t, func(tb testing.TB) flightsink.Sink {
+		return newSink(tb.(*testing.T), location, athena.Database(db))
+	})
+}
