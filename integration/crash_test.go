@@ -137,6 +137,31 @@ func (p *proc) exited() (bool, error) {
 	}
 }
 
+// killRuns is a single-process crash loop: kills runs, each started by
+// startRun and killed after delay(). Until committed reports a first
+// commit, the kill also waits for it (for at most two minutes): a -race
+// binary on a loaded machine can take longer to start than the delay, and
+// then no kill lands mid-stream and the test checks nothing (a fresh
+// machine's make test failed so). After the first commit kills land at
+// random, start-up included.
+func killRuns(t *testing.T, kills int, delay func() time.Duration, startRun func() *proc, committed func() bool) {
+	t.Helper()
+	first := false
+	for i := range kills {
+		p := startRun()
+		for deadline := time.Now().Add(2 * time.Minute); !first; time.Sleep(50 * time.Millisecond) {
+			if first = committed(); !first && time.Now().After(deadline) {
+				t.Fatalf("run %d committed nothing in 2 minutes:\n%s", i, p.log.String())
+			}
+		}
+		time.Sleep(delay())
+		if done, err := p.exited(); done {
+			t.Fatalf("run %d exited before its kill (%v):\n%s", i, err, p.log.String())
+		}
+		p.kill()
+	}
+}
+
 func verifyWithPyarrow(t *testing.T, dir string, n int64) {
 	t.Helper()
 	py := Need(t, "FLIGHTLINE_PYTHON", "python with pyarrow")

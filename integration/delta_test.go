@@ -273,24 +273,9 @@ func crashDelta(t *testing.T, source func(rows int64) string, sinkSpec, uri stri
 		require.NoError(t, err)
 		return pos["orders/0"]
 	}
-	var first bool // a run has committed
-	for i := range kills {
-		p := start(t, bin, args(0)...) // unbounded: it cannot finish before its kill
-		// Until a run has committed, the kill waits for the first commit
-		// (a -race binary on a loaded machine can take longer to start
-		// than the random delay, and then no kill would land mid-stream);
-		// after it, kills land at random, start-up included.
-		for deadline := time.Now().Add(2 * time.Minute); !first; time.Sleep(50 * time.Millisecond) {
-			if first = committed() > 0; !first && time.Now().After(deadline) {
-				t.Fatalf("run %d committed nothing in 2 minutes:\n%s", i, p.log.String())
-			}
-		}
-		time.Sleep(time.Duration(150+rng.IntN(600)) * time.Millisecond)
-		if done, err := p.exited(); done {
-			t.Fatalf("run %d exited before its kill (%v):\n%s", i, err, p.log.String())
-		}
-		p.kill()
-	}
+	killRuns(t, kills, func() time.Duration { return time.Duration(150+rng.IntN(600)) * time.Millisecond },
+		func() *proc { return start(t, bin, args(0)...) }, // unbounded: it cannot finish before its kill
+		func() bool { return committed() > 0 })
 	s, err := sinkdelta.New(ctx, uri, sinkdelta.StorageOptions(storage))
 	require.NoError(t, err)
 	committedRows := committed()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,14 +48,16 @@ func TestIntegrationPostgresCrashKill9(t *testing.T) {
 
 	kills := killCount(10, 32)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 13))
-	for i := range kills {
-		p := start(t, bin, args(0)...) // unbounded: it cannot finish before its kill
-		time.Sleep(time.Duration(100+rng.IntN(500)) * time.Millisecond)
-		if done, err := p.exited(); done {
-			t.Fatalf("run %d exited before its kill (%v):\n%s", i, err, p.log.String())
-		}
-		p.kill()
-	}
+	killRuns(t, kills, func() time.Duration { return time.Duration(100+rng.IntN(500)) * time.Millisecond },
+		func() *proc { return start(t, bin, args(0)...) }, // unbounded: it cannot finish before its kill
+		func() bool {
+			var n int
+			err := conn.QueryRow(ctx, `SELECT count(*) FROM __flightline_checkpoints WHERE pipeline_id = $1 AND length(checkpoint) > 0`, pipeline).Scan(&n)
+			if err != nil && !strings.Contains(err.Error(), "does not exist") {
+				require.NoError(t, err)
+			}
+			return n > 0
+		})
 
 	// Let it finish a little past where the kills left it.
 	var cp []byte
