@@ -1,4 +1,4 @@
-package main
+package config
 
 // The config file, flightline.yml, names sources, sinks, dead-letter sinks
 // and the pipelines between them:
@@ -46,8 +46,9 @@ import (
 	"github.com/flightline/flightline/internal/spec"
 )
 
-// defaultConfigFile is read when --config is not given.
-const defaultConfigFile = "flightline.yml"
+// DefaultFile is the config file the commands read when --config is not
+// given.
+const DefaultFile = "flightline.yml"
 
 // The sections of the file.
 const (
@@ -97,10 +98,11 @@ var grpcFileSpec = spec.New[grpcFileConfig]("grpc", "grpc: {url: grpc+tls://HOST
 // grpcDecl is the remote kind's declaration; it has no location key.
 var grpcDecl = func() *decl { d := declOf(grpcFileSpec); d.loc, d.locDoc = "", ""; return d }()
 
-// fileConfig is a loaded config file: every ${VAR} expanded, every key
-// known, every option value checked by its kind's parser, every pipeline's
-// references resolved.
-type fileConfig struct {
+// File is a loaded config file: every ${VAR} expanded, every key known,
+// every option value checked by its kind's parser, every pipeline's
+// references resolved. Load and Parse make one; it is not changed after,
+// so its methods may run concurrently.
+type File struct {
 	path      string
 	sources   map[string]*endpointConf
 	sinks     map[string]*endpointConf
@@ -206,7 +208,7 @@ func (l *loader) unknownKey(n *yaml.Node, where, k string, valid []string) error
 
 // loadConfig reads and checks the config file at path, expanding ${VAR}
 // from lookup (os.LookupEnv in the command).
-func loadConfig(path string, lookup func(string) (string, bool)) (*fileConfig, error) {
+func Load(path string, lookup func(string) (string, bool)) (*File, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("config: %w: give --config FILE, or write %s here (README.md, A first run on this machine; every key: docs/config.md)", err, path)
@@ -214,10 +216,12 @@ func loadConfig(path string, lookup func(string) (string, bool)) (*fileConfig, e
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return parseConfig(path, b, lookup)
+	return Parse(path, b, lookup)
 }
 
-func parseConfig(path string, b []byte, lookup func(string) (string, bool)) (*fileConfig, error) {
+// Parse checks the config file content b as Load does; path names it in
+// errors and is where relative paths of the file are resolved from.
+func Parse(path string, b []byte, lookup func(string) (string, bool)) (*File, error) {
 	l := &loader{path: path, lookup: lookup}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(b))
@@ -231,7 +235,7 @@ func parseConfig(path string, b []byte, lookup func(string) (string, bool)) (*fi
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil, l.errf(&doc, "want a mapping with the sections %s", strings.Join(sections, ", "))
 	}
-	c := &fileConfig{path: path, sources: map[string]*endpointConf{}, sinks: map[string]*endpointConf{},
+	c := &File{path: path, sources: map[string]*endpointConf{}, sinks: map[string]*endpointConf{},
 		deadSinks: map[string]*endpointConf{}, pipelines: map[string]*pipelineConf{}, schemaSinks: map[string]*schemaSinkConf{}}
 	root := doc.Content[0]
 	var pipelines, listen *yaml.Node
@@ -648,7 +652,7 @@ func (l *loader) transforms(n *yaml.Node, where string) ([]transformConf, error)
 			out = append(out, transformConf{spec: s, remote: e, bare: true})
 			continue
 		}
-		if _, err := builtin(s); err != nil {
+		if _, err := Builtin(s); err != nil {
 			return nil, l.errf(it, "%s: %s", w, reason(err))
 		}
 		out = append(out, transformConf{spec: s})
@@ -657,7 +661,7 @@ func (l *loader) transforms(n *yaml.Node, where string) ([]transformConf, error)
 }
 
 // resolveRef finds "section.name" (or a bare name) in section.
-func (l *loader) resolveRef(c *fileConfig, n *yaml.Node, where, section string) (*endpointConf, error) {
+func (l *loader) resolveRef(c *File, n *yaml.Node, where, section string) (*endpointConf, error) {
 	ref, err := l.scalar(n, where)
 	if err != nil {
 		return nil, err
@@ -680,7 +684,7 @@ func (l *loader) resolveRef(c *fileConfig, n *yaml.Node, where, section string) 
 	return nil, l.errf(n, "%s: %s has no %q (it has: %s)", where, section, name, strings.Join(names, ", "))
 }
 
-func (l *loader) pipeline(c *fileConfig, k, v *yaml.Node) (*pipelineConf, error) {
+func (l *loader) pipeline(c *File, k, v *yaml.Node) (*pipelineConf, error) {
 	p := &pipelineConf{name: k.Value, line: k.Line, id: k.Value, window: 4}
 	where := secPipelines + "." + p.name
 	var dlMode string
@@ -772,8 +776,15 @@ func sameEndpoint(a, b *endpointConf) bool {
 	return a.kind == b.kind && a.loc == b.loc && a.q.Encode() == b.q.Encode()
 }
 
-// errNoPipeline is returned when --pipeline names no pipeline of the file.
-var errNoPipeline = errors.New("no such pipeline")
+// ErrNoPipeline is returned when a pipeline name (--pipeline) names no
+// pipeline of the file.
+var ErrNoPipeline = errors.New("no such pipeline")
+
+// Summary counts c's entries, as check's first line prints them.
+func (c *File) Summary() string {
+	return fmt.Sprintf("%d sources, %d sinks, %d dead-letter sinks, %d pipelines",
+		len(c.sources), len(c.sinks), len(c.deadSinks), len(c.pipelines))
+}
 
 // kindURL returns the URL and the options a kind's open function takes
 // for e: the location itself when it is written as the kind's own URL
@@ -796,11 +807,11 @@ func (e *endpointConf) clientConfig() (flightline.ClientConfig, error) {
 		if tok != "" {
 			return flightline.ClientConfig{}, fmt.Errorf("%s: give token or token_file, not both", e.ref())
 		}
-		if tok, err = readToken(e.ref()+" token_file", g.TokenFile, ""); err != nil {
+		if tok, err = ReadToken(e.ref()+" token_file", g.TokenFile, ""); err != nil {
 			return flightline.ClientConfig{}, err
 		}
 	}
-	if err := checkTLSFiles([2]string{e.ref() + " tls_ca", g.CA}, [2]string{e.ref() + " tls_cert", g.Cert}, [2]string{e.ref() + " tls_key", g.Key}); err != nil {
+	if err := CheckTLSFiles([2]string{e.ref() + " tls_ca", g.CA}, [2]string{e.ref() + " tls_cert", g.Cert}, [2]string{e.ref() + " tls_key", g.Key}); err != nil {
 		return flightline.ClientConfig{}, err
 	}
 	return flightline.ClientConfig{CAFile: g.CA, CertFile: g.Cert, KeyFile: g.Key, ServerName: g.ServerName, Token: tok}, nil
@@ -920,9 +931,9 @@ func (e *endpointConf) node() *yaml.Node {
 	return m
 }
 
-// show writes c resolved: ${VAR} expanded, references and defaults
-// filled in, secrets masked.
-func (c *fileConfig) show() ([]byte, error) {
+// Show is c as YAML, resolved: ${VAR} expanded, references and defaults
+// filled in, secrets masked (`flightline config show`).
+func (c *File) Show() ([]byte, error) {
 	root := mapping()
 	for _, sec := range []struct {
 		name string
@@ -1041,7 +1052,7 @@ func reason(err error) string {
 
 // listenEntry reads one entry of the listen section: an endpoint
 // reference and an address, or a mapping of listenConfig's keys.
-func (l *loader) listenEntry(c *fileConfig, k, v *yaml.Node) error {
+func (l *loader) listenEntry(c *File, k, v *yaml.Node) error {
 	where := secListen + "." + k.Value
 	sec, _, _ := strings.Cut(k.Value, ".")
 	if !slices.Contains([]string{secSources, secSinks, secDeadLetters}, sec) {

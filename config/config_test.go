@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"errors"
@@ -50,7 +50,7 @@ pipelines:
 var sampleEnv = map[string]string{"AWS_SECRET": "s3cr3t-aws", "PGPASS": "s3cr3t-dsn", "WAREHOUSE_PASSWORD": "s3cr3t-pw", "TOKEN": "s3cr3t-tok"}
 
 func TestConfigLoads(t *testing.T) {
-	c, err := parseConfig("flightline.yml", []byte(sampleConfig), envOf(sampleEnv))
+	c, err := Parse("flightline.yml", []byte(sampleConfig), envOf(sampleEnv))
 	require.NoError(t, err)
 
 	k := c.sources["orders_kafka"]
@@ -130,7 +130,7 @@ func TestConfigErrors(t *testing.T) {
 			`f.yml:10: pipelines.p.transforms[0].grpc: unknown key "tls_cax"; did you mean "tls_ca"?`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := parseConfig("f.yml", []byte(tc.yml), envOf(nil))
+			_, err := Parse("f.yml", []byte(tc.yml), envOf(nil))
 			require.Error(t, err)
 			require.Contains(t, err.Error(), tc.want)
 			require.True(t, errors.Is(err, flightline.ErrInvalidInput))
@@ -141,9 +141,9 @@ func TestConfigErrors(t *testing.T) {
 // A secret never appears in an error or in config show, wherever it
 // came from.
 func TestConfigHidesSecrets(t *testing.T) {
-	c, err := parseConfig("flightline.yml", []byte(sampleConfig), envOf(sampleEnv))
+	c, err := Parse("flightline.yml", []byte(sampleConfig), envOf(sampleEnv))
 	require.NoError(t, err)
-	out, err := c.show()
+	out, err := c.Show()
 	require.NoError(t, err)
 	for _, s := range sampleEnv {
 		require.NotContains(t, string(out), s)
@@ -153,15 +153,15 @@ func TestConfigHidesSecrets(t *testing.T) {
 	require.Contains(t, string(out), "checkpoint_table: __flightline_checkpoints # default")
 
 	// A bad secret value is refused without being quoted.
-	_, err = parseConfig("f.yml", []byte("sinks:\n  a:\n    grpc: {url: 'grpc://h:1?token=${T}'}\n"), envOf(map[string]string{"T": "s3cr3t"}))
+	_, err = Parse("f.yml", []byte("sinks:\n  a:\n    grpc: {url: 'grpc://h:1?token=${T}'}\n"), envOf(map[string]string{"T": "s3cr3t"}))
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), "s3cr3t")
-	_, err = parseConfig("f.yml", []byte("sinks:\n  a:\n    delta: {uri: /x, AWS_SECRET_ACCESS_KEY: [a, b]}\n"), envOf(nil))
+	_, err = Parse("f.yml", []byte("sinks:\n  a:\n    delta: {uri: /x, AWS_SECRET_ACCESS_KEY: [a, b]}\n"), envOf(nil))
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), "a, b")
 
 	// The shown file loads again (masked values stay masked).
-	_, err = parseConfig("shown.yml", out, envOf(nil))
+	_, err = Parse("shown.yml", out, envOf(nil))
 	require.NoError(t, err)
 }
 
@@ -178,7 +178,7 @@ func TestConfigDerivesKindsFromSpecs(t *testing.T) {
 	}
 	require.Contains(t, mainKinds(secSinks), "postgres")
 	require.NotContains(t, mainKinds(secSinks), "postgresql", "aliases are for URLs")
-	c, err := parseConfig("f.yml", []byte("sinks:\n  a: 'postgresql://u@h/db?table=t'\n"), envOf(nil))
+	c, err := Parse("f.yml", []byte("sinks:\n  a: 'postgresql://u@h/db?table=t'\n"), envOf(nil))
 	require.NoError(t, err, "the alias URL still works")
 	require.Equal(t, "t", c.sinks["a"].q.Get("table"))
 	require.True(t, strings.HasPrefix(c.sinks["a"].loc, "postgresql://"))
@@ -187,7 +187,7 @@ func TestConfigDerivesKindsFromSpecs(t *testing.T) {
 // The bigquery: source in the config file: the mapping form gives the
 // command line's URL and options.
 func TestConfigBigQuerySource(t *testing.T) {
-	c, err := parseConfig("f.yml", []byte("sources:\n  bq:\n    bigquery: {location: my-project/analytics, table: orders, cursor: seq, tiebreak: id, batch_rows: 500}\n"), envOf(nil))
+	c, err := Parse("f.yml", []byte("sources:\n  bq:\n    bigquery: {location: my-project/analytics, table: orders, cursor: seq, tiebreak: id, batch_rows: 500}\n"), envOf(nil))
 	require.NoError(t, err)
 	s := c.sources["bq"]
 	require.Equal(t, "bigquery", s.kind)
@@ -196,6 +196,6 @@ func TestConfigBigQuerySource(t *testing.T) {
 	cfg, err := bqSourceSpec.Parse(q)
 	require.NoError(t, err)
 	require.Equal(t, bqSourceConfig{Table: "orders", Cursor: "seq", Tiebreak: "id", BatchRows: ptr(500)}, cfg)
-	_, err = parseConfig("f.yml", []byte("sources:\n  bq:\n    bigquery: {location: p/d, table: t, cursor: c, tie_break: k}\n"), envOf(nil))
+	_, err = Parse("f.yml", []byte("sources:\n  bq:\n    bigquery: {location: p/d, table: t, cursor: c, tie_break: k}\n"), envOf(nil))
 	require.ErrorContains(t, err, "tiebreak")
 }

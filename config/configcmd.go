@@ -1,12 +1,9 @@
-package main
+package config
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
-	"io"
-	"os"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -20,88 +17,35 @@ import (
 	"github.com/flightline/flightline/internal/spec"
 )
 
-// configFlag registers --config on fs.
-func configFlag(fs *flag.FlagSet) *string {
-	return fs.String("config", defaultConfigFile, "the config file")
-}
-
-// configCommand runs `flightline config show|doc`.
-func configCommand(args []string, out io.Writer) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return errors.New("config: want a subcommand: show (the resolved file, secrets masked) or doc (the reference of every kind's keys)")
-	}
-	switch sub, rest := args[0], args[1:]; sub {
-	case "show":
-		fs := newFlagSet("config show", "config show [--config FILE]")
-		path := configFlag(fs)
-		if err := parse(fs, rest); err != nil {
-			return err
-		}
-		c, err := loadConfig(*path, os.LookupEnv)
-		if err != nil {
-			return err
-		}
-		b, err := c.show()
-		if err != nil {
-			return err
-		}
-		_, err = out.Write(b)
-		return err
-	case "doc":
-		fs := newFlagSet("config doc", "config doc")
-		if err := parse(fs, rest); err != nil {
-			return err
-		}
-		_, err := io.WriteString(out, configReference())
-		return err
-	case "schema":
-		return configSchemaCommand(rest, out)
-	case "apply":
-		return configApplyCommand(rest, os.Stdin, out)
-	}
-	return fmt.Errorf("config: unknown subcommand %q: want show or doc", args[0])
-}
-
 // checkProbe is the pipeline id check reads the checkpoint of on a sink
 // no pipeline of the file uses.
 const checkProbe = "flightline-check"
 
-// checkCommand runs `flightline check`: it loads the file, then opens each
-// endpoint and asks it one read-only question: a source its streams (and
-// whether the pipelines' streams are among them), a sink the checkpoint
-// of each pipeline writing to it. That exercises reachability, the
-// credentials, and the target: a sink that can answer Checkpoint has (or
-// can create, for the kinds that create on first use) its checkpoint
-// store. check never calls Open, which would fence a running pipeline.
-func checkCommand(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlagSet("check", "check [--config FILE] [--timeout D]")
-	path := configFlag(fs)
-	timeout := fs.Duration("timeout", 20*time.Second, "how long each endpoint may take to answer")
-	once := fs.Bool("once", false, "also require what sync --once requires: that each pipeline's source can tell where its stream ends")
-	var c common
-	c.register(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	cfg, err := loadConfig(*path, os.LookupEnv)
-	if err != nil {
-		fmt.Fprintf(out, "FAIL  %s: %v\n", *path, err)
-		return err
-	}
-	fmt.Fprintf(out, "ok    %s: %d sources, %d sinks, %d dead-letter sinks, %d pipelines\n", *path,
-		len(cfg.sources), len(cfg.sinks), len(cfg.deadSinks), len(cfg.pipelines))
-	log, err := c.logger(io.Discard)
-	if err != nil {
-		return err
-	}
-	failed := 0
+// CheckResult is one line of check's report: an endpoint, a pipeline, a
+// remote transform or a schema sink, and what it answered.
+type CheckResult struct {
+	Ref    string // sources.NAME, sinks.NAME, pipelines.NAME, pipelines.NAME.transforms[I], schema_sinks.NAME (PIPELINE)
+	Kind   string // the endpoint's kind, or pipeline, grpc (a transform), glue
+	Detail string // what was asked and answered, when Err is nil
+	Err    error
+}
+
+// Check opens each endpoint of c and asks it one read-only question: a
+// source its streams (and whether the pipelines' streams are among
+// them), a sink the checkpoint of each pipeline writing to it. That
+// exercises reachability, the credentials, and the target: a sink that
+// can answer Checkpoint has (or can create, for the kinds that create on
+// first use) its checkpoint store. Then it checks each pipeline as sync
+// would start it (with once, as sync --once: its source must tell where
+// its stream ends), each remote transform's health service, and each
+// schema sink. Check never opens a pipeline, which would fence a running
+// one. Each question may take timeout; f receives each answer, in order
+// (sources, sinks, dead-letter sinks, local tables, pipelines with their
+// transforms, schema sinks, each sorted by name).
+func (c *File) Check(ctx context.Context, timeout time.Duration, once bool, log *slog.Logger, f func(CheckResult)) {
+	cfg := c
 	report := func(e *endpointConf, detail string, err error) {
-		if err != nil {
-			failed++
-			fmt.Fprintf(out, "FAIL  %-32s %-10s %s\n", e.ref(), e.kind, oneLine(err))
-			return
-		}
-		fmt.Fprintf(out, "ok    %-32s %-10s %s\n", e.ref(), e.kind, detail)
+		f(CheckResult{Ref: e.ref(), Kind: e.kind, Detail: detail, Err: err})
 	}
 	for _, name := range sortedKeys(cfg.sources) {
 		e := cfg.sources[name]
@@ -111,7 +55,7 @@ func checkCommand(ctx context.Context, args []string, out io.Writer) error {
 				want = append(want, p.stream)
 			}
 		}
-		cctx, cancel := context.WithTimeout(ctx, *timeout)
+		cctx, cancel := context.WithTimeout(ctx, timeout)
 		detail, err := checkSource(env{ctx: cctx, log: log}, e, want)
 		cancel()
 		report(e, detail, err)
@@ -132,7 +76,7 @@ func checkCommand(ctx context.Context, args []string, out io.Writer) error {
 			if len(ps) == 0 {
 				ps = []flightsink.Pipeline{{ID: checkProbe}}
 			}
-			cctx, cancel := context.WithTimeout(ctx, *timeout)
+			cctx, cancel := context.WithTimeout(ctx, timeout)
 			detail, err := checkSink(env{ctx: cctx, log: log}, e, ps)
 			cancel()
 			report(e, detail, err)
@@ -140,7 +84,7 @@ func checkCommand(ctx context.Context, args []string, out io.Writer) error {
 	}
 	for _, pname := range sortedKeys(cfg.pipelines) { // the embedded local tables of pipelines without sink: (local.go)
 		if p := cfg.pipelines[pname]; p.local {
-			cctx, cancel := context.WithTimeout(ctx, *timeout)
+			cctx, cancel := context.WithTimeout(ctx, timeout)
 			detail, err := checkSink(env{ctx: cctx, log: log}, p.sink, []flightsink.Pipeline{{ID: p.id, Target: p.target}})
 			cancel()
 			report(p.sink, detail, err)
@@ -148,30 +92,20 @@ func checkCommand(ctx context.Context, args []string, out io.Writer) error {
 	}
 	for _, pname := range sortedKeys(cfg.pipelines) {
 		p := cfg.pipelines[pname]
-		cctx, cancel := context.WithTimeout(ctx, *timeout)
-		detail, err := checkPipeline(env{ctx: cctx, log: log}, p, *once)
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		detail, err := checkPipeline(env{ctx: cctx, log: log}, p, once)
 		cancel()
 		ref := secPipelines + "." + p.name
-		if err != nil {
-			failed++
-			fmt.Fprintf(out, "FAIL  %-32s %-10s %s\n", ref, "pipeline", oneLine(err))
-		} else {
-			fmt.Fprintf(out, "ok    %-32s %-10s %s\n", ref, "pipeline", detail)
-		}
+		f(CheckResult{Ref: ref, Kind: "pipeline", Detail: detail, Err: err})
 		for i, t := range p.transforms {
 			if t.remote == nil {
 				continue
 			}
 			tref := fmt.Sprintf("%s.transforms[%d]", ref, i)
-			cctx, cancel := context.WithTimeout(ctx, *timeout)
+			cctx, cancel := context.WithTimeout(ctx, timeout)
 			err := checkTransform(cctx, t)
 			cancel()
-			if err != nil {
-				failed++
-				fmt.Fprintf(out, "FAIL  %-32s %-10s %s\n", tref, "grpc", oneLine(err))
-			} else {
-				fmt.Fprintf(out, "ok    %-32s %-10s %s\n", tref, "grpc", "the service's gRPC health check answered SERVING")
-			}
+			f(CheckResult{Ref: tref, Kind: "grpc", Detail: "the service's gRPC health check answered SERVING", Err: err})
 		}
 	}
 	for _, pname := range sortedKeys(cfg.pipelines) {
@@ -180,20 +114,11 @@ func checkCommand(ctx context.Context, args []string, out io.Writer) error {
 			continue
 		}
 		ref := fmt.Sprintf("%s.%s (%s)", secSchemaSinks, p.schemaSink.name, p.name)
-		cctx, cancel := context.WithTimeout(ctx, *timeout)
+		cctx, cancel := context.WithTimeout(ctx, timeout)
 		detail, err := checkSchemaSink(cctx, p)
 		cancel()
-		if err != nil {
-			failed++
-			fmt.Fprintf(out, "FAIL  %-32s %-10s %s\n", ref, "glue", oneLine(err))
-		} else {
-			fmt.Fprintf(out, "ok    %-32s %-10s %s\n", ref, "glue", detail)
-		}
+		f(CheckResult{Ref: ref, Kind: "glue", Detail: detail, Err: err})
 	}
-	if failed > 0 {
-		return fmt.Errorf("check: %d endpoint(s) failed", failed)
-	}
-	return nil
 }
 
 func checkSchemaSink(ctx context.Context, p *pipelineConf) (string, error) {
@@ -392,9 +317,9 @@ func oneLine(err error) string {
 	return strings.Join(strings.Fields(err.Error()), " ")
 }
 
-// configReference is docs/config.md: the file's form and every kind's
+// Reference is docs/config.md: the file's form and every kind's
 // keys, generated from the kinds' specs (`flightline config doc`).
-func configReference() string {
+func Reference() string {
 	var b strings.Builder
 	b.WriteString(`# The config file: flightline.yml
 

@@ -1,8 +1,7 @@
-package main
+package config
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -97,17 +96,11 @@ func buildConfigSchema() configSchema {
 	return s
 }
 
-// configSchemaCommand runs `flightline config schema --json`.
-func configSchemaCommand(args []string, out io.Writer) error {
-	fs := newFlagSet("config schema", "config schema --json")
-	asJSON := fs.Bool("json", false, "print the schema as JSON (the only form)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if !*asJSON {
-		return fmt.Errorf("config schema: want --json (for the reference as text: flightline config doc)")
-	}
-	enc := json.NewEncoder(out)
+// WriteSchema writes every kind's keys, by section, as indented JSON to w
+// (`flightline config schema --json`): the Python package's typed classes
+// are generated from it. Its "version" changes when its form does.
+func WriteSchema(w io.Writer) error {
+	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(buildConfigSchema())
 }

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"bytes"
@@ -31,6 +31,26 @@ var roles = map[string]string{
 	"schema-sink":     secSchemaSinks,
 }
 
+// EditKind is the section connect's role (source, sink, deadletter-sink,
+// schema-sink) writes to, and kind's keys there as the merge writer
+// (configedit.Apply) needs them. An unknown role or kind is an error that
+// lists the known ones.
+func EditKind(role, kind string) (section string, k configedit.Kind, err error) {
+	sec, ok := roles[role]
+	if !ok {
+		return "", configedit.Kind{}, fmt.Errorf("connect: %q: want source, sink, deadletter-sink or schema-sink", role)
+	}
+	k, ok = editKinds(sec, kind)
+	if !ok {
+		known := mainKinds(sec)
+		if sec == secSchemaSinks {
+			known = []string{"glue"}
+		}
+		return "", configedit.Kind{}, fmt.Errorf("connect %s: unknown kind %q (known: %s)", role, kind, strings.Join(known, ", "))
+	}
+	return sec, k, nil
+}
+
 // editKinds is the file's kinds as the merge writer needs them.
 func editKinds(section, kind string) (configedit.Kind, bool) {
 	var d *decl
@@ -59,8 +79,8 @@ func editKinds(section, kind string) (configedit.Kind, bool) {
 	return k, true
 }
 
-// applyResult is what an edit did.
-type applyResult struct {
+// ApplyResult is what an edit did.
+type ApplyResult struct {
 	Path    string `json:"path"`
 	Changed bool   `json:"changed"` // the result differs from the file
 	Written bool   `json:"written"` // and was written (not a dry run)
@@ -80,11 +100,12 @@ func placeholderEnv(name string) (string, bool) {
 	return "0", true
 }
 
-// applyToFile applies ch to the file at path (a missing file is an empty
-// one), validates the result with the config loader and, unless dryRun,
-// writes it atomically.
-func applyToFile(path string, ch configedit.Change, dryRun bool) (applyResult, error) {
-	res := applyResult{Path: path, Incomplete: []string{}}
+// Apply applies ch to the file at path (a missing file is an empty one),
+// validates the result with the config loader and, unless dryRun, writes
+// it atomically: a crash leaves the old file or the new one. Comments and
+// order are kept. A result that would not load leaves the file as it was.
+func Apply(path string, ch configedit.Change, dryRun bool) (ApplyResult, error) {
+	res := ApplyResult{Path: path, Incomplete: []string{}}
 	src, err := os.ReadFile(path)
 	mode := fs.FileMode(0o644)
 	switch {
@@ -104,7 +125,7 @@ func applyToFile(path string, ch configedit.Change, dryRun bool) (applyResult, e
 	if err != nil {
 		return res, err
 	}
-	if _, err := parseConfig(path, pruned, placeholderEnv); err != nil {
+	if _, err := Parse(path, pruned, placeholderEnv); err != nil {
 		return res, fmt.Errorf("the result would not load, so %s is left as it was: %w", path, err)
 	}
 	if incomplete != nil {
@@ -153,130 +174,6 @@ func writeAtomic(path string, b []byte, mode fs.FileMode) (err error) {
 	if d, derr := os.Open(dir); derr == nil {
 		d.Sync() //nolint:errcheck // best effort: the rename is done
 		d.Close()
-	}
-	return nil
-}
-
-const connectUsage = `Usage: flightline connect source|sink|deadletter-sink|schema-sink KIND --name NAME [--pipeline P] [--config FILE] [--dry-run] [--replace] [--KEY VALUE]…
-
-Adds the entry NAME of KIND to the file's section (or updates it: the keys
-given are set, the others kept; --replace drops the others), and links it
-to pipeline P (its source, sink, deadletter_sink or schema_sink). KEY is one
-of the kind's keys (flightline config doc); a list key may be repeated or
-comma-separated. A secret key takes only ${VAR} (single-quote it in the
-shell). The whole result is loaded before the file is replaced atomically;
-comments and order are kept.
-`
-
-// connectCommand runs `flightline connect`.
-func connectCommand(args []string, out io.Writer) error {
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-		fmt.Fprint(out, connectUsage)
-		return nil
-	}
-	if len(args) < 2 || strings.HasPrefix(args[0], "-") || strings.HasPrefix(args[1], "-") {
-		return fmt.Errorf("connect: want ROLE KIND: %s", strings.SplitN(connectUsage, "\n", 2)[0])
-	}
-	role, kind := args[0], args[1]
-	sec, ok := roles[role]
-	if !ok {
-		return fmt.Errorf("connect: %q: want source, sink, deadletter-sink or schema-sink", role)
-	}
-	k, ok := editKinds(sec, kind)
-	if !ok {
-		known := mainKinds(sec)
-		if sec == secSchemaSinks {
-			known = []string{"glue"}
-		}
-		return fmt.Errorf("connect %s: unknown kind %q (known: %s)", role, kind, strings.Join(known, ", "))
-	}
-	e := configedit.Entry{Section: sec, Kind: kind, Fields: map[string]any{}}
-	path, dryRun := defaultConfigFile, false
-	rest := args[2:]
-	for i := 0; i < len(rest); i++ {
-		a := rest[i]
-		if !strings.HasPrefix(a, "--") {
-			return fmt.Errorf("connect: unexpected argument %q: want --KEY VALUE", a)
-		}
-		key, val, hasVal := strings.Cut(strings.TrimPrefix(a, "--"), "=")
-		switch key {
-		case "dry-run", "replace":
-			b := true
-			if hasVal {
-				var err error
-				if b, err = strconv.ParseBool(val); err != nil {
-					return fmt.Errorf("connect: --%s=%q: want true or false", key, val)
-				}
-			}
-			if key == "dry-run" {
-				dryRun = b
-			} else {
-				e.Replace = b
-			}
-			continue
-		}
-		if !hasVal {
-			if i+1 >= len(rest) {
-				return fmt.Errorf("connect: --%s needs a value", key)
-			}
-			i++
-			val = rest[i]
-		}
-		switch key {
-		case "config":
-			path = val
-			continue
-		case "pipeline":
-			e.Pipeline = val
-			continue
-		case "name":
-			e.Name = val
-			continue
-		}
-		key = strings.ReplaceAll(key, "-", "_")
-		if _, known := k.Keys[key]; !known {
-			valid := slices.Sorted(func(yield func(string) bool) {
-				for k := range k.Keys {
-					if !yield(k) {
-						return
-					}
-				}
-			})
-			if near := spec.Nearest(key, valid); near != "" {
-				return fmt.Errorf("connect %s %s: unknown key --%s; did you mean --%s?", role, kind, key, near)
-			}
-			return fmt.Errorf("connect %s %s: unknown key --%s (keys: %s)", role, kind, key, strings.Join(valid, ", "))
-		}
-		switch prev := e.Fields[key].(type) {
-		case nil:
-			e.Fields[key] = val
-		case string:
-			e.Fields[key] = []string{prev, val}
-		case []string:
-			e.Fields[key] = append(prev, val)
-		}
-	}
-	if e.Name == "" {
-		return fmt.Errorf("connect: --name is required")
-	}
-	res, err := applyToFile(path, configedit.Change{Entries: []configedit.Entry{e}}, dryRun)
-	if err != nil {
-		return err
-	}
-	switch {
-	case dryRun:
-		fmt.Fprint(out, res.YAML)
-	case !res.Changed:
-		fmt.Fprintf(out, "%s: %s.%s unchanged\n", path, sec, e.Name)
-	default:
-		fmt.Fprintf(out, "%s: wrote %s.%s (%s)", path, sec, e.Name, kind)
-		if e.Pipeline != "" {
-			fmt.Fprintf(out, ", linked to pipelines.%s", e.Pipeline)
-		}
-		fmt.Fprintln(out)
-	}
-	for _, p := range res.Incomplete {
-		fmt.Fprintf(out, "note: pipelines.%s needs a source and a sink before it can run\n", p)
 	}
 	return nil
 }
@@ -338,20 +235,14 @@ func jsonValue(raw json.RawMessage) (any, error) {
 	return one(v)
 }
 
-// configApplyCommand runs `flightline config apply --json`: one request
-// (applyRequest) on in, one applyResult (or {"error": …}) on out.
-func configApplyCommand(args []string, in io.Reader, out io.Writer) error {
-	fs := newFlagSet("config apply", "config apply --json [--config FILE] [--dry-run] < request.json")
-	asJSON := fs.Bool("json", false, "read the request as JSON on standard input (the only form)")
-	path := fs.String("config", "", "the config file (default: the request's config, else "+defaultConfigFile+")")
-	dry := fs.Bool("dry-run", false, "validate and print the result, write nothing")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if !*asJSON {
-		return errors.New("config apply: want --json and a request on standard input")
-	}
-	res, err := configApply(in, *path, *dry)
+// ApplyJSON is `flightline config apply --json`: it reads one request
+// (applyRequest: the file, entries to add or update, pipeline keys) from
+// in, applies it to the file at path (empty: the request's file, else
+// flightline.yml; dry: write nothing) and writes one ApplyResult, or
+// {"error": …, "reason": …} with the error also returned, to out. The
+// Python package's Config.save speaks this protocol.
+func ApplyJSON(in io.Reader, out io.Writer, path string, dry bool) error {
+	res, err := configApply(in, path, dry)
 	enc := json.NewEncoder(out)
 	if err != nil {
 		enc.Encode(map[string]string{"error": err.Error(), "reason": refusalReason(err)}) //nolint:errcheck // the error is returned
@@ -372,18 +263,18 @@ func refusalReason(err error) string {
 	return "invalid"
 }
 
-func configApply(in io.Reader, path string, dry bool) (applyResult, error) {
+func configApply(in io.Reader, path string, dry bool) (ApplyResult, error) {
 	var req applyRequest
 	dec := json.NewDecoder(io.LimitReader(in, 16<<20))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		return applyResult{}, fmt.Errorf("config apply: the request is not valid JSON: %w", err)
+		return ApplyResult{}, fmt.Errorf("config apply: the request is not valid JSON: %w", err)
 	}
 	if path == "" {
 		path = req.Config
 	}
 	if path == "" {
-		path = defaultConfigFile
+		path = DefaultFile
 	}
 	var ch configedit.Change
 	for _, e := range req.Entries {
@@ -391,7 +282,7 @@ func configApply(in io.Reader, path string, dry bool) (applyResult, error) {
 		for k, raw := range e.Fields {
 			v, err := jsonValue(raw)
 			if err != nil {
-				return applyResult{}, fmt.Errorf("config apply: %s.%s.%s: %w", e.Section, e.Name, k, err)
+				return ApplyResult{}, fmt.Errorf("config apply: %s.%s.%s: %w", e.Section, e.Name, k, err)
 			}
 			if v != nil {
 				fields[k] = v
@@ -405,11 +296,11 @@ func configApply(in io.Reader, path string, dry bool) (applyResult, error) {
 		for k, raw := range p.Keys {
 			v, err := jsonValue(raw)
 			if err != nil {
-				return applyResult{}, fmt.Errorf("config apply: pipelines.%s.%s: %w", p.Name, k, err)
+				return ApplyResult{}, fmt.Errorf("config apply: pipelines.%s.%s: %w", p.Name, k, err)
 			}
 			keys[k] = v
 		}
 		ch.Pipelines = append(ch.Pipelines, configedit.Pipeline{Name: p.Name, Keys: keys})
 	}
-	return applyToFile(path, ch, dry || req.DryRun)
+	return Apply(path, ch, dry || req.DryRun)
 }

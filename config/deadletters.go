@@ -1,4 +1,4 @@
-package main
+package config
 
 // Dead letters of a config-file pipeline. A record the source cannot
 // decode (bad JSON, a bad Avro payload, an unknown schema id) or that is

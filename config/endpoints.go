@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"context"
@@ -358,3 +358,45 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(ks)
 	return ks
 }
+
+// OpenSource opens the source raw names: a Flight URL (grpc://HOST:PORT,
+// grpc+tls://HOST:PORT), dialled with cc after a probe of its transport
+// (a mismatch, such as plaintext against TLS, is an error naming the flag
+// to fix; a server that does not answer yet is a warning on log), or an
+// in-process kind:LOCATION?KEY=VALUE&… of the registry. ctx bounds the
+// opening, not the life of the source; log (nil: none) and reg (nil: no
+// metrics) go to the kind. The returned function releases the source.
+// Unknown kinds and unknown keys are errors.
+func OpenSource(ctx context.Context, log *slog.Logger, reg prometheus.Registerer, raw string, cc flightline.ClientConfig) (flightsrc.Source, func(), error) {
+	return openSource(env{ctx: ctx, log: log, reg: reg}, raw, cc)
+}
+
+// OpenSink opens the sink raw names, as OpenSource opens a source.
+func OpenSink(ctx context.Context, log *slog.Logger, reg prometheus.Registerer, raw string, cc flightline.ClientConfig) (flightsink.Sink, func(), error) {
+	return openSink(env{ctx: ctx, log: log, reg: reg}, raw, cc)
+}
+
+// IsRemote reports whether spec is a Flight URL rather than an in-process
+// kind.
+func IsRemote(spec string) bool { return isRemote(spec) }
+
+// SourceKinds and SinkKinds are the registered kinds' names, sorted and
+// comma-separated, for errors that list them.
+func SourceKinds() string { return kinds(sourceKinds) }
+
+// SinkKinds: see SourceKinds.
+func SinkKinds() string { return kinds(sinkKinds) }
+
+// KindUsage is every kind with its keys, generated from the kinds' specs
+// (`flightline kinds`).
+func KindUsage() string { return kindUsage() }
+
+// SourceUsage and SinkUsage are KindUsage's part for one side, which
+// serve-source --help and serve-sink --help print.
+func SourceUsage() string { return kindSection("Sources (in-process kinds)", usagers(sourceKinds)) }
+
+// SinkUsage: see SourceUsage.
+func SinkUsage() string { return kindSection("Sinks (in-process kinds)", usagers(sinkKinds)) }
+
+// KindSummary is one line of kind names per side, for run --help.
+func KindSummary() string { return kindSummary() }

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"errors"
@@ -19,16 +19,16 @@ import (
 // stays the destination when DuckDB appears later, so a pipeline's data
 // and checkpoint never move.
 
-// dataDirEnv overrides the data directory.
-const dataDirEnv = "FLIGHTLINE_DATA_DIR"
+// DataDirEnv overrides the data directory.
+const DataDirEnv = "FLIGHTLINE_DATA_DIR"
 
-// localDBName is the embedded DuckDB database's file in the data directory.
-const localDBName = "flightline.duckdb"
+// LocalDBName is the embedded DuckDB database's file in the data directory.
+const LocalDBName = "flightline.duckdb"
 
 // dataDir is the data directory of the config file at cfgPath:
 // $FLIGHTLINE_DATA_DIR, else flightline-data beside the file.
 func dataDir(cfgPath string) string {
-	if d := os.Getenv(dataDirEnv); d != "" {
+	if d := os.Getenv(DataDirEnv); d != "" {
 		return d
 	}
 	return filepath.Join(filepath.Dir(cfgPath), "flightline-data")
@@ -54,5 +54,5 @@ func localSink(cfgPath string, p *pipelineConf) (*endpointConf, error) {
 			loc: delta, q: url.Values{}}, nil
 	}
 	return &endpointConf{section: secSinks, name: "(local " + table + ")", kind: "duckdb", decl: sinkKinds["duckdb"].decl,
-		loc: filepath.Join(dir, localDBName), q: url.Values{"table": {table}}}, nil
+		loc: filepath.Join(dir, LocalDBName), q: url.Values{"table": {table}}}, nil
 }

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"os"
@@ -13,13 +13,13 @@ import (
 // table it already has when the library appears later.
 func TestLocalSinkChoice(t *testing.T) {
 	dir := t.TempDir()
-	t.Setenv(dataDirEnv, "")
+	t.Setenv(DataDirEnv, "")
 	t.Setenv("FLIGHTLINE_CACHE", t.TempDir())
 	yml := []byte("sources:\n  gen:\n    generator: {rows: 10}\npipelines:\n  orders:\n    source: sources.gen\n")
 	cfgPath := filepath.Join(dir, "flightline.yml")
 	load := func() *pipelineConf {
 		t.Helper()
-		c, err := parseConfig(cfgPath, yml, envOf(nil))
+		c, err := Parse(cfgPath, yml, envOf(nil))
 		require.NoError(t, err)
 		p := c.pipelines["orders"]
 		require.True(t, p.local)
@@ -36,12 +36,12 @@ func TestLocalSinkChoice(t *testing.T) {
 	t.Setenv("FLIGHTLINE_DUCKDB_LIB", lib)
 	p = load()
 	require.Equal(t, "duckdb", p.sink.kind)
-	require.Equal(t, filepath.Join(dir, "flightline-data", localDBName), p.sink.loc)
+	require.Equal(t, filepath.Join(dir, "flightline-data", LocalDBName), p.sink.loc)
 	require.Equal(t, "orders", p.sink.q.Get("table"))
 
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "flightline-data", "orders", "_delta_log"), 0o755))
 	require.Equal(t, "delta", load().sink.kind, "a Delta table already there stays the destination")
 
-	t.Setenv(dataDirEnv, filepath.Join(dir, "elsewhere"))
-	require.Equal(t, filepath.Join(dir, "elsewhere", localDBName), load().sink.loc)
+	t.Setenv(DataDirEnv, filepath.Join(dir, "elsewhere"))
+	require.Equal(t, filepath.Join(dir, "elsewhere", LocalDBName), load().sink.loc)
 }

@@ -1,4 +1,4 @@
-package main
+package config
 
 // The Go runtime's soft memory limit (--memory-limit), issue 20.
 
@@ -48,6 +48,13 @@ type memoryLimiter struct {
 
 var memLimit = &memoryLimiter{set: debug.SetMemoryLimit, log: slog.New(slog.DiscardHandler)}
 
+// SetMemoryLimit applies --memory-limit's value v (auto, off, or a size
+// such as 512MiB) to the process, as memoryLimiter says; with auto, the
+// Kafka sources opened after it raise the limit by their buffers. log
+// receives the limit's changes at debug level. A size that does not parse
+// is an error naming the flag.
+func SetMemoryLimit(v string, log *slog.Logger) error { return memLimit.configure(v, log) }
+
 // configure applies the flag's value.
 func (m *memoryLimiter) configure(v string, log *slog.Logger) error {
 	m.mu.Lock()
@@ -63,7 +70,7 @@ func (m *memoryLimiter) configure(v string, log *slog.Logger) error {
 		m.set(math.MaxInt64)
 		return nil
 	}
-	n, err := parseSize(v)
+	n, err := ParseSize(v)
 	if err != nil {
 		return fmt.Errorf("--memory-limit: %w", err)
 	}
@@ -90,9 +97,9 @@ func (m *memoryLimiter) apply() {
 	m.log.Debug("go memory limit set from the configured buffers", "limit_bytes", limit, "buffer_bytes", m.budget)
 }
 
-// parseSize reads a byte count with an optional B, KiB, MiB, GiB or TiB
+// ParseSize reads a byte count with an optional B, KiB, MiB, GiB or TiB
 // suffix.
-func parseSize(v string) (int64, error) {
+func ParseSize(v string) (int64, error) {
 	mult := int64(1)
 	num := v
 	for _, u := range []struct {

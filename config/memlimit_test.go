@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"log/slog"
@@ -60,10 +60,10 @@ func TestMemoryLimitGOMEMLIMITAndExplicit(t *testing.T) {
 	for _, bad := range []string{"lots", "-5MiB", "0", "12XB"} {
 		require.Error(t, (&memoryLimiter{set: func(int64) int64 { return 0 }}).configure(bad, log), bad)
 	}
-	n, err := parseSize("2GiB")
+	n, err := ParseSize("2GiB")
 	require.NoError(t, err)
 	require.EqualValues(t, 2<<30, n)
-	n, err = parseSize("12345")
+	n, err = ParseSize("12345")
 	require.NoError(t, err)
 	require.EqualValues(t, 12345, n)
 }

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"context"
@@ -14,31 +14,31 @@ import (
 	"github.com/flightline/flightline/coordinator"
 )
 
-// progressMode is how sync --once shows its progress.
-type progressMode string
+// Progress is how a --once sync shows its progress (SyncOptions).
+type Progress string
 
 const (
-	progressAuto  progressMode = "auto"  // a bar on a terminal, plain lines otherwise
-	progressBar   progressMode = "bar"   // a bar (progressbar) on standard error
-	progressPlain progressMode = "plain" // a "sync progress" log line every --progress-every
-	progressNone  progressMode = "none"
+	ProgressAuto  Progress = "auto"  // a bar on a terminal, plain lines otherwise
+	ProgressBar   Progress = "bar"   // a bar (progressbar) on standard error
+	ProgressPlain Progress = "plain" // a "sync progress" log line every --progress-every
+	ProgressNone  Progress = "none"
 )
 
 // resolve picks bar or plain for auto: a bar when standard error (where
 // the bar and the logs go) is a terminal and one pipeline runs.
-func (m progressMode) resolve(pipelines int) progressMode {
-	if m != progressAuto {
+func (m Progress) resolve(pipelines int) Progress {
+	if m != ProgressAuto {
 		return m
 	}
 	if pipelines == 1 && term.IsTerminal(int(os.Stderr.Fd())) {
-		return progressBar
+		return ProgressBar
 	}
-	return progressPlain
+	return ProgressPlain
 }
 
 // progress reports a --once run's rows against the rows it has to go.
 type progress struct {
-	mode     progressMode
+	mode     Progress
 	every    time.Duration
 	out      io.Writer // the bar's
 	log      *slog.Logger
@@ -50,7 +50,7 @@ type progress struct {
 func (p *progress) run(ctx context.Context, co *coordinator.Coordinator) {
 	start := time.Now()
 	switch p.mode {
-	case progressBar:
+	case ProgressBar:
 		bar := progressbar.NewOptions64(p.total, progressbar.OptionSetWriter(p.out),
 			progressbar.OptionSetDescription("sync "+p.pipeline), progressbar.OptionShowCount(),
 			progressbar.OptionShowIts(), progressbar.OptionSetItsString("rows"), progressbar.OptionSetPredictTime(true),
@@ -68,7 +68,7 @@ func (p *progress) run(ctx context.Context, co *coordinator.Coordinator) {
 			case <-t.C:
 			}
 		}
-	case progressPlain:
+	case ProgressPlain:
 		t := time.NewTicker(p.every)
 		defer t.Stop()
 		for {

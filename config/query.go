@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"context"
@@ -23,32 +23,23 @@ import (
 	"github.com/flightline/flightline/internal/objstore"
 )
 
-// queryCommand answers SQL over the embedded local tables of the config
-// file's pipelines (local.go): DuckDB, in memory, with the data
-// directory's flightline.duckdb attached read-only and made the default
-// database, so `select count(*) from orders` names pipeline orders' table.
-func queryCommand(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlagSet("query", `query [--config FILE] [--pipeline NAME] [--format table|json|csv] "SQL"`)
-	path := configFlag(fs)
-	pipeline := fs.String("pipeline", "", "the pipeline whose local table the query reads (default: every pipeline's)")
-	format := fs.String("format", "table", "output: table (aligned text), json (an array of objects) or csv (with a header)")
-	lib := fs.String("duckdb-lib", "", "path of DuckDB's libduckdb.so (default: $FLIGHTLINE_DUCKDB_LIB, beside the binary, or the set-up's cache)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: query: want one SQL statement as the argument, e.g. flightline query \"select count(*) from orders\"", flightline.ErrInvalidInput)
-	}
-	sql := fs.Arg(0)
-	switch *format {
-	case "table", "json", "csv":
-	default:
-		return fmt.Errorf("%w: query: --format %q: want table, json or csv", flightline.ErrInvalidInput, *format)
-	}
-	cfg, err := loadConfig(*path, os.LookupEnv)
-	if err != nil {
-		return err
-	}
+// QueryOptions are what Query reads and how it writes.
+type QueryOptions struct {
+	Pipeline  string // the pipeline whose local table the query reads; "": every pipeline's
+	Format    string // table (aligned text), json (an array of objects) or csv (with a header)
+	DuckDBLib string // libduckdb.so; "": $FLIGHTLINE_DUCKDB_LIB, beside the binary, or the set-up's cache
+}
+
+// Query answers sql over the embedded local tables of c's pipelines
+// (local.go) and writes the result to out in o.Format
+// (`flightline query`): DuckDB, in memory, with the data directory's
+// flightline.duckdb attached read-only and made the default database, so
+// `select count(*) from orders` names pipeline orders' table, and local
+// Delta tables (the embedded fallback, or a delta: sink on a local path)
+// as views over their active Parquet files. A file with nothing to query
+// is an error wrapping flightline.ErrInvalidInput; a pipeline it lacks,
+// one wrapping ErrNoPipeline.
+func (cfg *File) Query(ctx context.Context, out io.Writer, sql string, o QueryOptions) error {
 	// What the query can read: the embedded DuckDB file (pipelines without
 	// sink:), and local Delta tables (the embedded fallback, or a delta:
 	// sink on a local path) as views over their active Parquet files.
@@ -56,7 +47,7 @@ func queryCommand(ctx context.Context, args []string, out io.Writer) error {
 	var views [][2]string // view name, Delta table directory
 	for _, name := range sortedKeys(cfg.pipelines) {
 		p := cfg.pipelines[name]
-		if *pipeline != "" && name != *pipeline {
+		if o.Pipeline != "" && name != o.Pipeline {
 			continue
 		}
 		switch {
@@ -66,26 +57,26 @@ func queryCommand(ctx context.Context, args []string, out io.Writer) error {
 			views = append(views, [2]string{localTable(p), p.sink.loc})
 		case p.sink.kind == "delta" && !strings.Contains(p.sink.loc, "://"):
 			views = append(views, [2]string{p.name, p.sink.loc})
-		case *pipeline != "":
-			return fmt.Errorf("%w: query: pipeline %q writes %s (%s), which query does not read: it reads the local tables of pipelines without sink: and local Delta tables", flightline.ErrInvalidInput, *pipeline, p.sink.ref(), p.sink.kind)
+		case o.Pipeline != "":
+			return fmt.Errorf("%w: query: pipeline %q writes %s (%s), which query does not read: it reads the local tables of pipelines without sink: and local Delta tables", flightline.ErrInvalidInput, o.Pipeline, p.sink.ref(), p.sink.kind)
 		}
 	}
-	if *pipeline != "" {
-		if _, ok := cfg.pipelines[*pipeline]; !ok {
-			return fmt.Errorf("%w: query: %s has no pipeline %q", errNoPipeline, *path, *pipeline)
+	if o.Pipeline != "" {
+		if _, ok := cfg.pipelines[o.Pipeline]; !ok {
+			return fmt.Errorf("%w: query: %s has no pipeline %q", ErrNoPipeline, cfg.path, o.Pipeline)
 		}
 	}
 	if !attach && len(views) == 0 {
-		return fmt.Errorf("%w: query: %s has no pipeline without sink: and no local Delta table, so nothing to query", flightline.ErrInvalidInput, *path)
+		return fmt.Errorf("%w: query: %s has no pipeline without sink: and no local Delta table, so nothing to query", flightline.ErrInvalidInput, cfg.path)
 	}
-	dbFile := filepath.Join(dataDir(cfg.path), localDBName)
+	dbFile := filepath.Join(dataDir(cfg.path), LocalDBName)
 	if _, err := os.Stat(dbFile); attach && err != nil {
 		if len(views) == 0 {
 			return fmt.Errorf("%w: query: %s does not exist yet: run flightline sync first", flightline.ErrNotFound, dbFile)
 		}
 		attach = false
 	}
-	db, err := duckdb.OpenMemory(ctx, *lib)
+	db, err := duckdb.OpenMemory(ctx, o.DuckDBLib)
 	if err != nil {
 		return err
 	}
@@ -118,7 +109,7 @@ func queryCommand(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer r.Release()
-	switch *format {
+	switch o.Format {
 	case "json":
 		return writeJSON(out, r)
 	case "csv":

@@ -1,4 +1,4 @@
-package main
+package config
 
 // Secrets fail closed. An empty token would turn authentication off (the
 // server) or send no credentials (a client); an empty TLS file name would
@@ -10,7 +10,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -18,14 +17,14 @@ import (
 	"strings"
 )
 
-// errEmptySecret marks an empty token or TLS setting.
-var errEmptySecret = errors.New("empty secret")
+// ErrEmptySecret marks an empty token or TLS setting.
+var ErrEmptySecret = errors.New("empty secret")
 
-// readToken returns the token in file (what names the flag or key that
+// ReadToken returns the token in file (what names the flag or key that
 // gave it), or else the value of the environment variable env ("" for
 // none). A file, or a set variable, that holds nothing but white space is
 // an error naming it: an empty token would turn authentication off.
-func readToken(what, file, env string) (string, error) {
+func ReadToken(what, file, env string) (string, error) {
 	if file != "" {
 		b, err := os.ReadFile(file)
 		if err != nil {
@@ -33,7 +32,7 @@ func readToken(what, file, env string) (string, error) {
 		}
 		tok := strings.TrimSpace(string(b))
 		if tok == "" {
-			return "", fmt.Errorf("%w: %s %s is empty: write the token into it (an empty token would turn authentication off)", errEmptySecret, what, file)
+			return "", fmt.Errorf("%w: %s %s is empty: write the token into it (an empty token would turn authentication off)", ErrEmptySecret, what, file)
 		}
 		return tok, nil
 	}
@@ -42,30 +41,13 @@ func readToken(what, file, env string) (string, error) {
 	}
 	v, ok := os.LookupEnv(env)
 	if ok && strings.TrimSpace(v) == "" {
-		return "", fmt.Errorf("%w: the environment variable %s is set but empty: give it the token, or unset it (an empty token would turn authentication off)", errEmptySecret, env)
+		return "", fmt.Errorf("%w: the environment variable %s is set but empty: give it the token, or unset it (an empty token would turn authentication off)", ErrEmptySecret, env)
 	}
 	return v, nil
 }
 
-// securityFlag reports whether a flag names a token or TLS file: one that,
-// given an empty value (an unset shell variable), would turn security off.
-func securityFlag(name string) bool {
-	return strings.HasSuffix(name, "token-file") || strings.Contains(name, "tls-")
-}
-
-// checkEmptyFlags refuses security flags given an empty value.
-func checkEmptyFlags(fs *flag.FlagSet) error {
-	var err error
-	fs.Visit(func(f *flag.Flag) {
-		if err == nil && securityFlag(f.Name) && strings.TrimSpace(f.Value.String()) == "" {
-			err = fmt.Errorf("%w: --%s was given an empty value (an unset variable?): give a file, or leave the flag out", errEmptySecret, f.Name)
-		}
-	})
-	return err
-}
-
-// checkTLSFiles refuses TLS files that are empty, naming the flag or key.
-func checkTLSFiles(files ...[2]string) error {
+// CheckTLSFiles refuses TLS files that are empty, naming the flag or key.
+func CheckTLSFiles(files ...[2]string) error {
 	for _, f := range files {
 		what, path := f[0], f[1]
 		if path == "" {
@@ -76,7 +58,7 @@ func checkTLSFiles(files ...[2]string) error {
 			continue // the TLS loader reports it, naming the file
 		}
 		if strings.TrimSpace(string(b)) == "" {
-			return fmt.Errorf("%w: %s %s is empty: it must hold PEM data", errEmptySecret, what, path)
+			return fmt.Errorf("%w: %s %s is empty: it must hold PEM data", ErrEmptySecret, what, path)
 		}
 	}
 	return nil
@@ -99,11 +81,11 @@ func isLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// authDecision checks that an endpoint at addr without authentication
+// AuthDecision checks that an endpoint at addr without authentication
 // (no token, no client CA) is served only by explicit choice: with
 // noAuth, or on loopback. Either way a warning says so on every start.
 // A token or client CA together with noAuth is a contradiction.
-func authDecision(log *slog.Logger, addr string, authed, noAuth bool) error {
+func AuthDecision(log *slog.Logger, addr string, authed, noAuth bool) error {
 	switch {
 	case authed && noAuth:
 		return errors.New("--insecure-no-auth together with a token or a client CA: choose one")

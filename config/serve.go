@@ -1,51 +1,62 @@
-package main
+package config
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
-	"os"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/internal/endpoint"
-	"github.com/flightline/flightline/internal/metrics"
 )
 
-// serveCommand runs `flightline serve`: every source and sink of the file
-// that its listen section gives an address is served as a Flight endpoint,
-// as serve-source and serve-sink would serve it, until interrupted. One
-// file can so describe a chain across hosts: each host serves the entries
-// it listens for (--only) and its pipelines name the others as grpc
-// endpoints.
-func serveCommand(ctx context.Context, args []string) error {
-	fs := newFlagSet("serve", "serve [--config FILE] [--only REF,REF] [flags]")
-	path := configFlag(fs)
-	only := fs.String("only", "", "serve only these entries (sources.NAME, sinks.NAME, …), comma-separated; empty: every entry with a listen address")
-	noAuth := fs.Bool("insecure-no-auth", false, "serve entries without token or tls_client_ca on non-loopback addresses, on purpose (logged as a warning)")
-	var c common
-	c.register(fs)
-	if err := parse(fs, args); err != nil {
-		return err
+// cancelAndWait stops the endpoints already serving and returns their
+// errors.
+func cancelAndWait(cancel context.CancelFunc, wg *sync.WaitGroup, errs []error) error {
+	cancel()
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
 	}
-	cfg, err := loadConfig(*path, os.LookupEnv)
-	if err != nil {
-		return err
-	}
+	return out
+}
+
+// Listeners are entries of a file that its listen section gives an
+// address, to serve as Flight endpoints (`flightline serve`).
+type Listeners struct {
+	c  *File
+	es []*endpointConf
+}
+
+// Listeners are c's entries with a listen address, sorted by reference;
+// only, when not empty, keeps those it names (sources.NAME, sinks.NAME,
+// …, comma-separated), and naming one without an address is an error. So
+// is a file with nothing to serve.
+func (c *File) Listeners(only string) (*Listeners, error) {
+	cfg := c
 	var es []*endpointConf
 	for e := range cfg.listen {
 		es = append(es, e)
 	}
 	sort.Slice(es, func(i, j int) bool { return es[i].ref() < es[j].ref() })
-	if *only != "" {
+	if only != "" {
 		want := map[string]bool{}
-		for _, r := range splitList(*only) {
+		for _, r := range splitList(only) {
 			want[r] = true
 		}
 		var kept []*endpointConf
@@ -56,31 +67,31 @@ func serveCommand(ctx context.Context, args []string) error {
 			}
 		}
 		if len(want) > 0 {
-			return fmt.Errorf("--only: %s: no such entry with a listen address in %s", sortedKeys(want), cfg.path)
+			return nil, fmt.Errorf("--only: %s: no such entry with a listen address in %s", sortedKeys(want), cfg.path)
 		}
 		es = kept
 	}
 	if len(es) == 0 {
-		return fmt.Errorf("%s: nothing to serve: give endpoints addresses in its listen section", cfg.path)
+		return nil, fmt.Errorf("%s: nothing to serve: give endpoints addresses in its listen section", cfg.path)
 	}
-	log, err := c.logger(logOutput)
-	if err != nil {
-		return err
-	}
-	m := metrics.New()
-	stopMetrics, err := c.serveMetrics(m, log)
-	if err != nil {
-		return err
-	}
-	defer stopMetrics()
+	return &Listeners{c: c, es: es}, nil
+}
 
+// Serve serves each entry as serve-source and serve-sink would, with its
+// listen settings (TLS, token; without either on a non-loopback address
+// only with noAuth, and then with a warning on log), until ctx ends; then
+// each stops as endpoint.Serve says. An entry that fails to start, or
+// stops with an error, stops the others; the error names it.
+func (l *Listeners) Serve(ctx context.Context, log *slog.Logger, reg prometheus.Registerer, noAuth bool) error {
+	cfg, es := l.c, l.es
+	var err error
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make([]error, len(es))
 	for i, e := range es {
 		lc := cfg.listen[e]
-		ev := env{ctx: ctx, log: log.With("endpoint", e.ref()), reg: m.Registry()}
+		ev := env{ctx: ctx, log: log.With("endpoint", e.ref()), reg: reg}
 		var svc flight.FlightServer
 		var closeFn func()
 		if e.section == secSources {
@@ -98,14 +109,14 @@ func serveCommand(ctx context.Context, args []string) error {
 		}
 		tok := lc.Token
 		if lc.TokenFile != "" {
-			tok, err = readToken("listen."+e.ref()+".token_file", lc.TokenFile, "")
+			tok, err = ReadToken("listen."+e.ref()+".token_file", lc.TokenFile, "")
 		}
 		if err == nil {
 			w := "listen." + e.ref() + "."
-			err = checkTLSFiles([2]string{w + "tls_cert", lc.Cert}, [2]string{w + "tls_key", lc.Key}, [2]string{w + "tls_client_ca", lc.ClientCA})
+			err = CheckTLSFiles([2]string{w + "tls_cert", lc.Cert}, [2]string{w + "tls_key", lc.Key}, [2]string{w + "tls_client_ca", lc.ClientCA})
 		}
 		if err == nil {
-			err = authDecision(ev.log, lc.Addr, tok != "" || lc.ClientCA != "", *noAuth)
+			err = AuthDecision(ev.log, lc.Addr, tok != "" || lc.ClientCA != "", noAuth)
 		}
 		if err != nil {
 			closeFn()
@@ -127,7 +138,7 @@ func serveCommand(ctx context.Context, args []string) error {
 		go func() {
 			defer wg.Done()
 			defer closeFn()
-			if errs[i] = serveUntil(ctx, gs, lis, ev.log); errs[i] != nil {
+			if errs[i] = endpoint.Serve(ctx, gs, lis, ev.log); errs[i] != nil {
 				errs[i] = fmt.Errorf("%s: %w", e.ref(), errs[i])
 				cancel()
 			}
@@ -135,22 +146,4 @@ func serveCommand(ctx context.Context, args []string) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// cancelAndWait stops the endpoints already serving and returns their
-// errors.
-func cancelAndWait(cancel context.CancelFunc, wg *sync.WaitGroup, errs []error) error {
-	cancel()
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }

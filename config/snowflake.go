@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -70,7 +70,7 @@ func (c snowConn) config(u *url.URL) (snowconn.Config, error) {
 		cfg.LockTimeout = *c.LockTimeout
 	}
 	if c.TokenFile != "" {
-		tok, err := readToken("token_file", c.TokenFile, "")
+		tok, err := ReadToken("token_file", c.TokenFile, "")
 		if err != nil {
 			return cfg, fmt.Errorf("snowflake: %w", err)
 		}

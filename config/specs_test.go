@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -205,25 +206,6 @@ func TestBadValueErrorsWrap(t *testing.T) {
 	require.NotContains(t, err.Error(), "hunter2")
 }
 
-// Every kind's options appear in the usage, generated from the specs, and
-// secrets are marked as such.
-func TestUsageFromSpecs(t *testing.T) {
-	u := kindUsage()
-	for _, k := range []interface{ Usage() string }{generatorSpec, dirSpec, memorySpec, nullSpec, grpcSpec, kafkaSourceSpec,
-		kafkaSinkSpec, pgSinkSpec, pgSourceSpec, deltaSinkSpec, deltaSourceSpec, s3SinkSpec} {
-		require.Contains(t, u, k.Usage())
-	}
-	for _, want := range []string{"registry=STRING", "AWS_SECRET_ACCESS_KEY (secret)", "sslpassword (secret)", "postgresql://"} {
-		require.Contains(t, u, want)
-	}
-	var out bytes.Buffer
-	fs := newFlagSet("serve-source", "x")
-	fs.SetOutput(&out)
-	fs.Usage()
-	require.Contains(t, out.String(), kafkaSourceSpec.Usage(), "serve-source --help lists the source kinds")
-	require.NotContains(t, out.String(), kafkaSinkSpec.Usage(), "and only those")
-}
-
 // The command's logger reaches every kind that takes one: the sinks log
 // "pipeline opened" at debug level through it.
 func TestLoggerReachesKinds(t *testing.T) {
@@ -302,4 +284,40 @@ func TestOptionsReachTheEndpoint(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(tbl, "orders"), s.(*sinkdelta.Sink).URL("orders"))
 	closeFn()
+}
+
+// testEnv is the environment kinds are opened with in tests.
+var testEnv = env{ctx: context.Background(), log: slog.New(slog.DiscardHandler)}
+
+// Every kind's options appear in the usage, generated from the specs, and
+// secrets are marked as such.
+func TestUsageFromSpecs(t *testing.T) {
+	u := kindUsage()
+	for _, k := range []interface{ Usage() string }{generatorSpec, dirSpec, memorySpec, nullSpec, grpcSpec, kafkaSourceSpec,
+		kafkaSinkSpec, pgSinkSpec, pgSourceSpec, deltaSinkSpec, deltaSourceSpec, s3SinkSpec} {
+		require.Contains(t, u, k.Usage())
+	}
+	for _, want := range []string{"registry=STRING", "AWS_SECRET_ACCESS_KEY (secret)", "sslpassword (secret)", "postgresql://"} {
+		require.Contains(t, u, want)
+	}
+	require.Contains(t, SourceUsage(), kafkaSourceSpec.Usage())
+	require.NotContains(t, SourceUsage(), kafkaSinkSpec.Usage(), "a side's usage lists only its kinds")
+}
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of loggers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

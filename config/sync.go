@@ -1,12 +1,13 @@
-package main
+package config
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"os"
+	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -16,102 +17,9 @@ import (
 	"github.com/flightline/flightline/coordinator"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsrc"
-	"github.com/flightline/flightline/internal/metrics"
 	"github.com/flightline/flightline/transform"
+	"github.com/prometheus/client_golang/prometheus"
 )
-
-// syncCommand runs `flightline sync`: the file's pipelines (or the one
-// --pipeline names) in this process. With --once each stops, exit 0, when
-// its sink's checkpoint covers the end its source reported at the start;
-// without, each runs until interrupted.
-func syncCommand(ctx context.Context, args []string) error {
-	fs := newFlagSet("sync", "sync [--config FILE] [--pipeline NAME] [--once] [flags]")
-	path := configFlag(fs)
-	var c common
-	c.register(fs)
-	name := fs.String("pipeline", "", "the pipeline to run; empty: every pipeline in the file")
-	mode := fs.String("progress", string(progressAuto), "with --once: auto (a bar on a terminal, plain lines otherwise), bar, plain or none")
-	every := fs.Duration("progress-every", 5*time.Second, "with --progress plain: how often to log a progress line")
-	once := fs.Bool("once", false, "stop when the sink has everything the source held at the start (Kafka end offsets, the Delta table version, the PostgreSQL watermark), then exit 0")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	cfg, err := loadConfig(*path, os.LookupEnv)
-	if err != nil {
-		return err
-	}
-	var ps []*pipelineConf
-	if *name != "" {
-		p, ok := cfg.pipelines[*name]
-		if !ok {
-			return fmt.Errorf("%w: %q in %s (it has: %s)", errNoPipeline, *name, cfg.path, strings.Join(sortedKeys(cfg.pipelines), ", "))
-		}
-		ps = append(ps, p)
-	} else {
-		for _, n := range sortedKeys(cfg.pipelines) {
-			ps = append(ps, cfg.pipelines[n])
-		}
-	}
-	if len(ps) == 0 {
-		return fmt.Errorf("%s names no pipelines", cfg.path)
-	}
-	pm := progressMode(*mode)
-	switch pm {
-	case progressAuto, progressBar, progressPlain, progressNone:
-	default:
-		return fmt.Errorf("--progress: want auto, bar, plain or none, got %q", *mode)
-	}
-	if *every <= 0 {
-		return fmt.Errorf("--progress-every must be positive")
-	}
-	pm = pm.resolve(len(ps))
-	log, err := c.logger(logOutput)
-	if err != nil {
-		return err
-	}
-	m := metrics.New()
-	board := newStatusBoard(m.Registry())
-	for _, p := range ps {
-		board.add(p)
-	}
-	stopMetrics, err := c.serveMetrics(m, log, board.routes(log))
-	if err != nil {
-		return err
-	}
-	defer stopMetrics()
-	if c.metricsAddr != "" {
-		log.Info("status page", "url", "/status", "json", "/status.json")
-	}
-
-	// One pipeline's failure stops the others: the command's exit status
-	// must say that something failed.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	sampling, stopSampling := context.WithCancel(context.Background())
-	defer stopSampling()
-	go board.run(sampling)
-	var wg sync.WaitGroup
-	errs := make([]error, len(ps))
-	for i, p := range ps {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			e := env{ctx: ctx, log: log, reg: m.Registry()}
-			var pr *progress
-			if *once && pm != progressNone {
-				pr = &progress{mode: pm, every: *every, out: logOutput, log: log, pipeline: p.name}
-			}
-			if errs[i] = syncPipeline(ctx, e, p, *once, pr, board); errs[i] != nil {
-				board.setError(p.name, errs[i])
-				board.setState(p.name, "failed")
-				errs[i] = fmt.Errorf("pipeline %s: %w", p.name, errs[i])
-				cancel()
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
 
 // syncResult is what one pipeline's sync did.
 type syncResult struct {
@@ -307,13 +215,13 @@ func pipelineStream(ctx context.Context, src flightsrc.Source, p *pipelineConf) 
 	if p.stream != "" {
 		return p.stream, nil
 	}
-	return onlyStream(ctx, src, p.source.ref(), "the pipeline's stream: key")
+	return OnlyStream(ctx, src, p.source.ref(), "the pipeline's stream: key")
 }
 
-// onlyStream is the name of src's only stream; several (or none) is an
+// OnlyStream is the name of src's only stream; several (or none) is an
 // error listing them. what names the source in errors, how the way to
 // choose a stream.
-func onlyStream(ctx context.Context, src flightsrc.Source, what, how string) (string, error) {
+func OnlyStream(ctx context.Context, src flightsrc.Source, what, how string) (string, error) {
 	streams, err := src.Streams(ctx)
 	if err != nil {
 		return "", fmt.Errorf("%s: the source's streams: %w", what, err)
@@ -407,4 +315,89 @@ func (t errorTap) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (t errorTap) WithGroup(name string) slog.Handler {
 	return errorTap{Handler: t.Handler.WithGroup(name), f: t.f}
+}
+
+// A Sync runs pipelines of a file in this process (`flightline sync`),
+// with a status page of their state (StatusRoutes).
+type Sync struct {
+	ps    []*pipelineConf
+	board *statusBoard
+}
+
+// SyncOptions are how a Sync runs.
+type SyncOptions struct {
+	// Once stops each pipeline, without error, when its sink's checkpoint
+	// covers the end its source reported at the start; otherwise each
+	// runs until ctx ends.
+	Once bool
+	// Progress and Every are how a Once run shows its progress: a bar on
+	// Out, or a log line every Every.
+	Progress Progress
+	Every    time.Duration
+	Out      io.Writer
+	Log      *slog.Logger
+	Reg      prometheus.Registerer // nil: no metrics
+}
+
+// NewSync is a Sync of c's pipeline name, or of every pipeline of c for
+// "", sorted by name; an unknown name is an error wrapping ErrNoPipeline.
+// The status board reads the pipelines' metrics from reg.
+func (c *File) NewSync(name string, reg prometheus.Gatherer) (*Sync, error) {
+	var ps []*pipelineConf
+	if name != "" {
+		p, ok := c.pipelines[name]
+		if !ok {
+			return nil, fmt.Errorf("%w: %q in %s (it has: %s)", ErrNoPipeline, name, c.path, strings.Join(sortedKeys(c.pipelines), ", "))
+		}
+		ps = append(ps, p)
+	} else {
+		for _, n := range sortedKeys(c.pipelines) {
+			ps = append(ps, c.pipelines[n])
+		}
+	}
+	if len(ps) == 0 {
+		return nil, fmt.Errorf("%s names no pipelines", c.path)
+	}
+	s := &Sync{ps: ps, board: newStatusBoard(reg)}
+	for _, p := range ps {
+		s.board.add(p)
+	}
+	return s, nil
+}
+
+// StatusRoutes are the status page's handlers (/status, /status.json),
+// for the metrics server; log receives the page's errors.
+func (s *Sync) StatusRoutes(log *slog.Logger) map[string]http.Handler { return s.board.routes(log) }
+
+// Run runs the pipelines, each in its own goroutine, until ctx ends or,
+// with o.Once, each has reached its end. One pipeline's failure stops the
+// others: the error joins every pipeline's, each naming its pipeline.
+func (s *Sync) Run(ctx context.Context, o SyncOptions) error {
+	pm := o.Progress.resolve(len(s.ps))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sampling, stopSampling := context.WithCancel(context.Background())
+	defer stopSampling()
+	go s.board.run(sampling)
+	var wg sync.WaitGroup
+	errs := make([]error, len(s.ps))
+	for i, p := range s.ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e := env{ctx: ctx, log: o.Log, reg: o.Reg}
+			var pr *progress
+			if o.Once && pm != ProgressNone {
+				pr = &progress{mode: pm, every: o.Every, out: o.Out, log: o.Log, pipeline: p.name}
+			}
+			if errs[i] = syncPipeline(ctx, e, p, o.Once, pr, s.board); errs[i] != nil {
+				s.board.setError(p.name, errs[i])
+				s.board.setState(p.name, "failed")
+				errs[i] = fmt.Errorf("pipeline %s: %w", p.name, errs[i])
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

@@ -1,81 +1,25 @@
-package main
+package config
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 
+	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/transform"
 	"github.com/flightline/flightline/transform/flighttransform"
 )
 
-// A transform spec names one stage of a chain:
-//
-//	grpc://HOST:PORT, grpc+tls://HOST:PORT   a DoExchange transform service
-//	builtin:select?columns=id,amount         keep these columns, in this order
-//	builtin:rename?id=order_id&ts=time       rename columns (old=new)
-//	builtin:filter?column=amount&op=gt&value=100
-//	                                         keep rows where column op value;
-//	                                         op: eq ne lt le gt ge is_null not_null
-//	builtin:flatten?column=value             a struct column's fields as columns
-//
-// Python (or any other language's) transforms are their own processes
-// serving docs/protocol.md's DoExchange contract (see
-// examples/transforms/python); the coordinator reaches them by URL.
-const transformUsage = `
-Transforms (--transform, repeatable, run in the order given):
-  grpc://HOST:PORT, grpc+tls://HOST:PORT
-        a DoExchange transform service (flightline serve-transform, or any
-        server following docs/protocol.md, e.g. examples/transforms/python)
-  builtin:select?columns=A,B
-        keep these columns, in this order
-  builtin:rename?OLD=NEW&…
-        rename columns
-  builtin:filter?column=C&op=OP&value=V
-        keep the rows where C OP V; OP: eq ne lt le gt ge is_null not_null
-        (is_null and not_null take no value)
-  builtin:flatten?column=C
-        replace the struct column C by its fields (e.g. the Kafka source's
-        decoded value: builtin:flatten?column=value)
-`
-
-// transformList is a repeatable --transform flag.
-type transformList []string
-
-func (l *transformList) String() string { return strings.Join(*l, " ") }
-func (l *transformList) Set(s string) error {
-	if s == "" {
-		return errors.New("empty transform")
-	}
-	*l = append(*l, s)
-	return nil
-}
-
-// transformFlags are the --transform flags of run and the security flags
-// shared by its remote transforms.
-type transformFlags struct {
-	specs transformList
-	cf    clientFlags
-}
-
-func (t *transformFlags) register(fs *flag.FlagSet) {
-	fs.Var(&t.specs, "transform", "a transform between source and sink: grpc://host:port or builtin:…; repeatable, in order (see below)")
-	t.cf.register(fs, "transform-", "FLIGHTLINE_TRANSFORM_TOKEN")
-	usage := fs.Usage
-	fs.Usage = func() {
-		usage()
-		fmt.Fprint(fs.Output(), transformUsage)
-	}
-}
-
-// open returns the chain the flags name and a function that closes its
-// connections. A remote transform's transport is probed first, like a
-// remote source's or sink's (probeRemote): a mismatch is an error naming
-// the flag to fix; a service that does not answer yet is a warning.
-func (t *transformFlags) open(e env, pipeline, stream string) ([]transform.Transform, func(), error) {
+// OpenTransforms opens the chain specs name, in order, for pipeline and
+// stream, and returns a function that closes its connections. A spec is
+// builtin:… (Builtin), run in this process, or a Flight URL of a
+// DoExchange service, dialled with clientConfig's config after a probe of its
+// transport, like a remote source's or sink's (OpenSource): a mismatch is
+// an error naming the flag to fix (--transform-tls-ca); a service that
+// does not answer yet is a warning on log.
+func OpenTransforms(ctx context.Context, log *slog.Logger, specs []string, clientConfig func() (flightline.ClientConfig, error), pipeline, stream string) ([]transform.Transform, func(), error) {
 	var chain []transform.Transform
 	var closers []func()
 	closeAll := func() {
@@ -83,17 +27,17 @@ func (t *transformFlags) open(e env, pipeline, stream string) ([]transform.Trans
 			c()
 		}
 	}
-	for _, spec := range t.specs {
+	for _, spec := range specs {
 		if isRemote(spec) {
 			if err := checkRemote(spec); err != nil {
 				return nil, nil, err
 			}
-			cc, err := t.cf.config("FLIGHTLINE_TRANSFORM_TOKEN")
+			cc, err := clientConfig()
 			if err != nil {
 				closeAll()
 				return nil, nil, err
 			}
-			if err := probeRemote(e, "--transform "+spec, spec, cc, "--transform-tls-ca"); err != nil {
+			if err := probeRemote(env{ctx: ctx, log: log}, "--transform "+spec, spec, cc, "--transform-tls-ca"); err != nil {
 				closeAll()
 				return nil, nil, err
 			}
@@ -106,7 +50,7 @@ func (t *transformFlags) open(e env, pipeline, stream string) ([]transform.Trans
 			chain = append(chain, c)
 			continue
 		}
-		f, err := builtin(spec)
+		f, err := Builtin(spec)
 		if err != nil {
 			closeAll()
 			return nil, nil, err
@@ -129,7 +73,7 @@ func openConfTransforms(e env, p *pipelineConf, stream string) ([]transform.Tran
 	}
 	for _, t := range p.transforms {
 		if t.remote == nil {
-			f, err := builtin(t.spec)
+			f, err := Builtin(t.spec)
 			if err != nil {
 				closeAll()
 				return nil, nil, err
@@ -175,8 +119,10 @@ type named struct {
 
 func (n named) String() string { return n.name }
 
-// builtin parses a builtin:NAME?… spec.
-func builtin(spec string) (transform.Func, error) {
+// Builtin is the transform a builtin:NAME?… spec names: select, rename,
+// filter or flatten (flightline run --help lists their keys). An unknown
+// name or key is an error.
+func Builtin(spec string) (transform.Func, error) {
 	u, err := url.Parse(spec)
 	if err != nil || u.Scheme != "builtin" {
 		return nil, fmt.Errorf("--transform %q: want grpc://host:port, grpc+tls://host:port or builtin:NAME?…", spec)
@@ -234,43 +180,4 @@ func builtin(spec string) (transform.Func, error) {
 		return transform.Filter(q.Get("column"), transform.Op(q.Get("op")), q.Get("value"), nil)
 	}
 	return nil, fmt.Errorf("--transform %q: unknown built-in %q; known: filter, flatten, rename, select", spec, name)
-}
-
-// serveTransform serves a chain of built-ins as one DoExchange service.
-func serveTransform(ctx context.Context, args []string) error {
-	fs := newFlagSet("serve-transform", "serve-transform --transform builtin:… [--transform …] [--listen ADDR] [flags]")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: flightline serve-transform --transform builtin:… [--transform …] [--listen ADDR] [flags]\n\n")
-		fs.PrintDefaults()
-		fmt.Fprint(fs.Output(), transformUsage)
-		fmt.Fprint(fs.Output(), "\nserve-transform serves built-ins only; a transform in Python or another language is\nits own DoExchange server (examples/transforms/python), reached by URL.\n")
-	}
-	var c common
-	var sf serverFlags
-	var specs transformList
-	c.register(fs)
-	sf.register(fs, "127.0.0.1:7403")
-	fs.Var(&specs, "transform", "a built-in to serve (builtin:…); repeatable: they run in the order given")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if len(specs) == 0 {
-		return errors.New("--transform is required")
-	}
-	var fns []transform.Func
-	for _, s := range specs {
-		if isRemote(s) {
-			return fmt.Errorf("--transform %q: serve-transform serves built-ins; chain remote services with run --transform", s)
-		}
-		f, err := builtin(s)
-		if err != nil {
-			return err
-		}
-		fns = append(fns, f)
-	}
-	log, err := c.logger(logOutput)
-	if err != nil {
-		return err
-	}
-	return serveFlight(ctx, flighttransform.NewServer(transform.Map(transform.Chain(fns...)), flighttransform.WithLogger(log)), &sf, log)
 }

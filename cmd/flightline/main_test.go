@@ -7,6 +7,7 @@ import (
 	"flag"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flightline/flightline/config"
 	"github.com/flightline/flightline/internal/endpoint"
 )
 
@@ -35,15 +37,15 @@ func TestEveryCommandHasHelp(t *testing.T) {
 }
 
 func TestSpecsRejectUnknownThings(t *testing.T) {
-	_, _, err := openSink(testEnv, "dir:"+t.TempDir()+"?bogus=1", endpoint.ClientConfig{})
+	_, _, err := config.OpenSink(context.Background(), testLog, nil, "dir:"+t.TempDir()+"?bogus=1", endpoint.ClientConfig{})
 	require.ErrorContains(t, err, "unknown option(s) bogus")
-	_, _, err = openSink(testEnv, "delta-lake:/x", endpoint.ClientConfig{})
+	_, _, err = config.OpenSink(context.Background(), testLog, nil, "delta-lake:/x", endpoint.ClientConfig{})
 	require.ErrorContains(t, err, `unknown sink kind "delta-lake"`)
-	_, _, err = openSource(testEnv, "generator:?rows=many", endpoint.ClientConfig{})
+	_, _, err = config.OpenSource(context.Background(), testLog, nil, "generator:?rows=many", endpoint.ClientConfig{})
 	require.ErrorContains(t, err, "rows")
-	_, _, err = openSource(testEnv, "generator:?rows=5&colour=blue", endpoint.ClientConfig{})
+	_, _, err = config.OpenSource(context.Background(), testLog, nil, "generator:?rows=5&colour=blue", endpoint.ClientConfig{})
 	require.ErrorContains(t, err, "unknown option(s) colour")
-	_, _, err = openSource(testEnv, "no-scheme", endpoint.ClientConfig{})
+	_, _, err = config.OpenSource(context.Background(), testLog, nil, "no-scheme", endpoint.ClientConfig{})
 	require.Error(t, err)
 	require.Error(t, runPipeline(context.Background(), []string{"--source", "generator:", "--sink", "null:"}), "--pipeline is required")
 	require.ErrorContains(t, runPipeline(context.Background(), []string{"--pipeline", "p", "--source", "generator:", "--sink", "null:", "extra"}), "unexpected arguments")
@@ -81,9 +83,6 @@ func TestDemoWritesAndResumes(t *testing.T) {
 	require.Contains(t, out.String(), "interrupted before the end of the topic")
 }
 
-// testEnv is the environment kinds are opened with in tests.
-var testEnv = env{ctx: context.Background(), log: slog.New(slog.DiscardHandler)}
-
 // onFirstWrite calls f before the first write to w.
 type onFirstWrite struct {
 	w    io.Writer
@@ -94,4 +93,20 @@ type onFirstWrite struct {
 func (o *onFirstWrite) Write(p []byte) (int, error) {
 	o.once.Do(o.f)
 	return o.w.Write(p)
+}
+
+// testLog is the logger of endpoints the tests open directly.
+var testLog = slog.New(slog.DiscardHandler)
+
+// envOf is a lookup of the variables in m, for config.Parse.
+func envOf(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+// TestMain keeps the commands the tests run in-process from setting this
+// test binary's memory limit: --memory-limit auto leaves the runtime alone
+// when GOMEMLIMIT is set (config's tests of the limiter use their own).
+func TestMain(m *testing.M) {
+	os.Setenv("GOMEMLIMIT", "off")
+	os.Exit(m.Run())
 }
