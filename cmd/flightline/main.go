@@ -135,7 +135,7 @@ func runCommand(ctx context.Context, cmd string, args []string, out io.Writer) e
 	case "run":
 		return runPipeline(ctx, args)
 	case "demo":
-		return demo(ctx, args, out)
+		return demoCommand(ctx, args, out)
 	case "config":
 		return configCommand(args, out)
 	case "check":

@@ -26,7 +26,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 		"serve-source": func() error { return serveSource(ctx, []string{"--help"}) },
 		"serve-sink":   func() error { return serveSink(ctx, []string{"--help"}) },
 		"run":          func() error { return runPipeline(ctx, []string{"--help"}) },
-		"demo":         func() error { return demo(ctx, []string{"--help"}, &out) },
+		"demo":         func() error { return demoCommand(ctx, []string{"--help"}, &out) },
 		"sync":         func() error { return syncCommand(ctx, []string{"--help"}) },
 		"serve":        func() error { return serveCommand(ctx, []string{"--help"}) },
 		"check":        func() error { return checkCommand(ctx, []string{"--help"}, &out) },
@@ -54,7 +54,7 @@ func TestSpecsRejectUnknownThings(t *testing.T) {
 func TestDemoWritesAndResumes(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "demo")
 	var out bytes.Buffer
-	require.NoError(t, demo(context.Background(), []string{"--out", dir, "--rows", "25000", "--batch-rows", "1000", "--partitions", "2"}, &out))
+	require.NoError(t, demoCommand(context.Background(), []string{"--out", dir, "--rows", "25000", "--batch-rows", "1000", "--partitions", "2"}, &out))
 	require.Contains(t, out.String(), "wrote 25000 rows in ")
 	require.Contains(t, out.String(), `{"positions":{"orders/0":12500,"orders/1":12500}}`)
 	require.Contains(t, out.String(), "import deltalake")
@@ -62,7 +62,7 @@ func TestDemoWritesAndResumes(t *testing.T) {
 	// A restart re-seeds the same topic; the table's checkpoint skips what
 	// is committed.
 	out.Reset()
-	require.NoError(t, demo(context.Background(), []string{"--out", dir, "--rows", "30000", "--batch-rows", "1000", "--partitions", "2"}, &out))
+	require.NoError(t, demoCommand(context.Background(), []string{"--out", dir, "--rows", "30000", "--batch-rows", "1000", "--partitions", "2"}, &out))
 	require.Contains(t, out.String(), `resuming pipeline "demo" after checkpoint {"positions":{"orders/0":12500,"orders/1":12500}}`)
 	require.Contains(t, out.String(), "wrote 5000 rows in ")
 	require.Contains(t, out.String(), `{"positions":{"orders/0":15000,"orders/1":15000}}`)
@@ -71,7 +71,7 @@ func TestDemoWritesAndResumes(t *testing.T) {
 
 	// An empty topic ends at once; an interrupted demo says how to resume.
 	out.Reset()
-	require.NoError(t, demo(context.Background(), []string{"--out", filepath.Join(t.TempDir(), "empty"), "--rows", "0"}, &out))
+	require.NoError(t, demoCommand(context.Background(), []string{"--out", filepath.Join(t.TempDir(), "empty"), "--rows", "0"}, &out))
 	require.Contains(t, out.String(), "wrote 0 rows")
 	out.Reset()
 	// Interrupt a second after the pipeline starts (its first line is
@@ -79,7 +79,7 @@ func TestDemoWritesAndResumes(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	started := &onFirstWrite{w: &out, f: func() { time.AfterFunc(time.Second, cancel) }}
-	require.NoError(t, demo(ctx, []string{"--out", filepath.Join(t.TempDir(), "slow"), "--rows", "20000", "--batch-rows", "500", "--interval", "100ms"}, started))
+	require.NoError(t, demoCommand(ctx, []string{"--out", filepath.Join(t.TempDir(), "slow"), "--rows", "20000", "--batch-rows", "500", "--interval", "100ms"}, started))
 	require.Contains(t, out.String(), "interrupted before the end of the topic")
 }
 
