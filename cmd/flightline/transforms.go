@@ -75,9 +75,9 @@ func (t *transformFlags) register(fs *flag.FlagSet) {
 }
 
 // open returns the chain the flags name and a function that closes its
-// connections. A remote transform's transport is probed first, like a
-// remote source's or sink's (probeRemote): a mismatch is an error naming
-// the flag to fix; a service that does not answer yet is a warning.
+// connections (config.OpenTransforms): a remote transform's transport is
+// probed first, like a remote source's or sink's; a mismatch is an error
+// naming the flag to fix; a service that does not answer yet is a warning.
 func (t *transformFlags) open(ctx context.Context, log *slog.Logger, pipeline, stream string) ([]transform.Transform, func(), error) {
 	return config.OpenTransforms(ctx, log, t.specs, func() (flightline.ClientConfig, error) {
 		return t.cf.config("FLIGHTLINE_TRANSFORM_TOKEN")
