@@ -1,5 +1,3 @@
-//go:build cgo
-
 package main
 
 import (
@@ -11,13 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/flightline/flightline/internal/testkit/adbctest"
 	"github.com/flightline/flightline/internal/testkit/pgtest"
+	"github.com/stretchr/testify/require"
 )
-
-func adbcSpec(drv string, q url.Values) string { return "adbc:" + drv + "?" + q.Encode() }
 
 // From the command line: generator → adbc: sink on SQLite (file), then
 // that table → adbc: source → adbc: sink on PostgreSQL. Every row lands
@@ -82,34 +77,4 @@ func TestIntegrationAdbcCommandLineFlightSQL(t *testing.T) {
 	require.Equal(t, "1200|1200", strings.TrimSpace(string(out)))
 }
 
-// The config file names the driver with the key driver.
-func TestAdbcConfigFile(t *testing.T) {
-	c, err := parseConfig("flightline.yml", []byte(`
-sources:
-  pg:
-    adbc: {driver: flightsql, uri: "grpc://127.0.0.1:1", table: orders, cursor: updated, tiebreak: id, poll: 2s}
-sinks:
-  lite:
-    adbc: {driver: /opt/adbc/libadbc_driver_sqlite.so, uri: "file:/data/orders.db", table: orders, at_least_once: false}
-pipelines:
-  copy: {source: pg, sink: lite}
-`), envOf(nil))
-	require.NoError(t, err)
-	u, q := c.sinks["lite"].kindURL()
-	sc, err := adbcSinkSpec.Parse(q)
-	require.NoError(t, err)
-	cfg, err := adbcConfig(u, sc.adbcDB)
-	require.NoError(t, err)
-	require.Equal(t, "/opt/adbc/libadbc_driver_sqlite.so", cfg.Driver)
-	require.Equal(t, "file:/data/orders.db", cfg.URI)
-	require.Equal(t, "orders", *sc.Table)
-
-	u, q = c.sources["pg"].kindURL()
-	ss, err := adbcSourceSpec.Parse(q)
-	require.NoError(t, err)
-	cfg, err = adbcConfig(u, ss.adbcDB)
-	require.NoError(t, err)
-	require.Equal(t, "flightsql", cfg.Driver)
-	require.Equal(t, "updated", ss.Cursor)
-	require.Equal(t, 2*time.Second, *ss.Poll)
-}
+func adbcSpec(drv string, q url.Values) string { return "adbc:" + drv + "?" + q.Encode() }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flightline/flightline/config"
 	"github.com/flightline/flightline/internal/endpoint"
 )
 
@@ -64,9 +65,9 @@ func TestCLIHelpKindsVersion(t *testing.T) {
 // An unknown key on the command line gets the config file's did-you-mean,
 // and an error is printed with one "flightline:" prefix.
 func TestCLIErrorsSayWhatToDo(t *testing.T) {
-	_, _, err := openSource(testEnv, "generator:?rowz=5", endpoint.ClientConfig{})
+	_, _, err := config.OpenSource(context.Background(), testLog, nil, "generator:?rowz=5", endpoint.ClientConfig{})
 	require.ErrorContains(t, err, `rowz: did you mean "rows"?`)
-	_, _, err = openSink(testEnv, "dir:/tmp/x?zzzzzzzzzz=1", endpoint.ClientConfig{})
+	_, _, err = config.OpenSink(context.Background(), testLog, nil, "dir:/tmp/x?zzzzzzzzzz=1", endpoint.ClientConfig{})
 	require.ErrorContains(t, err, "dir takes no options")
 	require.Equal(t, "flightline: invalid input: x", errorLine(errors.New("flightline: invalid input: x")))
 	require.Equal(t, "flightline: pipeline p: flightline: x", errorLine(errors.New("pipeline p: flightline: x")))

@@ -20,33 +20,6 @@ import (
 	"github.com/flightline/flightline/internal/testkit/servicetest"
 )
 
-// docs/config.md is what `flightline config doc` prints; regenerate it
-// with `go run ./cmd/flightline config doc > docs/config.md`.
-func TestConfigDocIsCurrent(t *testing.T) {
-	b, err := os.ReadFile("../../docs/config.md")
-	require.NoError(t, err)
-	if want := configReference(); want != string(b) {
-		// Name the first line that differs rather than dumping both files.
-		wl, gl := strings.Split(want, "\n"), strings.Split(string(b), "\n")
-		i := 0
-		for i < len(wl) && i < len(gl) && wl[i] == gl[i] {
-			i++
-		}
-		line := func(ls []string) string {
-			if i < len(ls) {
-				return ls[i]
-			}
-			return "(end of file)"
-		}
-		t.Fatalf("docs/config.md is stale at line %d: go run ./cmd/flightline config doc > docs/config.md\nwant: %s\nhave: %s", i+1, line(wl), line(gl))
-	}
-	for _, sec := range []string{secSources, secSinks} {
-		for _, k := range mainKinds(sec) {
-			require.Contains(t, string(b), "### `"+k+"`", "every kind is documented")
-		}
-	}
-}
-
 func writeConfig(t *testing.T, yml string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "flightline.yml")
@@ -224,4 +197,13 @@ func createTopic(t *testing.T, prefix string, parts int32) string {
 	require.NoError(t, err)
 	require.NoError(t, resp.Err)
 	return topic
+}
+
+// config schema has one form, --json (config's TestConfigSchemaJSON checks
+// the schema itself).
+func TestConfigSchemaWantsJSON(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, configCommand([]string{"schema", "--json"}, &out))
+	require.Contains(t, out.String(), `"version"`)
+	require.Error(t, configCommand([]string{"schema"}, &out), "only --json")
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flightline/flightline/config"
 	"github.com/flightline/flightline/internal/configedit"
 )
 
@@ -32,9 +33,9 @@ func connect(t *testing.T, args ...string) (string, error) {
 // showOf is `config show` of the file at path.
 func showOf(t *testing.T, path string) string {
 	t.Helper()
-	c, err := loadConfig(path, os.LookupEnv)
+	c, err := config.Load(path, os.LookupEnv)
 	require.NoError(t, err)
-	b, err := c.show()
+	b, err := c.Show()
 	require.NoError(t, err)
 	// The header names the file; the rest must agree.
 	_, body, _ := strings.Cut(string(b), "\n")
@@ -130,7 +131,7 @@ func TestConfigApplyJSON(t *testing.T) {
 	 "pipelines": [{"name": "p", "keys": {"id": "gen-to-lake", "window": 8}}]}`
 	var out bytes.Buffer
 	require.NoError(t, configApplyCommand([]string{"--json"}, strings.NewReader(req), &out))
-	var res applyResult
+	var res config.ApplyResult
 	require.NoError(t, json.Unmarshal(out.Bytes(), &res))
 	require.True(t, res.Written)
 	require.Empty(t, res.Incomplete)
@@ -138,10 +139,12 @@ func TestConfigApplyJSON(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o644), st.Mode().Perm())
 	t.Setenv("AWS_SECRET", "s3cr3t")
-	c, err := loadConfig(path, os.LookupEnv)
+	c, err := config.Load(path, os.LookupEnv)
 	require.NoError(t, err)
-	require.Equal(t, "gen-to-lake", c.pipelines["p"].id)
-	require.Equal(t, 8, c.pipelines["p"].window)
+	shown, err := c.Show()
+	require.NoError(t, err)
+	require.Contains(t, string(shown), "id: gen-to-lake")
+	require.Contains(t, string(shown), "window: 8")
 
 	// A refusal answers JSON naming the reason.
 	out.Reset()

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flightline/flightline/config"
 	"github.com/stretchr/testify/require"
 )
 
@@ -85,7 +86,7 @@ func TestDocsYAMLExamplesLoad(t *testing.T) {
 	for _, b := range blocks {
 		// Blank lines before the block make the loader's line numbers
 		// the Markdown file's.
-		_, err := parseConfig(b.file, []byte(strings.Repeat("\n", b.line)+b.text), placeholder)
+		_, err := config.Parse(b.file, []byte(strings.Repeat("\n", b.line)+b.text), placeholder)
 		require.NoError(t, err, "the YAML example at %s does not load", b)
 	}
 }
@@ -93,7 +94,7 @@ func TestDocsYAMLExamplesLoad(t *testing.T) {
 // An unquoted ${VAR} in a {…} mapping, the mistake the docs once made,
 // gets an error that says how to fix it.
 func TestConfigYAMLErrorHintsQuoting(t *testing.T) {
-	_, err := parseConfig("f.yml", []byte("sinks:\n  w:\n    postgres: {dsn: postgres://db/x, table: t, password: ${PW}}\n"), envOf(nil))
+	_, err := config.Parse("f.yml", []byte("sinks:\n  w:\n    postgres: {dsn: postgres://db/x, table: t, password: ${PW}}\n"), envOf(nil))
 	require.ErrorContains(t, err, "f.yml: not valid YAML")
 	require.ErrorContains(t, err, "line 3 has an unquoted ${…} in a {…} mapping: quote values that contain ${…} in a {…} mapping")
 }

@@ -35,8 +35,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
-	"google.golang.org/grpc"
 
+	"github.com/flightline/flightline/config"
 	"github.com/flightline/flightline/coordinator"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsrc"
@@ -135,7 +135,7 @@ func runCommand(ctx context.Context, cmd string, args []string, out io.Writer) e
 	case "run":
 		return runPipeline(ctx, args)
 	case "demo":
-		return demo(ctx, args, out)
+		return demoCommand(ctx, args, out)
 	case "config":
 		return configCommand(args, out)
 	case "check":
@@ -154,7 +154,7 @@ func runCommand(ctx context.Context, cmd string, args []string, out io.Writer) e
 		if err := parse(newFlagSet("kinds", "kinds"), args); err != nil {
 			return err
 		}
-		_, err := io.WriteString(out, kindUsage())
+		_, err := io.WriteString(out, config.KindUsage())
 		return err
 	case "version", "--version", "-version":
 		_, err := fmt.Fprintln(out, versionString())
@@ -165,7 +165,7 @@ func runCommand(ctx context.Context, cmd string, args []string, out io.Writer) e
 			_, err := fmt.Fprint(out, usage)
 			return err
 		case args[0] == "kinds":
-			_, err := io.WriteString(out, kindUsage())
+			_, err := io.WriteString(out, config.KindUsage())
 			return err
 		case args[0] == "help" || args[0] == "-h" || args[0] == "--help":
 			return fmt.Errorf("%w %q", errUnknownCommand, args[0])
@@ -263,8 +263,8 @@ func (c *common) logger(w io.Writer) (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-format must be text or json, got %q", c.logFormat)
 	}
 	// Every command makes its logger first: the process's memory limit
-	// is applied here too (memLimit).
-	if err := memLimit.configure(c.memoryLimit, log); err != nil {
+	// is applied here too (config.SetMemoryLimit).
+	if err := config.SetMemoryLimit(c.memoryLimit, log); err != nil {
 		return nil, err
 	}
 	return log, nil
@@ -335,14 +335,14 @@ func (s *serverFlags) register(fs *flag.FlagSet, defaultListen string) {
 }
 
 func (s *serverFlags) config(log *slog.Logger) (endpoint.ServerConfig, error) {
-	tok, err := readToken("--token-file", s.token, "FLIGHTLINE_TOKEN")
+	tok, err := config.ReadToken("--token-file", s.token, "FLIGHTLINE_TOKEN")
 	if err != nil {
 		return endpoint.ServerConfig{}, err
 	}
-	if err := checkTLSFiles([2]string{"--tls-cert", s.cert}, [2]string{"--tls-key", s.key}, [2]string{"--tls-client-ca", s.clientCA}); err != nil {
+	if err := config.CheckTLSFiles([2]string{"--tls-cert", s.cert}, [2]string{"--tls-key", s.key}, [2]string{"--tls-client-ca", s.clientCA}); err != nil {
 		return endpoint.ServerConfig{}, err
 	}
-	if err := authDecision(log, s.listen, tok != "" || s.clientCA != "", s.noAuth); err != nil {
+	if err := config.AuthDecision(log, s.listen, tok != "" || s.clientCA != "", s.noAuth); err != nil {
 		return endpoint.ServerConfig{}, err
 	}
 	return endpoint.ServerConfig{CertFile: s.cert, KeyFile: s.key, ClientCAFile: s.clientCA, Token: tok, Logger: log}, nil
@@ -364,12 +364,12 @@ func (c *clientFlags) register(fs *flag.FlagSet, prefix, envToken string) {
 }
 
 func (c *clientFlags) config(envToken string) (endpoint.ClientConfig, error) {
-	tok, err := readToken("--"+c.prefix+"token-file", c.token, envToken)
+	tok, err := config.ReadToken("--"+c.prefix+"token-file", c.token, envToken)
 	if err != nil {
 		return endpoint.ClientConfig{}, err
 	}
 	p := "--" + c.prefix
-	if err := checkTLSFiles([2]string{p + "tls-ca", c.ca}, [2]string{p + "tls-cert", c.cert}, [2]string{p + "tls-key", c.key}); err != nil {
+	if err := config.CheckTLSFiles([2]string{p + "tls-ca", c.ca}, [2]string{p + "tls-cert", c.cert}, [2]string{p + "tls-key", c.key}); err != nil {
 		return endpoint.ClientConfig{}, err
 	}
 	return endpoint.ClientConfig{CAFile: c.ca, CertFile: c.cert, KeyFile: c.key, ServerName: c.serverName, Token: tok}, nil
@@ -381,9 +381,9 @@ var helpOutput io.Writer = os.Stderr
 // kindHelp is what a command's --help adds after its flags: the kinds it
 // takes, and no others.
 var kindHelp = map[string]func() string{
-	"serve-source": func() string { return kindSection("Sources (in-process kinds)", usagers(sourceKinds)) },
-	"serve-sink":   func() string { return kindSection("Sinks (in-process kinds)", usagers(sinkKinds)) },
-	"run":          kindSummary,
+	"serve-source": config.SourceUsage,
+	"serve-sink":   config.SinkUsage,
+	"run":          config.KindSummary,
 }
 
 func newFlagSet(name, synopsis string) *flag.FlagSet {
@@ -430,32 +430,7 @@ func serveFlight(ctx context.Context, svc flight.FlightServer, sf *serverFlags, 
 		return err
 	}
 	log.Info("listening", "addr", lis.Addr().String(), "tls", cfg.CertFile != "", "mtls", cfg.ClientCAFile != "", "auth", cfg.Token != "")
-	return serveUntil(ctx, gs, lis, log)
-}
-
-// serveUntil serves until ctx ends (SIGTERM, SIGINT), then refuses new
-// calls, gives the open ones up to 10s to end and cuts those still open
-// (docs/chaining.md says so).
-func serveUntil(ctx context.Context, gs *grpc.Server, lis net.Listener, log *slog.Logger) error {
-	errc := make(chan error, 1)
-	go func() { errc <- gs.Serve(lis) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-		log.Info("stopping: new calls are refused; open streams end within 10s", "addr", lis.Addr().String())
-		done := make(chan struct{})
-		go func() { gs.GracefulStop(); close(done) }()
-		cut := false
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			gs.Stop()
-			cut = true
-		}
-		log.Info("stopped", "addr", lis.Addr().String(), "streams_cut", cut)
-		return nil
-	}
+	return endpoint.Serve(ctx, gs, lis, log)
 }
 
 func serveSource(ctx context.Context, args []string) error {
@@ -469,15 +444,15 @@ func serveSource(ctx context.Context, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *spec == "" || isRemote(*spec) {
-		return fmt.Errorf("--source must name an in-process source kind; known: %s", kinds(sourceKinds))
+	if *spec == "" || config.IsRemote(*spec) {
+		return fmt.Errorf("--source must name an in-process source kind; known: %s", config.SourceKinds())
 	}
 	log, err := c.logger(logOutput)
 	if err != nil {
 		return err
 	}
 	m := metrics.New()
-	src, closeSrc, err := openSource(env{ctx: ctx, log: log, reg: m.Registry()}, *spec, endpoint.ClientConfig{})
+	src, closeSrc, err := config.OpenSource(ctx, log, m.Registry(), *spec, endpoint.ClientConfig{})
 	if err != nil {
 		return err
 	}
@@ -503,21 +478,21 @@ func serveSink(ctx context.Context, args []string) error {
 	}
 	budget := int64(-1)
 	if *pipeBytes != "off" {
-		n, err := parseSize(*pipeBytes)
+		n, err := config.ParseSize(*pipeBytes)
 		if err != nil || n <= 0 {
 			return fmt.Errorf("--pipeline-bytes %q: want a size such as 64MiB, or off", *pipeBytes)
 		}
 		budget = n
 	}
-	if *spec == "" || isRemote(*spec) {
-		return fmt.Errorf("--sink must name an in-process sink kind; known: %s", kinds(sinkKinds))
+	if *spec == "" || config.IsRemote(*spec) {
+		return fmt.Errorf("--sink must name an in-process sink kind; known: %s", config.SinkKinds())
 	}
 	log, err := c.logger(logOutput)
 	if err != nil {
 		return err
 	}
 	m := metrics.New()
-	sink, closeSink, err := openSink(env{ctx: ctx, log: log, reg: m.Registry()}, *spec, endpoint.ClientConfig{})
+	sink, closeSink, err := config.OpenSink(ctx, log, m.Registry(), *spec, endpoint.ClientConfig{})
 	if err != nil {
 		return err
 	}
@@ -568,23 +543,22 @@ func runPipeline(ctx context.Context, args []string) error {
 		return err
 	}
 	m := metrics.New()
-	e := env{ctx: ctx, log: log, reg: m.Registry()}
-	src, closeSrc, err := openSource(e, *srcSpec, scc)
+	src, closeSrc, err := config.OpenSource(ctx, log, m.Registry(), *srcSpec, scc)
 	if err != nil {
 		return err
 	}
 	defer closeSrc()
-	sink, closeSink, err := openSink(e, *sinkSpec, kcc)
+	sink, closeSink, err := config.OpenSink(ctx, log, m.Registry(), *sinkSpec, kcc)
 	if err != nil {
 		return err
 	}
 	defer closeSink()
 	if *stream == "" {
-		if *stream, err = onlyStream(ctx, src, *srcSpec, "--stream NAME"); err != nil {
+		if *stream, err = config.OnlyStream(ctx, src, *srcSpec, "--stream NAME"); err != nil {
 			return err
 		}
 	}
-	chain, closeChain, err := tf.open(e, *pipeline, *stream)
+	chain, closeChain, err := tf.open(ctx, log, *pipeline, *stream)
 	if err != nil {
 		return err
 	}

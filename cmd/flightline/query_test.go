@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/config"
 	"github.com/flightline/flightline/internal/testkit/duckdbtest"
 	"github.com/flightline/flightline/internal/testkit/servicetest"
 )
@@ -30,7 +31,7 @@ func TestIntegrationDocsQueryWithoutSink(t *testing.T) {
 	cmds := docCommands(t, findBlock(t, "sh", "flightline query"))
 	require.Len(t, cmds, 3, "sync --once, query, query --format csv")
 	t.Chdir(t.TempDir())
-	t.Setenv(dataDirEnv, "")
+	t.Setenv(config.DataDirEnv, "")
 	require.NoError(t, os.WriteFile("flightline.yml", []byte(yml.text), 0o600))
 	logs := captureLogs(t)
 	outs := make([]string, len(cmds))
@@ -43,7 +44,7 @@ func TestIntegrationDocsQueryWithoutSink(t *testing.T) {
 		outs[i] = out.String()
 	}
 	require.Contains(t, logs.String(), `msg="pipeline sync complete" pipeline=orders rows=100000 `)
-	file := filepath.Join("flightline-data", localDBName)
+	file := filepath.Join("flightline-data", config.LocalDBName)
 	independent := duckdbtest.PyQuery(t, file, "select count(*) from orders")
 	require.Equal(t, "100000", independent)
 	lines := strings.Split(strings.TrimSpace(outs[1]), "\n")
@@ -65,7 +66,7 @@ func TestIntegrationDocsQueryWithoutSink(t *testing.T) {
 
 	// Bad input: a pipeline that is not there, a format that is not one.
 	err = runCommand(context.Background(), "query", []string{"--pipeline", "nope", "select 1"}, &bytes.Buffer{})
-	require.ErrorIs(t, err, errNoPipeline)
+	require.ErrorIs(t, err, config.ErrNoPipeline)
 	err = runCommand(context.Background(), "query", []string{"--format", "xml", "select 1"}, &bytes.Buffer{})
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
 }
@@ -78,7 +79,7 @@ func TestIntegrationQueryLocalDelta(t *testing.T) {
 	lib := duckdbtest.Lib(t)
 	py := servicetest.Need(t, "FLIGHTLINE_PYTHON", "Python with deltalake")
 	t.Chdir(t.TempDir())
-	t.Setenv(dataDirEnv, "")
+	t.Setenv(config.DataDirEnv, "")
 	t.Setenv("FLIGHTLINE_DUCKDB_LIB", "")
 	t.Setenv("FLIGHTLINE_CACHE", t.TempDir())
 	yml := `sources:

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flightline/flightline/config"
 	"github.com/stretchr/testify/require"
 )
 
@@ -94,7 +95,7 @@ func TestEmptySecretsFailClosed(t *testing.T) {
 			go func() { done <- tc.run() }()
 			select {
 			case err := <-done:
-				require.ErrorIs(t, err, errEmptySecret)
+				require.ErrorIs(t, err, config.ErrEmptySecret)
 				for _, w := range tc.want {
 					require.ErrorContains(t, err, w)
 				}
@@ -120,7 +121,7 @@ func TestConfigEmptySecretsFailClosed(t *testing.T) {
 		{"sinks:\n  out: 'memory:'\nlisten:\n  sinks.out: {addr: '127.0.0.1:7402', tls_cert: \"${EMPTY}\", tls_key: k.pem}\n",
 			`listen.sinks.out.tls_cert: ${EMPTY} expands to nothing`},
 	} {
-		_, err := parseConfig("f.yml", []byte(tc.yml), env)
+		_, err := config.Parse("f.yml", []byte(tc.yml), env)
 		require.ErrorContains(t, err, tc.want, tc.yml)
 	}
 
@@ -128,13 +129,13 @@ func TestConfigEmptySecretsFailClosed(t *testing.T) {
 	logs := captureLogs(t)
 	path := writeConfig(t, "sinks:\n  out: 'memory:'\nlisten:\n  sinks.out: {addr: '127.0.0.1:0', token_file: '"+blank+"'}\n")
 	err := serveCommand(context.Background(), []string{"--config", path})
-	require.ErrorIs(t, err, errEmptySecret)
+	require.ErrorIs(t, err, config.ErrEmptySecret)
 	require.ErrorContains(t, err, "listen.sinks.out.token_file "+blank+" is empty")
 	require.NotContains(t, logs.String(), "msg=listening")
 
 	path = writeConfig(t, "sources:\n  gen: 'generator:?rows=10'\nsinks:\n  remote:\n    grpc: {url: 'grpc://127.0.0.1:1', token_file: '"+blank+"'}\npipelines:\n  p: {source: gen, sink: remote}\n")
 	err = syncCommand(context.Background(), []string{"--config", path, "--once"})
-	require.ErrorIs(t, err, errEmptySecret)
+	require.ErrorIs(t, err, config.ErrEmptySecret)
 	require.ErrorContains(t, err, "sinks.remote token_file "+blank+" is empty")
 }
 

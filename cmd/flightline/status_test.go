@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flightline/flightline/config"
 	"github.com/flightline/flightline/internal/testkit/servicetest"
 )
 
@@ -69,15 +70,15 @@ func TestSyncStatusPage(t *testing.T) {
 		require.NoError(t, err)
 		return string(b), resp.Header.Get("Content-Type")
 	}
-	status := func() PipelineStatus {
+	status := func() config.PipelineStatus {
 		body, ct := get("/status.json")
 		require.Equal(t, "application/json", ct)
-		var doc struct{ Pipelines []PipelineStatus }
+		var doc struct{ Pipelines []config.PipelineStatus }
 		require.NoError(t, json.Unmarshal([]byte(body), &doc), body)
 		require.Len(t, doc.Pipelines, 1)
 		return doc.Pipelines[0]
 	}
-	var first PipelineStatus
+	var first config.PipelineStatus
 	require.Eventually(t, func() bool { first = status(); return first.State == "running" && first.Rows > 0 }, time.Minute, 50*time.Millisecond)
 	require.Eventually(t, func() bool {
 		s := status()

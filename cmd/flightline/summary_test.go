@@ -68,7 +68,7 @@ func TestDemoSummaryMatchesCommitted(t *testing.T) {
 	var before int64
 	for i, rows := range []string{"20000", "32000"} {
 		var out bytes.Buffer
-		require.NoError(t, demo(context.Background(), []string{"--out", dir, "--rows", rows, "--batch-rows", "1000", "--partitions", "3"}, &out))
+		require.NoError(t, demoCommand(context.Background(), []string{"--out", dir, "--rows", rows, "--batch-rows", "1000", "--partitions", "3"}, &out))
 		m := wrote.FindStringSubmatch(out.String())
 		require.NotNil(t, m, out.String())
 		c := cpLine.FindStringSubmatch(out.String())

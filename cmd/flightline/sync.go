@@ -1,23 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"os"
-	"sort"
-	"strings"
-	"sync"
 	"time"
 
-	"github.com/flightline/flightline/checkpoint"
-	"github.com/flightline/flightline/coordinator"
-	"github.com/flightline/flightline/flightsink"
-	"github.com/flightline/flightline/flightsrc"
+	"github.com/flightline/flightline/config"
 	"github.com/flightline/flightline/internal/metrics"
-	"github.com/flightline/flightline/transform"
 )
 
 // syncCommand runs `flightline sync`: the file's pipelines (or the one
@@ -30,51 +20,35 @@ func syncCommand(ctx context.Context, args []string) error {
 	var c common
 	c.register(fs)
 	name := fs.String("pipeline", "", "the pipeline to run; empty: every pipeline in the file")
-	mode := fs.String("progress", string(progressAuto), "with --once: auto (a bar on a terminal, plain lines otherwise), bar, plain or none")
+	mode := fs.String("progress", string(config.ProgressAuto), "with --once: auto (a bar on a terminal, plain lines otherwise), bar, plain or none")
 	every := fs.Duration("progress-every", 5*time.Second, "with --progress plain: how often to log a progress line")
 	once := fs.Bool("once", false, "stop when the sink has everything the source held at the start (Kafka end offsets, the Delta table version, the PostgreSQL watermark), then exit 0")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	cfg, err := loadConfig(*path, os.LookupEnv)
+	cfg, err := config.Load(*path, os.LookupEnv)
 	if err != nil {
 		return err
 	}
-	var ps []*pipelineConf
-	if *name != "" {
-		p, ok := cfg.pipelines[*name]
-		if !ok {
-			return fmt.Errorf("%w: %q in %s (it has: %s)", errNoPipeline, *name, cfg.path, strings.Join(sortedKeys(cfg.pipelines), ", "))
-		}
-		ps = append(ps, p)
-	} else {
-		for _, n := range sortedKeys(cfg.pipelines) {
-			ps = append(ps, cfg.pipelines[n])
-		}
+	m := metrics.New()
+	s, err := cfg.NewSync(*name, m.Registry())
+	if err != nil {
+		return err
 	}
-	if len(ps) == 0 {
-		return fmt.Errorf("%s names no pipelines", cfg.path)
-	}
-	pm := progressMode(*mode)
+	pm := config.Progress(*mode)
 	switch pm {
-	case progressAuto, progressBar, progressPlain, progressNone:
+	case config.ProgressAuto, config.ProgressBar, config.ProgressPlain, config.ProgressNone:
 	default:
 		return fmt.Errorf("--progress: want auto, bar, plain or none, got %q", *mode)
 	}
 	if *every <= 0 {
 		return fmt.Errorf("--progress-every must be positive")
 	}
-	pm = pm.resolve(len(ps))
 	log, err := c.logger(logOutput)
 	if err != nil {
 		return err
 	}
-	m := metrics.New()
-	board := newStatusBoard(m.Registry())
-	for _, p := range ps {
-		board.add(p)
-	}
-	stopMetrics, err := c.serveMetrics(m, log, board.routes(log))
+	stopMetrics, err := c.serveMetrics(m, log, s.StatusRoutes(log))
 	if err != nil {
 		return err
 	}
@@ -82,329 +56,5 @@ func syncCommand(ctx context.Context, args []string) error {
 	if c.metricsAddr != "" {
 		log.Info("status page", "url", "/status", "json", "/status.json")
 	}
-
-	// One pipeline's failure stops the others: the command's exit status
-	// must say that something failed.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	sampling, stopSampling := context.WithCancel(context.Background())
-	defer stopSampling()
-	go board.run(sampling)
-	var wg sync.WaitGroup
-	errs := make([]error, len(ps))
-	for i, p := range ps {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			e := env{ctx: ctx, log: log, reg: m.Registry()}
-			var pr *progress
-			if *once && pm != progressNone {
-				pr = &progress{mode: pm, every: *every, out: logOutput, log: log, pipeline: p.name}
-			}
-			if errs[i] = syncPipeline(ctx, e, p, *once, pr, board); errs[i] != nil {
-				board.setError(p.name, errs[i])
-				board.setState(p.name, "failed")
-				errs[i] = fmt.Errorf("pipeline %s: %w", p.name, errs[i])
-				cancel()
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// syncResult is what one pipeline's sync did.
-type syncResult struct {
-	stats       coordinator.Stats
-	deadLetters int64
-	wall        time.Duration
-	checkpoint  []byte
-}
-
-// syncPipeline runs p until ctx ends or, with once, until the sink's
-// checkpoint covers the end the source reported at the start.
-func syncPipeline(ctx context.Context, e env, p *pipelineConf, once bool, pr *progress, board *statusBoard) error {
-	start := time.Now()
-	log := e.log
-	if p.deadLetter != nil || p.discard {
-		var dlSink flightsink.Sink
-		if p.deadLetter != nil {
-			s, closeDL, err := openConfSink(e, p.deadLetter)
-			if err != nil {
-				return err
-			}
-			defer closeDL()
-			dlSink = s
-		}
-		e.deadLetters = newDeadLetterRouter(p, dlSink, log, e.reg)
-		defer e.deadLetters.close(context.WithoutCancel(ctx))
-	}
-	src, closeSrc, err := openConfSource(e, p.source)
-	if err != nil {
-		return err
-	}
-	defer closeSrc()
-	if e.deadLetters != nil && !e.deadLetters.used {
-		return fmt.Errorf("the %s source %s does not hand over undecodable records: deadletter_sink and deadletter: discard need one that does (kafka)", p.source.kind, p.source.ref())
-	}
-	sink, closeSink, err := openConfSink(e, p.sink)
-	if err != nil {
-		return err
-	}
-	defer closeSink()
-	if p.schemaSink != nil {
-		reg, err := newRegistrar(ctx, p, log)
-		if err != nil {
-			return err
-		}
-		sink = withSchemaSink(sink, reg)
-	}
-	stream, err := pipelineStream(ctx, src, p)
-	if err != nil {
-		return err
-	}
-	pl := flightsink.Pipeline{ID: p.id, Target: p.target}
-
-	runCtx, stopRun := context.WithCancel(ctx)
-	defer stopRun()
-	var end flightsrc.End
-	var w *endWatch
-	ender, isEnder := src.(flightsrc.Ender)
-	switch {
-	case !once:
-	case !isEnder && p.source.remote():
-		// A Flight source cannot say where its stream ends; a bounded one
-		// (a served generator with rows=N) ends it by itself.
-		log.Info("sync --once: a remote source cannot tell where its stream ends: reading until it ends the stream (an unbounded one runs until SIGINT)", "pipeline", p.name, "source", p.source.ref())
-	case !isEnder:
-		return fmt.Errorf("--once: the %s source %s cannot tell where its stream ends: run sync without --once and stop it with SIGINT", p.source.kind, p.source.ref())
-	default:
-		if end, err = ender.End(ctx, stream); err != nil {
-			return fmt.Errorf("--once: the end of %s %s: %w", p.source.ref(), stream, err)
-		}
-		cp, err := sink.Checkpoint(ctx, pl)
-		if err != nil {
-			return err
-		}
-		log.Info("sync --once: reading to the end", "stream", stream, "end", end.Desc, "checkpoint", string(cp))
-		w = &endWatch{end: end, merged: cp, stop: stopRun}
-		done, err := end.Covered(ctx, cp)
-		if err != nil {
-			return err
-		}
-		if done {
-			board.setState(p.name, "complete")
-			logComplete(log, p, syncResult{wall: time.Since(start), checkpoint: cp})
-			return nil
-		}
-	}
-	tap := slog.New(errorTap{Handler: log.Handler(), f: func(msg, err string) {
-		board.setError(p.name, fmt.Errorf("%s: %s", msg, err))
-		board.set(p.name, func(s *pipelineStatus) {
-			if s.state == "running" {
-				s.state = "restarting"
-			}
-		})
-	}})
-	opts := []coordinator.Option{coordinator.Window(p.window), coordinator.WithLogger(tap),
-		coordinator.WithMetrics(e.reg), coordinator.MaxAttempts(p.attempts)}
-	if p.plainViews {
-		opts = append(opts, coordinator.WithTransform(transform.PlainViews(nil)))
-	}
-	chain, closeChain, err := openConfTransforms(e, p, stream)
-	if err != nil {
-		return err
-	}
-	defer closeChain()
-	opts = append(opts, coordinator.WithChain(chain...))
-	co, err := coordinator.New(src, sink, stream, pl, opts...)
-	if err != nil {
-		return err
-	}
-	var watchDone chan struct{}
-	if w != nil {
-		watchDone = make(chan struct{})
-		go func() { defer close(watchDone); w.run(runCtx, co, log) }()
-	}
-	progressDone := make(chan struct{})
-	if pr != nil {
-		pr.total = -1
-		if end.Left != nil {
-			if n, err := end.Left(ctx, w.merged); err == nil {
-				pr.total = n
-			} else {
-				log.Warn("sync --once: cannot count the rows to go", "err", err)
-			}
-		}
-		go func() { defer close(progressDone); pr.run(runCtx, co) }()
-	} else {
-		close(progressDone)
-	}
-	board.set(p.name, func(s *pipelineStatus) {
-		s.co, s.stream, s.dl, s.state = co, stream, e.deadLetters, "running"
-	})
-	runErr := co.Run(runCtx)
-	stopRun()
-	board.sample(time.Now())
-	switch {
-	case runErr != nil:
-	case ctx.Err() != nil:
-		board.setState(p.name, "stopped")
-	default:
-		board.setState(p.name, "complete")
-	}
-	if watchDone != nil {
-		<-watchDone
-	}
-	<-progressDone
-	res := syncResult{stats: co.Stats(), wall: time.Since(start)}
-	if e.deadLetters != nil {
-		res.deadLetters = e.deadLetters.total()
-	}
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	res.checkpoint, err = sink.Checkpoint(fctx, pl)
-	if err != nil {
-		res.checkpoint = res.stats.LastCheckpoint
-	}
-	if runErr != nil {
-		return runErr
-	}
-	if !once && ctx.Err() != nil {
-		log.Info("pipeline sync stopped", "pipeline", p.name, "rows", res.stats.Rows, "batches", res.stats.Batches,
-			"wall", res.wall.Round(time.Millisecond), "checkpoint", string(res.checkpoint))
-		return nil
-	}
-	if once && w == nil && ctx.Err() != nil {
-		return fmt.Errorf("--once: interrupted before the stream ended (checkpoint %s)", res.checkpoint)
-	}
-	if once && w != nil {
-		done := w.reached()
-		if !done && err == nil {
-			// The stream may have ended (a finite source) at the end.
-			done, _ = end.Covered(fctx, res.checkpoint)
-		}
-		if !done {
-			if ctx.Err() != nil {
-				return fmt.Errorf("--once: interrupted before the end %s (checkpoint %s)", end.Desc, res.checkpoint)
-			}
-			return fmt.Errorf("--once: the stream ended before the end %s (checkpoint %s)", end.Desc, res.checkpoint)
-		}
-	}
-	logComplete(log, p, res)
-	return nil
-}
-
-func logComplete(log *slog.Logger, p *pipelineConf, r syncResult) {
-	log.Info("pipeline sync complete", "pipeline", p.name, "rows", r.stats.Rows, "batches", r.stats.Batches,
-		"bytes", r.stats.Bytes, "wall", r.wall.Round(time.Millisecond), "restarts", r.stats.Restarts,
-		"dead_letters", r.deadLetters, "checkpoint", string(r.checkpoint))
-}
-
-// pipelineStream is p's stream: the one it names (which the source must
-// have) or the source's only one.
-func pipelineStream(ctx context.Context, src flightsrc.Source, p *pipelineConf) (string, error) {
-	if p.stream != "" {
-		return p.stream, nil
-	}
-	return onlyStream(ctx, src, p.source.ref(), "the pipeline's stream: key")
-}
-
-// onlyStream is the name of src's only stream; several (or none) is an
-// error listing them. what names the source in errors, how the way to
-// choose a stream.
-func onlyStream(ctx context.Context, src flightsrc.Source, what, how string) (string, error) {
-	streams, err := src.Streams(ctx)
-	if err != nil {
-		return "", fmt.Errorf("%s: the source's streams: %w", what, err)
-	}
-	if len(streams) == 1 {
-		return streams[0].Name, nil
-	}
-	names := make([]string, len(streams))
-	for i, s := range streams {
-		names[i] = s.Name
-	}
-	sort.Strings(names)
-	return "", fmt.Errorf("the source %s has %d streams (%s), so it has no default: choose one with %s", what, len(streams), strings.Join(names, ", "), how)
-}
-
-// endWatch stops a --once run when the checkpoints the sink has
-// acknowledged, merged onto the one it held at the start, cover the end.
-type endWatch struct {
-	end    flightsrc.End
-	merged []byte
-	stop   context.CancelFunc
-
-	mu   sync.Mutex
-	done bool
-}
-
-// watchEvery is how often the watch looks at the acknowledged checkpoint.
-const watchEvery = 200 * time.Millisecond
-
-func (w *endWatch) run(ctx context.Context, co *coordinator.Coordinator, log *slog.Logger) {
-	t := time.NewTicker(watchEvery)
-	defer t.Stop()
-	var last []byte
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		cp := co.Stats().LastCheckpoint
-		if cp == nil || bytes.Equal(cp, last) {
-			continue
-		}
-		last = cp
-		w.merged = checkpoint.Next(w.merged, cp)
-		done, err := w.end.Covered(ctx, w.merged)
-		if err != nil {
-			log.Warn("sync --once: cannot compare the checkpoint with the end", "err", err)
-			continue
-		}
-		if done {
-			w.mu.Lock()
-			w.done = true
-			w.mu.Unlock()
-			w.stop()
-			return
-		}
-	}
-}
-
-func (w *endWatch) reached() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.done
-}
-
-// errorTap passes records to its handler and calls f with the message and
-// err attribute of those at WARN and above: the status page's last error.
-type errorTap struct {
-	slog.Handler
-	f func(msg, err string)
-}
-
-func (t errorTap) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level >= slog.LevelWarn {
-		var e string
-		r.Attrs(func(a slog.Attr) bool {
-			if a.Key == "err" {
-				e = a.Value.String()
-			}
-			return true
-		})
-		t.f(r.Message, e)
-	}
-	return t.Handler.Handle(ctx, r)
-}
-
-func (t errorTap) WithAttrs(as []slog.Attr) slog.Handler {
-	return errorTap{Handler: t.Handler.WithAttrs(as), f: t.f}
-}
-
-func (t errorTap) WithGroup(name string) slog.Handler {
-	return errorTap{Handler: t.Handler.WithGroup(name), f: t.f}
+	return s.Run(ctx, config.SyncOptions{Once: *once, Progress: pm, Every: *every, Out: logOutput, Log: log, Reg: m.Registry()})
 }

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net/url"
+	"log/slog"
 	"strings"
 
+	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/config"
 	"github.com/flightline/flightline/transform"
 	"github.com/flightline/flightline/transform/flighttransform"
 )
@@ -46,6 +48,7 @@ Transforms (--transform, repeatable, run in the order given):
 type transformList []string
 
 func (l *transformList) String() string { return strings.Join(*l, " ") }
+
 func (l *transformList) Set(s string) error {
 	if s == "" {
 		return errors.New("empty transform")
@@ -72,168 +75,13 @@ func (t *transformFlags) register(fs *flag.FlagSet) {
 }
 
 // open returns the chain the flags name and a function that closes its
-// connections. A remote transform's transport is probed first, like a
-// remote source's or sink's (probeRemote): a mismatch is an error naming
-// the flag to fix; a service that does not answer yet is a warning.
-func (t *transformFlags) open(e env, pipeline, stream string) ([]transform.Transform, func(), error) {
-	var chain []transform.Transform
-	var closers []func()
-	closeAll := func() {
-		for _, c := range closers {
-			c()
-		}
-	}
-	for _, spec := range t.specs {
-		if isRemote(spec) {
-			if err := checkRemote(spec); err != nil {
-				return nil, nil, err
-			}
-			cc, err := t.cf.config("FLIGHTLINE_TRANSFORM_TOKEN")
-			if err != nil {
-				closeAll()
-				return nil, nil, err
-			}
-			if err := probeRemote(e, "--transform "+spec, spec, cc, "--transform-tls-ca"); err != nil {
-				closeAll()
-				return nil, nil, err
-			}
-			c, err := flighttransform.Dial(spec, cc, flighttransform.ForPipeline(pipeline, stream))
-			if err != nil {
-				closeAll()
-				return nil, nil, fmt.Errorf("--transform %s: %w", spec, err)
-			}
-			closers = append(closers, func() { c.Close() })
-			chain = append(chain, c)
-			continue
-		}
-		f, err := builtin(spec)
-		if err != nil {
-			closeAll()
-			return nil, nil, err
-		}
-		chain = append(chain, named{transform.Map(f), spec})
-	}
-	return chain, closeAll, nil
-}
-
-// openConfTransforms opens the transforms of pipeline p of the config file,
-// for stream, and returns a function that closes their connections. Remote
-// transforms are probed first (probeRemote), as run's are.
-func openConfTransforms(e env, p *pipelineConf, stream string) ([]transform.Transform, func(), error) {
-	var chain []transform.Transform
-	var closers []func()
-	closeAll := func() {
-		for _, c := range closers {
-			c()
-		}
-	}
-	for _, t := range p.transforms {
-		if t.remote == nil {
-			f, err := builtin(t.spec)
-			if err != nil {
-				closeAll()
-				return nil, nil, err
-			}
-			chain = append(chain, named{transform.Map(f), t.spec})
-			continue
-		}
-		cc, err := t.remote.clientConfig()
-		if err != nil {
-			closeAll()
-			return nil, nil, err
-		}
-		if err := probeRemote(e, t.remote.ref(), t.spec, cc, t.caKey()); err != nil {
-			closeAll()
-			return nil, nil, err
-		}
-		c, err := flighttransform.Dial(t.spec, cc, flighttransform.ForPipeline(p.id, stream))
-		if err != nil {
-			closeAll()
-			return nil, nil, fmt.Errorf("%s: %w", t.remote.ref(), err)
-		}
-		closers = append(closers, func() { c.Close() })
-		chain = append(chain, c)
-	}
-	return chain, closeAll, nil
-}
-
-// caKey names the setting that gives a remote transform's CA, for
-// endpoint.Probe's errors. A transform written as a bare URL has none: the
-// hint says how to write it so that it can.
-func (t transformConf) caKey() string {
-	if !t.bare {
-		return t.remote.ref() + " tls_ca"
-	}
-	return "a tls_ca key (write " + t.remote.ref() + " as {grpc: {url: …, tls_ca: FILE}})"
-}
-
-// named gives a Transform the name errors call it by.
-type named struct {
-	transform.Transform
-	name string
-}
-
-func (n named) String() string { return n.name }
-
-// builtin parses a builtin:NAME?… spec.
-func builtin(spec string) (transform.Func, error) {
-	u, err := url.Parse(spec)
-	if err != nil || u.Scheme != "builtin" {
-		return nil, fmt.Errorf("--transform %q: want grpc://host:port, grpc+tls://host:port or builtin:NAME?…", spec)
-	}
-	q := u.Query()
-	name := location(u)
-	only := func(keys ...string) error {
-		for k := range q {
-			ok := false
-			for _, want := range keys {
-				ok = ok || k == want
-			}
-			if !ok {
-				return fmt.Errorf("--transform %q: unknown option %q of builtin:%s", spec, k, name)
-			}
-		}
-		return nil
-	}
-	switch name {
-	case "select":
-		if err := only("columns"); err != nil {
-			return nil, err
-		}
-		var cols []string
-		for _, c := range strings.Split(q.Get("columns"), ",") {
-			if c = strings.TrimSpace(c); c != "" {
-				cols = append(cols, c)
-			}
-		}
-		return transform.Select(cols...)
-	case "rename":
-		m := map[string]string{}
-		for old, news := range q {
-			if len(news) != 1 || news[0] == "" {
-				return nil, fmt.Errorf("--transform %q: rename %s to exactly one non-empty name", spec, old)
-			}
-			m[old] = news[0]
-		}
-		return transform.Rename(m)
-	case "flatten":
-		if err := only("column"); err != nil {
-			return nil, err
-		}
-		if q.Get("column") == "" {
-			return nil, fmt.Errorf("--transform %q: flatten needs column=", spec)
-		}
-		return transform.Flatten(q.Get("column"), nil), nil
-	case "filter":
-		if err := only("column", "op", "value"); err != nil {
-			return nil, err
-		}
-		if q.Get("column") == "" {
-			return nil, fmt.Errorf("--transform %q: filter needs column=", spec)
-		}
-		return transform.Filter(q.Get("column"), transform.Op(q.Get("op")), q.Get("value"), nil)
-	}
-	return nil, fmt.Errorf("--transform %q: unknown built-in %q; known: filter, flatten, rename, select", spec, name)
+// connections (config.OpenTransforms): a remote transform's transport is
+// probed first, like a remote source's or sink's; a mismatch is an error
+// naming the flag to fix; a service that does not answer yet is a warning.
+func (t *transformFlags) open(ctx context.Context, log *slog.Logger, pipeline, stream string) ([]transform.Transform, func(), error) {
+	return config.OpenTransforms(ctx, log, t.specs, func() (flightline.ClientConfig, error) {
+		return t.cf.config("FLIGHTLINE_TRANSFORM_TOKEN")
+	}, pipeline, stream)
 }
 
 // serveTransform serves a chain of built-ins as one DoExchange service.
@@ -259,10 +107,10 @@ func serveTransform(ctx context.Context, args []string) error {
 	}
 	var fns []transform.Func
 	for _, s := range specs {
-		if isRemote(s) {
+		if config.IsRemote(s) {
 			return fmt.Errorf("--transform %q: serve-transform serves built-ins; chain remote services with run --transform", s)
 		}
-		f, err := builtin(s)
+		f, err := config.Builtin(s)
 		if err != nil {
 			return err
 		}

@@ -118,11 +118,11 @@ func TestTransformSpecs(t *testing.T) {
 		"builtin:filter?column=a&op=like&value=1", "builtin:rename", "builtin:flatten", "builtin:flatten?col=v", "grpc://127.0.0.1:1?x=1", "select?columns=a",
 	} {
 		tf := transformFlags{specs: transformList{bad}}
-		_, _, err := tf.open(env{}, "p", "s")
+		_, _, err := tf.open(context.Background(), nil, "p", "s")
 		require.Error(t, err, bad)
 	}
 	tf := transformFlags{specs: transformList{"builtin:select?columns=a,b", "builtin:rename?a=x", "builtin:filter?column=a&op=is_null", "builtin:flatten?column=value", "grpc://127.0.0.1:1"}}
-	chain, closeChain, err := tf.open(env{}, "p", "s")
+	chain, closeChain, err := tf.open(context.Background(), nil, "p", "s")
 	require.NoError(t, err)
 	require.Len(t, chain, 5)
 	closeChain()

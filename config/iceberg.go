@@ -1,0 +1,84 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/flightline/flightline/flightsink"
+	sinkiceberg "github.com/flightline/flightline/flightsink/iceberg"
+	"github.com/flightline/flightline/internal/spec"
+)
+
+// Iceberg sinks take the warehouse after "iceberg:" and the catalog, table
+// and file-IO properties as query keys:
+//
+//	iceberg:/data/warehouse?table=analytics.orders
+//	iceberg:s3://lake/warehouse?uri=/var/lib/flightline/catalog.db&table=analytics.orders&s3.endpoint=http://127.0.0.1:7070
+//	iceberg:s3://lake/warehouse?catalog=glue&table=analytics.orders&glue.region=eu-west-1
+//
+// Put S3 credentials in the environment (AWS_ACCESS_KEY_ID, ...) rather
+// than on the command line.
+
+// icebergIOKeys are the iceberg-go file-IO properties the kind passes on.
+var icebergIOKeys = &spec.Extra{
+	Doc: "iceberg-go file-IO properties of an s3:// warehouse, and the glue.* properties of catalog=glue (credentials are better left to the environment)",
+	Keys: append([]string{"s3.endpoint", "s3.region", "s3.access-key-id", "s3.secret-access-key", "s3.session-token", "s3.force-virtual-addressing"},
+		sinkiceberg.GlueKeys...),
+	Secret: []string{"s3.secret-access-key", "s3.session-token", "glue.secret-access-key", "glue.session-token"},
+}
+
+// icebergSinkConfig is the iceberg: sink kind.
+type icebergSinkConfig struct {
+	Catalog         string            `spec:"catalog" default:"sql" enum:"sql,glue" doc:"the catalog: sql, iceberg-go's SQL (JDBC-layout) catalog on SQLite, which pyiceberg's SqlCatalog reads too; glue, the AWS Glue Data Catalog (a namespace is a Glue database; the warehouse must be s3://; glue.region, glue.endpoint, … keys), which Athena and pyiceberg's GlueCatalog read"`
+	URI             string            `spec:"uri" doc:"the SQLite file of the sql catalog (default: WAREHOUSE/catalog.db for a local warehouse; required for s3://)"`
+	CatalogName     string            `spec:"catalog_name" default:"flightline" doc:"the catalog's name in the sql catalog's tables (pyiceberg's SqlCatalog name)"`
+	Table           string            `spec:"table" default:"flightline.events" doc:"the default table, namespace.table; a pipeline's target names a table in the same namespace"`
+	SchemaEvolution bool              `spec:"schema_evolution" default:"false" doc:"add new nullable columns to the table (and accept batches without optional columns) instead of refusing the batch"`
+	Partition       string            `spec:"partition" doc:"the partition spec of tables the sink creates: comma-separated COLUMN, identity(COLUMN), year|month|day|hour(COLUMN), bucket(N, COLUMN), truncate(W, COLUMN), e.g. day(ts), bucket(16, id); default: unpartitioned"`
+	ExpireOlderThan time.Duration     `spec:"expire_snapshots_older_than" default:"0s" doc:"expire snapshots older than this (keeping the current one), at most every ten minutes after a commit, so the table's metadata stays bounded; 0s: never"`
+	IO              map[string]string `spec:",extra"`
+}
+
+var icebergSinkSpec = spec.New[icebergSinkConfig]("iceberg", "iceberg:WAREHOUSE?table=NS.TABLE&uri=CATALOG.db",
+	"exactly-once Apache Iceberg tables (checkpoint in the snapshot summary; a target is a table in the namespace)", icebergIOKeys)
+
+func init() {
+	sinkKinds["iceberg"] = sinkOf(icebergSinkSpec, openIcebergSink).at("warehouse", "the warehouse: a local path or s3://BUCKET/PREFIX")
+}
+
+func openIcebergSink(e env, u *url.URL, c icebergSinkConfig) (flightsink.Sink, func(), error) {
+	loc := location(u)
+	if u.Scheme == "iceberg" && u.Host != "" {
+		loc = "" // iceberg://x is not a warehouse
+	}
+	if loc == "" {
+		return nil, nil, fmt.Errorf("iceberg: want iceberg:PATH or iceberg:s3://BUCKET/PREFIX (the warehouse)")
+	}
+	io, glue := map[string]string{}, map[string]string{}
+	for k, v := range c.IO {
+		if strings.HasPrefix(k, "glue.") {
+			glue[k] = v
+		} else {
+			io[k] = v
+		}
+	}
+	opts := []sinkiceberg.Option{sinkiceberg.Table(c.Table), sinkiceberg.CatalogName(c.CatalogName),
+		sinkiceberg.SchemaEvolution(c.SchemaEvolution), sinkiceberg.Properties(io), sinkiceberg.Logger(e.log),
+		sinkiceberg.ExpireSnapshotsOlderThan(c.ExpireOlderThan), sinkiceberg.Partition(c.Partition)}
+	switch {
+	case c.Catalog == "glue":
+		opts = append(opts, sinkiceberg.Glue(glue))
+	case len(glue) > 0:
+		return nil, nil, fmt.Errorf("iceberg: the glue.* keys are for catalog=glue")
+	}
+	if c.URI != "" {
+		opts = append(opts, sinkiceberg.SQLite(c.URI))
+	}
+	s, err := sinkiceberg.New(e.ctx, loc, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, func() { s.Close() }, nil
+}

@@ -1,0 +1,37 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/flightsink"
+)
+
+func TestKafkaSinkSpec(t *testing.T) {
+	for spec, want := range map[string]string{
+		"kafka:?brokers=127.0.0.1:1&value_format=json":  "only raw",
+		"kafka:?brokers=127.0.0.1:1&bogus=1":            "unknown option(s) bogus",
+		"kafka:?topic=x":                                "bootstrap servers",
+		"kafka:?brokers=127.0.0.1:1&create_topics=zero": "create_topics",
+		"kafka:?brokers=127.0.0.1:1&sasl=kerberos":      "sasl",
+	} {
+		_, _, err := openSink(testEnv, spec, flightsink.ClientConfig{})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want an error containing %q", spec, err, want)
+		}
+	}
+	_, _, err := openSink(testEnv, "kafka:?brokers=127.0.0.1:1&value_format=avro", flightsink.ClientConfig{})
+	if !errors.Is(err, flightline.ErrInvalidInput) {
+		t.Errorf("value_format=avro: %v, want ErrInvalidInput", err)
+	}
+	s, closeFn, err := openSink(testEnv, "kafka:?brokers=127.0.0.1:1&topic=t&value_format=raw&partition_column=p&create_topics=3&transaction_timeout=20s&batch_timeout=5s&client_id=c", flightsink.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	if flightsink.GuaranteeOf(s) != flightsink.ExactlyOnce {
+		t.Error("kafka sink must declare exactly-once")
+	}
+}

@@ -1,0 +1,74 @@
+package config
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/flightsink/objsink"
+	"github.com/flightline/flightline/flightsink/objsink/sftp"
+	"github.com/flightline/flightline/internal/spec"
+)
+
+// sftpSinkConfig is the sftp:// sink kind. The password and the key's
+// passphrase are taken only from the environment, never from the URL or
+// the file.
+type sftpSinkConfig struct {
+	objLayout
+	KeyFile               string `spec:"key_file" doc:"the private key to log in with (its passphrase from $FLIGHTLINE_SFTP_PASSPHRASE); a password is taken only from $FLIGHTLINE_SFTP_PASSWORD"`
+	KnownHosts            string `spec:"known_hosts" doc:"the OpenSSH known_hosts file the server's host key is checked against; default: ~/.ssh/known_hosts"`
+	InsecureIgnoreHostKey bool   `spec:"insecure_ignore_host_key" doc:"accept any host key (logged as a warning); for tests only"`
+}
+
+var sftpSpec = spec.New[sftpSinkConfig]("sftp", "sftp://USER@HOST[:PORT]/PATH?key_file=…&format=parquet|jsonl|csv",
+	"exactly-once part files under PATH/<target>/ on an OpenSSH-compatible server, committed by hardlink@openssh.com after fsync@openssh.com; refused on a server without them", nil)
+
+func init() {
+	sinkKinds["sftp"] = sinkOf(sftpSpec, openSFTP).at("path", "USER@HOST[:PORT]/PATH, the existing directory the files go under")
+}
+
+func openSFTP(_ env, u *url.URL, c sftpSinkConfig) (flightsink.Sink, func(), error) {
+	if u.Host == "" || u.User == nil || u.User.Username() == "" || location(u) == "" {
+		return nil, nil, fmt.Errorf("sftp: want sftp://USER@HOST[:PORT]/PATH, e.g. sftp://drop@files.example.com/incoming")
+	}
+	if _, ok := u.User.Password(); ok {
+		return nil, nil, fmt.Errorf("sftp: no password in the URL: set FLIGHTLINE_SFTP_PASSWORD in the environment")
+	}
+	opts, err := c.options()
+	if err != nil {
+		return nil, nil, fmt.Errorf("sftp: %w", err)
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "22")
+	}
+	var dopts []sftp.Option
+	if c.KeyFile != "" {
+		dopts = append(dopts, sftp.KeyFile(c.KeyFile, os.Getenv("FLIGHTLINE_SFTP_PASSPHRASE")))
+	}
+	if pw := os.Getenv("FLIGHTLINE_SFTP_PASSWORD"); pw != "" {
+		dopts = append(dopts, sftp.Password(pw))
+	}
+	if c.KnownHosts != "" {
+		dopts = append(dopts, sftp.KnownHosts(c.KnownHosts))
+	}
+	if c.InsecureIgnoreHostKey {
+		dopts = append(dopts, sftp.InsecureIgnoreHostKey())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := sftp.Dial(ctx, addr, u.User.Username(), location(u), dopts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := objsink.New(b, "sftp sink", opts...)
+	if err != nil {
+		b.Close()
+		return nil, nil, err
+	}
+	return objSink{Sink: s, how: "hardlink@openssh.com commit records after fsync@openssh.com"}, func() { b.Close() }, nil
+}
