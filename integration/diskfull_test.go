@@ -144,7 +144,7 @@ func TestIntegrationDiskFull(t *testing.T) {
 			res := r.finish(ctx, 4*time.Minute)
 			row.checked, row.dups, row.losses = res.checked, res.dups, res.losses
 			logFaultTable(t, []faultRow{row})
-			require.LessOrEqual(t, row.recovery, killRecoveryBound, "the disk had space again, the pipeline did not commit")
+			require.LessOrEqual(t, row.recovery, serviceRecoveryBound, "the disk had space again, the pipeline did not commit")
 		})
 	}
 }

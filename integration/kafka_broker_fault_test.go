@@ -233,7 +233,7 @@ func TestIntegrationKafkaBrokerKill(t *testing.T) {
 			}
 			logFaultTable(t, table)
 			for _, row := range table {
-				require.LessOrEqual(t, row.recovery, killRecoveryBound, "%s: the broker was back, the pipeline was not", row.fault)
+				require.LessOrEqual(t, row.recovery, serviceRecoveryBound, "%s: the broker was back, the pipeline was not", row.fault)
 			}
 		})
 	}

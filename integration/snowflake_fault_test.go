@@ -128,6 +128,6 @@ func TestIntegrationSnowflakeRestart(t *testing.T) {
 	}
 	logFaultTable(t, table)
 	for _, row := range table {
-		require.LessOrEqual(t, row.recovery, killRecoveryBound, "%s: the emulator was back, the pipeline was not", row.fault)
+		require.LessOrEqual(t, row.recovery, serviceRecoveryBound, "%s: the emulator was back, the pipeline was not", row.fault)
 	}
 }

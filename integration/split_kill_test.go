@@ -1030,6 +1030,14 @@ const killSession = 6 * time.Second
 // s, after five source kills in 13 s (seed 16).
 const killRecoveryBound = killSession + 6*time.Second
 
+// serviceRecoveryBound bounds the same for a service that was down (a
+// broker, an emulator, a full disk) rather than a killed process: while
+// the service is down the coordinator's retries back off to its maximum
+// (5 s), so its next attempt may come that long after the service is
+// back. Measured worst case on a fresh machine under its set-up's load:
+// 14.3 s (the Snowflake emulator down 7.2 s).
+const serviceRecoveryBound = killRecoveryBound + 5*time.Second
+
 // quickRestartInTest are the sinks TestIntegrationQuickSourceRestart runs
 // outside make chaos.
 var quickRestartInTest = map[string]bool{"postgres": true, "delta": true, "kafka": true}
