@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -193,9 +194,12 @@ func (r *Redialing) backend(ctx context.Context) (*Backend, error) {
 
 // lost drops b when err says its connection was lost (before the
 // connection's end is noticed otherwise), so the next call dials; it
-// returns err.
+// returns err. A call in flight when the connection ends gets
+// sftp.ErrSSHFxConnectionLost; one that starts after it, before the
+// connection's reader has noticed, fails to send its packet (io.EOF in
+// the chain: pkg/sftp's "failed to send packet: EOF").
 func (r *Redialing) lost(b *Backend, err error) error {
-	if err == nil || !errors.Is(err, sftp.ErrSSHFxConnectionLost) {
+	if err == nil || !(errors.Is(err, sftp.ErrSSHFxConnectionLost) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
 		return err
 	}
 	r.mu.Lock()
