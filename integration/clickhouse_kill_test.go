@@ -114,7 +114,14 @@ func TestIntegrationClickHouseKill9(t *testing.T) {
 	// with its token (deduplicated where it had landed), and how often the
 	// replay was cut otherwise (which the check above would catch).
 	t.Logf("serve-sink killed %d times, with a batch in flight (intent row written, commit row not) %d times", sinkKills, inFlight)
-	if sinkKills >= 3 {
+	// A kill aimed at the window may still miss it (the commit row's
+	// request was already queued at the front): with make test's 4 kills
+	// no sink kill in the window happens often enough to fail make test
+	// (it did), so the short run only reports it and the deterministic
+	// TestIntegrationCrashAfterInsertReplayDeduplicated (flightsink/
+	// clickhouse) covers the replay there; the 100-kill run (about 40 of
+	// them the sink's, 22 in the window when measured) must reach it.
+	if chaosMode() && sinkKills >= 10 {
 		require.Positive(t, inFlight, "no kill of the sink landed between an intent row and its commit row: the replay path was not exercised")
 	}
 	t.Logf("pending batches replayed with their token: %d; not re-formed identically: %d",
