@@ -26,7 +26,7 @@ type RecvStream interface {
 
 // Reader reads record batches from a Flight stream, like arrow-go's
 // flight.Reader, whose methods it has. Every message with an IPC header is
-// checked by ipcguard.Check (bound max) before arrow-go's reader sees it.
+// checked by an ipcguard.Checker (bound max) before arrow-go's reader sees it.
 //
 // On a stream that uses Codec (Enabled), a batch's buffers alias the
 // received gRPC buffer, which returns to gRPC's pool once every batch and
@@ -42,7 +42,7 @@ type Reader struct {
 // (malformed protobuf, or refused by ipcguard) is an error that Malformed
 // also returns.
 func NewReader(s RecvStream, max int64, opts ...ipc.Option) (*Reader, error) {
-	mr := &messageReader{s: s, zero: Enabled(s.Context()), max: max}
+	mr := &messageReader{s: s, zero: Enabled(s.Context()), guard: ipcguard.NewChecker(max)}
 	mr.refs.Store(1)
 	first, err := mr.recv()
 	if err != nil {
@@ -108,7 +108,7 @@ func (f *frame) release() {
 type messageReader struct {
 	s         RecvStream
 	zero      bool
-	max       int64
+	guard     *ipcguard.Checker
 	refs      atomic.Int64
 	peeked    *frame
 	msg       *ipc.Message // the last message returned, released with the next
@@ -151,7 +151,7 @@ func (r *messageReader) recv() (frame, error) {
 		f.body = memory.NewBufferBytes(nil)
 	}
 	if len(f.header) > 0 {
-		if _, err := ipcguard.Check(f.header, f.body.Bytes(), r.max); err != nil {
+		if _, err := r.guard.Check(f.header, f.body.Bytes()); err != nil {
 			f.release()
 			r.malformed = err
 			return frame{}, err

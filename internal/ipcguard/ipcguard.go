@@ -492,19 +492,19 @@ func Locate(header []byte) (Layout, error) {
 }
 
 // Stream wraps a Flight data stream so that every message with an IPC
-// header is checked with Check (bound max) before the reader reading from
+// header is checked by a Checker (bound max) before the reader reading from
 // the Stream sees it. The first refusal ends the stream: Recv returns it,
 // and Err keeps it, because arrow-go's reader reports a Recv error as an
 // unclassified one of its own.
 type Stream struct {
 	flight.DataStreamReader
-	max int64
-	err error
+	guard *Checker
+	err   error
 }
 
 // NewStream returns r guarded with bound max.
 func NewStream(r flight.DataStreamReader, max int64) *Stream {
-	return &Stream{DataStreamReader: r, max: max}
+	return &Stream{DataStreamReader: r, guard: NewChecker(max)}
 }
 
 // Recv implements flight.DataStreamReader.
@@ -517,7 +517,7 @@ func (s *Stream) Recv() (*flight.FlightData, error) {
 		return nil, err
 	}
 	if len(fd.DataHeader) > 0 {
-		if _, err := Check(fd.DataHeader, fd.DataBody, s.max); err != nil {
+		if _, err := s.guard.Check(fd.DataHeader, fd.DataBody); err != nil {
 			s.err = err
 			return nil, err
 		}

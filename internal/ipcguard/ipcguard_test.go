@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+
 	"github.com/flightline/flightline/internal/ipcguard"
 	"github.com/flightline/flightline/internal/testkit/doputtest"
 )
@@ -51,15 +53,26 @@ func TestBoundIsTheSum(t *testing.T) {
 	}
 }
 
-// FuzzCheck: Check never panics, whatever the header and body.
+// FuzzCheck: Check never panics, whatever the header and body, and
+// neither does a Checker, on its own or after a schema of every type.
 func FuzzCheck(f *testing.F) {
 	for _, c := range append(doputtest.Valid(), doputtest.Cases()...) {
 		for _, m := range c.Messages {
 			f.Add(m.Header, m.Body)
 		}
 	}
+	every := everyTypeStream(f, 3, ipc.WithLZ4())
+	for _, m := range every {
+		f.Add(m.Header, m.Body)
+	}
 	f.Fuzz(func(t *testing.T, header, body []byte) {
 		_, _ = ipcguard.Check(header, body, 1<<20)
 		_, _ = ipcguard.Locate(header)
+		_, _ = ipcguard.NewChecker(1<<20).Check(header, body)
+		c := ipcguard.NewChecker(1 << 20)
+		if _, err := c.Check(every[0].Header, every[0].Body); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = c.Check(header, body)
 	})
 }

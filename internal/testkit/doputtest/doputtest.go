@@ -272,6 +272,7 @@ func Cases() []Case {
 	}
 	str, i64, lists, structs, dicts := enc(Strings), enc(Int64s), enc(Lists), enc(Structs), enc(Dictionaries)
 	lz4, zstd := enc(Strings, ipc.WithLZ4()), enc(Strings, ipc.WithZstd())
+	structsLZ4 := enc(Structs, ipc.WithLZ4())
 	last := func(m []Message) int { return len(m) - 1 }
 	// Buffers: strings validity 0, offsets 1, data 2; int64 validity 0,
 	// values 1; list validity 0, offsets 1, child validity 2, values 3;
@@ -369,6 +370,15 @@ func Cases() []Case {
 			for i := off + 8; i < off+n; i++ {
 				b[i] ^= 0x5a
 			}
+		})},
+		// arrow-go's reader decompresses a column's buffers as it reads
+		// them and panics when the next one is missing, leaking those
+		// already decompressed.
+		{"LZ4 struct batch with its last buffer missing", edit(structsLZ4, 1, func(l ipcguard.Layout, h, b []byte) {
+			binary.LittleEndian.PutUint32(h[l.Buffers[0]-4:], uint32(len(l.Buffers)-1))
+		})},
+		{"LZ4 struct batch with its last field node missing", edit(structsLZ4, 1, func(l ipcguard.Layout, h, b []byte) {
+			binary.LittleEndian.PutUint32(h[l.Nodes[0]-4:], uint32(len(l.Nodes)-1))
 		})},
 		{"batch before the schema", []Message{i64[1], i64[0], i64[1]}},
 		{"schema declaring 2^31 fields", schemaFields(i64, 1<<31-1)},
