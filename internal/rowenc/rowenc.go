@@ -70,17 +70,49 @@ func (e *JSONL) Encode(dst *bytes.Buffer, rec arrow.RecordBatch) error {
 type CSV struct {
 	buf bytes.Buffer
 	w   *csv.Writer
+	err error // a column CSV cannot hold
 }
 
-// NewCSV returns a CSV encoder for batches of schema sc.
+// NewCSV returns a CSV encoder for batches of schema sc. A schema with a
+// column of a type CSV cannot hold (a struct, a map, a union, a dictionary,
+// a view type) makes every Encode fail with ErrInvalidInput naming the
+// column: arrow-go's writer panics on such a column.
 func NewCSV(sc *arrow.Schema) *CSV {
 	e := &CSV{}
+	for _, f := range sc.Fields() {
+		if !csvType(f.Type) {
+			e.err = fmt.Errorf("%w: column %q: type %s cannot be written as CSV (write it as JSON lines or Parquet)", flightline.ErrInvalidInput, f.Name, f.Type)
+			return e
+		}
+	}
 	e.w = csv.NewWriter(&e.buf, sc, csv.WithHeader(true), csv.WithNullWriter(""))
 	return e
 }
 
+// csvType reports whether arrow-go's CSV writer takes a column of type dt
+// (arrow/csv transformer.go; it panics on any other).
+func csvType(dt arrow.DataType) bool {
+	switch dt := dt.(type) {
+	case *arrow.BooleanType,
+		*arrow.Int8Type, *arrow.Int16Type, *arrow.Int32Type, *arrow.Int64Type,
+		*arrow.Uint8Type, *arrow.Uint16Type, *arrow.Uint32Type, *arrow.Uint64Type,
+		*arrow.Float16Type, *arrow.Float32Type, *arrow.Float64Type,
+		*arrow.StringType, *arrow.LargeStringType, *arrow.Date32Type, *arrow.Date64Type,
+		*arrow.TimestampType, *arrow.Decimal128Type, *arrow.Decimal256Type,
+		*arrow.BinaryType, *arrow.LargeBinaryType, *arrow.FixedSizeBinaryType,
+		arrow.ExtensionType, *arrow.NullType:
+		return true
+	case arrow.ListLikeType:
+		return csvType(dt.Elem())
+	}
+	return false
+}
+
 // Encode implements Encoder.
 func (e *CSV) Encode(dst *bytes.Buffer, rec arrow.RecordBatch) error {
+	if e.err != nil {
+		return e.err
+	}
 	e.buf.Reset()
 	if err := e.w.Write(rec); err != nil {
 		return fmt.Errorf("%w: as CSV: %v", flightline.ErrInvalidInput, err)

@@ -1,0 +1,17 @@
+//go:build cgo
+
+package duckdb_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/internal/testkit/doputtest"
+)
+
+// The malformed-DoPut corpus, in-process and over Flight (docs/sinks.md).
+func TestIntegrationMalformedDoPut(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "malformed.duckdb")
+	doputtest.Run(t, func(tb testing.TB) flightsink.Sink { return newSink(tb.(*testing.T), path) })
+}

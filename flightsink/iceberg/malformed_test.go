@@ -1,0 +1,15 @@
+package iceberg_test
+
+import (
+	"testing"
+
+	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/internal/testkit/doputtest"
+)
+
+// The malformed-DoPut corpus, in-process and over Flight (docs/sinks.md),
+// on a local warehouse. Iceberg has no dictionary type: that stream is refused.
+func TestMalformedDoPut(t *testing.T) {
+	wh := t.TempDir()
+	doputtest.Run(t, func(tb testing.TB) flightsink.Sink { return newSink(tb.(*testing.T), wh) }, "dictionaries")
+}

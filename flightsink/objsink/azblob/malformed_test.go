@@ -1,0 +1,25 @@
+package azblob_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/flightsink/objsink"
+	"github.com/flightline/flightline/flightsink/objsink/azblob"
+	"github.com/flightline/flightline/internal/testkit/doputtest"
+)
+
+// The malformed-DoPut corpus, in-process and over Flight (docs/sinks.md).
+func TestIntegrationAzblobMalformedDoPut(t *testing.T) {
+	a := need(t)
+	cont := a.newContainer(t)
+	doputtest.Run(t, func(tb testing.TB) flightsink.Sink {
+		b, err := azblob.New(cont, "lake", a.opts()...)
+		require.NoError(tb, err)
+		s, err := objsink.New(b, "azblob sink")
+		require.NoError(tb, err)
+		return s
+	})
+}
