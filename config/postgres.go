@@ -104,8 +104,11 @@ func openPgSource(e env, u *url.URL, c pgSourceConfig) (flightsrc.Source, func()
 	if c.BatchRows != nil {
 		opts = append(opts, pgsrc.BatchSize(*c.BatchRows))
 	}
-	s, err := pgsrc.New(pgDSN(u, c.Conn), opts...)
-	return s, func() {}, err
+	s, err := pgsrc.New(e.ctx, pgsrc.Config{DSN: pgDSN(u, c.Conn)}, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, func() { _ = s.Close() }, nil
 }
 
 func init() {

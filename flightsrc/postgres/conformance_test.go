@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -32,7 +33,7 @@ func TestIntegrationSourceConformance(t *testing.T) {
 				FROM generate_series($1::bigint, $2::bigint - 1) i ORDER BY random()`, from, to)
 		},
 		NewSource: func(t *testing.T, mem memory.Allocator, table string) flightsrc.Source {
-			s, err := postgres.New(pgtest.DSN(t), postgres.Table(table, "wm", "id"), postgres.BatchSize(7),
+			s, err := postgres.New(context.Background(), postgres.Config{DSN: pgtest.DSN(t)}, postgres.Table(table, "wm", "id"), postgres.BatchSize(7),
 				postgres.PollInterval(20*time.Millisecond), postgres.Allocator(mem))
 			require.NoError(t, err)
 			return s

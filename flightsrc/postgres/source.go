@@ -49,7 +49,15 @@ import (
 	"github.com/flightline/flightline/internal/pgerr"
 )
 
-// Option configures a Source.
+// Config is the database a Source reads.
+type Config struct {
+	// DSN is the connection string, a postgres:// URL or libpq key=value
+	// pairs. Required.
+	DSN string
+}
+
+// Option configures a Source: the tables it reads, its polling and paging,
+// allocator and logger. Options apply only in New.
 type Option func(*options) error
 
 // The options every incremental SQL source shares (internal/incsrc).
@@ -94,25 +102,34 @@ type Source struct {
 	server   string
 }
 
-// New returns a Source for the database at dsn. It does not connect.
-func New(dsn string, opts ...Option) (*Source, error) {
+// New returns a Source for the database at cfg.DSN. It validates the
+// options (at least one Table) and parses the DSN, but does not connect:
+// ctx is not used today, and each Streams and Read opens (and closes) a
+// connection of its own. Options apply only here. Close releases nothing
+// today.
+func New(ctx context.Context, cfg Config, opts ...Option) (*Source, error) {
 	o, err := incsrc.New("postgres source", opts)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := pgx.ParseConfig(dsn)
+	pcfg, err := pgx.ParseConfig(cfg.DSN)
 	if err != nil {
-		return nil, pgerr.ParseError(err, dsn)
+		return nil, pgerr.ParseError(err, cfg.DSN)
 	}
 	// Fixed session settings make the text form of watermarks stable.
 	for k, v := range map[string]string{"DateStyle": "ISO", "TimeZone": "UTC", "extra_float_digits": "3", "IntervalStyle": "postgres"} {
-		cfg.RuntimeParams[k] = v
+		pcfg.RuntimeParams[k] = v
 	}
-	if cfg.RuntimeParams["application_name"] == "" {
-		cfg.RuntimeParams["application_name"] = "flightline-source"
+	if pcfg.RuntimeParams["application_name"] == "" {
+		pcfg.RuntimeParams["application_name"] = "flightline-source"
 	}
-	return &Source{o: o, cfg: cfg, password: cfg.Password, server: pgerr.Describe(&cfg.Config)}, nil
+	return &Source{o: o, cfg: pcfg, password: pcfg.Password, server: pgerr.Describe(&pcfg.Config)}, nil
 }
+
+// Close implements io.Closer for symmetry with the other sources: the
+// Source holds no connection between calls (each Reader closes its own),
+// so it returns nil. Call it once, after every Reader is closed.
+func (s *Source) Close() error { return nil }
 
 func (s *Source) wrap(err error, format string, args ...any) error {
 	return pgerr.Wrap(err, s.password, format, args...)

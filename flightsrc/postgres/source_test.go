@@ -18,7 +18,7 @@ import (
 
 func newSource(t *testing.T, mem memory.Allocator, opts ...postgres.Option) *postgres.Source {
 	t.Helper()
-	s, err := postgres.New(pgtest.DSN(t), append([]postgres.Option{postgres.Allocator(mem)}, opts...)...)
+	s, err := postgres.New(context.Background(), postgres.Config{DSN: pgtest.DSN(t)}, append([]postgres.Option{postgres.Allocator(mem)}, opts...)...)
 	require.NoError(t, err)
 	return s
 }
@@ -152,7 +152,7 @@ func TestIntegrationSourceBadInput(t *testing.T) {
 	require.ErrorIs(t, err, flightline.ErrNotFound)
 	_, err = s.Read(ctx, flightsrc.ReadRequest{Stream: table, After: []byte(`{"positions":{}}`)})
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
-	_, err = postgres.New(pgtest.DSN(t))
+	_, err = postgres.New(context.Background(), postgres.Config{DSN: pgtest.DSN(t)})
 	require.ErrorIs(t, err, flightline.ErrInvalidInput, "a source needs a table")
 }
 
