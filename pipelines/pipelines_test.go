@@ -145,7 +145,7 @@ func TestKafkaToDeltaLoopbackValueColumns(t *testing.T) {
 	require.NoError(t, <-done)
 
 	// Read the table back with Flightline's own Delta source.
-	src, err := srcdelta.New(ctx, dir, srcdelta.Once(true), srcdelta.Allocator(mem))
+	src, err := srcdelta.New(ctx, srcdelta.Config{URI: dir, Once: true}, srcdelta.Allocator(mem))
 	require.NoError(t, err)
 	rd, err := src.Read(ctx, flightsrc.ReadRequest{Stream: filepath.Base(dir)})
 	require.NoError(t, err)
