@@ -179,9 +179,9 @@ func kdRunGo(b *testing.B, brokers []string, n int, loopback bool) kdResult {
 		Pipeline: flightsink.Pipeline{ID: "bench"},
 		// A fresh group per op: a used group's advisory commit would start
 		// the fresh table at the end of the topic.
-		Source: []kafka.Option{kafka.Brokers(brokers...), kafka.GroupID(fmt.Sprintf("bench-kd-%d", time.Now().UnixNano())),
-			kafka.WithoutGroupMembership(), kafka.BatchRows(kdBatch), kafka.BatchWait(50 * time.Millisecond),
-			kafka.Allocator(mem), kafka.Logger(quiet),
+		Source: kafka.Config{Brokers: brokers, GroupID: fmt.Sprintf("bench-kd-%d", time.Now().UnixNano()), WithoutGroupMembership: true, BatchRows: kdBatch, BatchWait: 50 * time.Millisecond},
+		SourceOptions: []kafka.Option{kafka.Allocator(mem),
+			kafka.Logger(quiet),
 			kafka.ValueDecoder(func() (kafkadecode.ValueDecoder, error) { return kafkadecode.NewJSONDecoder(sc) })},
 		Coordinator: []coordinator.Option{coordinator.WithLogger(quiet)},
 	}, table, opts...)

@@ -121,9 +121,8 @@ func BenchmarkKafkaSource(b *testing.B) {
 		b.SetBytes(kbBytes)
 		b.ReportAllocs()
 		for b.Loop() {
-			src, err := kafka.New(kafka.Brokers(brokers...), kafka.Topics(kbTopic), kafka.GroupID("bench"),
-				kafka.WithoutGroupMembership(), kafka.BatchRows(10_000), kafka.Allocator(mem),
-				kafka.Logger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+			src, err := kafka.New(context.Background(), kafka.Config{Brokers: brokers, Topics: []string{kbTopic}, GroupID: "bench", WithoutGroupMembership: true, BatchRows: 10_000},
+				kafka.Allocator(mem), kafka.Logger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -100,8 +100,8 @@ func BenchmarkPostgresCDCSnapshot(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
 			dropSlot() // each op creates the slot and reads its snapshot
-			src, err := postgrescdc.New(dsn, postgrescdc.Table(table), postgrescdc.Slot(table), postgrescdc.Publication(table),
-				postgrescdc.BatchRows(100_000), postgrescdc.Allocator(mem))
+			src, err := postgrescdc.New(context.Background(), postgrescdc.Config{DSN: dsn, Table: table, Slot: table, Publication: table,
+				BatchRows: 100_000}, postgrescdc.Allocator(mem))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -172,8 +172,8 @@ func BenchmarkPostgresCDCStream(b *testing.B) {
 		exec(`CREATE TABLE ` + table + ` (id bigint PRIMARY KEY, v text NOT NULL, n bigint NOT NULL)`)
 		exec(`INSERT INTO ` + table + ` SELECT i, 'v', 0 FROM generate_series(0, ` + fmt.Sprint(keys-1) + `) i`)
 		mem := memory.NewGoAllocator()
-		src, err := postgrescdc.New(dsn, postgrescdc.Table(table), postgrescdc.Slot(table), postgrescdc.Publication(table),
-			postgrescdc.BatchRows(10_000), postgrescdc.PollInterval(50*time.Millisecond), postgrescdc.Allocator(mem))
+		src, err := postgrescdc.New(context.Background(), postgrescdc.Config{DSN: dsn, Table: table, Slot: table, Publication: table,
+			BatchRows: 10_000, PollInterval: 50 * time.Millisecond}, postgrescdc.Allocator(mem))
 		if err != nil {
 			b.Fatal(err)
 		}

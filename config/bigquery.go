@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
 	bqsink "github.com/flightline/flightline/flightsink/bigquery"
 	"github.com/flightline/flightline/flightsrc"
@@ -76,23 +77,33 @@ func openBQSource(e env, u *url.URL, c bqSourceConfig) (flightsrc.Source, func()
 	if c.Table == "" || c.Cursor == "" || c.Tiebreak == "" {
 		return nil, nil, fmt.Errorf("bigquery: the source needs table=, cursor= and tiebreak=")
 	}
-	opts := []bqsrc.Option{bqsrc.Table(c.Table, c.Cursor, c.Tiebreak), bqsrc.Logger(e.log)}
+	cfg := bqsrc.Config{Project: project, Dataset: dataset, Table: c.Table, Cursor: c.Cursor, Tiebreak: c.Tiebreak}
+	// A bound given as a key must be a real one: 0 would mean the default.
 	if c.Poll != nil {
-		opts = append(opts, bqsrc.PollInterval(*c.Poll))
+		if *c.Poll <= 0 {
+			return nil, nil, fmt.Errorf("%w: bigquery source: poll interval %v", flightline.ErrInvalidInput, *c.Poll)
+		}
+		cfg.PollInterval = *c.Poll
 	}
 	if c.BatchRows != nil {
-		opts = append(opts, bqsrc.BatchRows(*c.BatchRows))
+		if *c.BatchRows < 1 {
+			return nil, nil, fmt.Errorf("%w: bigquery source: batch rows %d", flightline.ErrInvalidInput, *c.BatchRows)
+		}
+		cfg.BatchRows = *c.BatchRows
 	}
 	if c.CredentialsFile != nil {
-		opts = append(opts, bqsrc.CredentialsFile(*c.CredentialsFile))
+		cfg.CredentialsFile = *c.CredentialsFile
 	}
 	if c.EmulatorHTTP != nil || c.EmulatorGRPC != nil {
 		if c.EmulatorHTTP == nil || c.EmulatorGRPC == nil {
 			return nil, nil, fmt.Errorf("bigquery: emulator_endpoint and emulator_grpc go together")
 		}
-		opts = append(opts, bqsrc.Emulator(*c.EmulatorHTTP, *c.EmulatorGRPC))
+		if *c.EmulatorHTTP == "" || *c.EmulatorGRPC == "" {
+			return nil, nil, fmt.Errorf("%w: bigquery source: an emulator needs both its HTTP endpoint and its gRPC address", flightline.ErrInvalidInput)
+		}
+		cfg.EmulatorEndpoint, cfg.EmulatorGRPC = *c.EmulatorHTTP, *c.EmulatorGRPC
 	}
-	s, err := bqsrc.New(context.Background(), project, dataset, opts...)
+	s, err := bqsrc.New(e.ctx, cfg, bqsrc.Logger(e.log))
 	if err != nil {
 		return nil, nil, err
 	}

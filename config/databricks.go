@@ -12,7 +12,6 @@ import (
 	sinkdelta "github.com/flightline/flightline/flightsink/delta"
 	"github.com/flightline/flightline/flightsrc"
 	srcdbx "github.com/flightline/flightline/flightsrc/databricks"
-	srcdelta "github.com/flightline/flightline/flightsrc/delta"
 	"github.com/flightline/flightline/internal/objstore"
 	"github.com/flightline/flightline/internal/spec"
 	"github.com/flightline/flightline/internal/unitycatalog"
@@ -132,18 +131,20 @@ func openDatabricksSource(e env, u *url.URL, c databricksSourceConfig) (flightsr
 	if err != nil {
 		return nil, nil, err
 	}
-	dopts := []srcdelta.Option{srcdelta.Once(c.Once)}
+	scfg := srcdbx.Config{Table: name, Workspace: cfg, StorageOptions: c.Storage, VendMargin: vo.Margin, Once: c.Once}
 	if c.Stream != nil {
-		dopts = append(dopts, srcdelta.Stream(*c.Stream))
+		scfg.Stream = *c.Stream
 	}
 	if c.BatchRows != nil {
-		dopts = append(dopts, srcdelta.BatchRows(*c.BatchRows))
+		if *c.BatchRows < 1 { // 0 would mean the default
+			return nil, nil, fmt.Errorf("%w: batch rows %d < 1", flightline.ErrInvalidInput, *c.BatchRows)
+		}
+		scfg.BatchRows = *c.BatchRows
 	}
 	if c.Poll != nil {
-		dopts = append(dopts, srcdelta.PollInterval(*c.Poll))
+		scfg.PollInterval = *c.Poll
 	}
-	s, err := srcdbx.New(e.ctx, name, srcdbx.Workspace(cfg), srcdbx.Vend(vo), srcdbx.StorageOptions(c.Storage), srcdbx.Logger(e.log),
-		srcdbx.DeltaOptions(dopts...))
+	s, err := srcdbx.New(e.ctx, scfg, srcdbx.Logger(e.log))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
 	sinkdelta "github.com/flightline/flightline/flightsink/delta"
 	"github.com/flightline/flightline/flightsrc"
@@ -82,18 +83,24 @@ func openDeltaSource(e env, u *url.URL, c deltaSourceConfig) (flightsrc.Source, 
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := []srcdelta.Option{srcdelta.StorageOptions(c.Storage), srcdelta.Once(c.Once)}
+	cfg := srcdelta.Config{URI: loc, StorageOptions: c.Storage, Once: c.Once}
 	if c.Stream != nil {
-		opts = append(opts, srcdelta.Stream(*c.Stream))
+		cfg.Stream = *c.Stream
 	}
 	if c.BatchRows != nil {
-		opts = append(opts, srcdelta.BatchRows(*c.BatchRows))
+		if *c.BatchRows < 1 { // 0 would mean the default
+			return nil, nil, fmt.Errorf("%w: batch rows %d < 1", flightline.ErrInvalidInput, *c.BatchRows)
+		}
+		cfg.BatchRows = *c.BatchRows
 	}
 	if c.Poll != nil {
-		opts = append(opts, srcdelta.PollInterval(*c.Poll))
+		cfg.PollInterval = *c.Poll
 	}
-	s, err := srcdelta.New(e.ctx, loc, opts...)
-	return s, func() {}, err
+	s, err := srcdelta.New(e.ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, func() { _ = s.Close() }, nil
 }
 
 func init() {

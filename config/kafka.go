@@ -16,6 +16,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/flightsrc/kafka"
 	"github.com/flightline/flightline/internal/spec"
@@ -89,33 +90,45 @@ func init() {
 	sourceKinds["kafka"] = sourceOf(kafkaSourceSpec, openKafka)
 }
 
-// options turns c into the source's options; closeFn closes what they
-// opened (the dead-letter file).
-func (c kafkaSourceConfig) options(e env) (opts []kafka.Option, closeFn func(), err error) {
+// options turns c into the source's Config and options; closeFn closes
+// what they opened (the dead-letter file).
+func (c kafkaSourceConfig) options(e env) (cfg kafka.Config, opts []kafka.Option, closeFn func(), err error) {
 	const kind = "kafka"
 	bad := func(key, raw string, err error) error { return spec.Bad(kind, kafkaSourceSpec.Field(key), raw, err) }
-	opts = append(opts, kafka.Brokers(c.Brokers...), kafka.Topics(c.Topics...))
+	// atLeast1 refuses a bound below 1, which kafka.Config would take for
+	// its default (0): a key, when given, must be a real bound.
+	atLeast1 := func(v int64, format string, args ...any) error {
+		if v < 1 {
+			return fmt.Errorf("%w: "+format, append([]any{flightline.ErrInvalidInput}, args...)...)
+		}
+		return nil
+	}
+	cfg = kafka.Config{Brokers: c.Brokers, Topics: c.Topics}
 	if c.TopicRegex != nil {
-		opts = append(opts, kafka.TopicRegex(*c.TopicRegex))
+		cfg.TopicRegex = *c.TopicRegex
 	}
 	if c.Group != nil {
-		opts = append(opts, kafka.GroupID(*c.Group))
+		cfg.GroupID = *c.Group
 	}
 	if c.Reset != nil {
 		r, err := kafka.ParseReset(*c.Reset)
 		if err != nil {
-			return nil, nil, bad("reset", *c.Reset, err)
+			return cfg, nil, nil, bad("reset", *c.Reset, err)
 		}
-		opts = append(opts, kafka.AutoOffsetReset(r))
+		cfg.AutoOffsetReset = r
 	}
-	if c.Isolation == "read_uncommitted" {
-		opts = append(opts, kafka.ReadUncommitted())
-	}
+	cfg.ReadUncommitted = c.Isolation == "read_uncommitted"
 	if c.BatchRows != nil {
-		opts = append(opts, kafka.BatchRows(*c.BatchRows))
+		if err := atLeast1(int64(*c.BatchRows), "batch rows %d < 1", *c.BatchRows); err != nil {
+			return cfg, nil, nil, err
+		}
+		cfg.BatchRows = *c.BatchRows
 	}
 	if c.BatchBytes != nil {
-		opts = append(opts, kafka.BatchBytes(int(*c.BatchBytes)))
+		if err := atLeast1(int64(*c.BatchBytes), "batch bytes %d < 1", int64(*c.BatchBytes)); err != nil {
+			return cfg, nil, nil, err
+		}
+		cfg.BatchBytes = int(*c.BatchBytes)
 	}
 	if c.FetchMaxBytes != nil || c.PartitionMaxBytes != nil {
 		total, perPart := int64(8<<20), int64(1<<20) // the source's defaults
@@ -126,37 +139,50 @@ func (c kafkaSourceConfig) options(e env) (opts []kafka.Option, closeFn func(), 
 			perPart = int64(*c.PartitionMaxBytes)
 		}
 		if total > math.MaxInt32 || perPart > math.MaxInt32 {
-			return nil, nil, bad("fetch_max_bytes", fmt.Sprint(total), fmt.Errorf("fetch sizes are at most 2GiB"))
+			return cfg, nil, nil, bad("fetch_max_bytes", fmt.Sprint(total), fmt.Errorf("fetch sizes are at most 2GiB"))
 		}
-		opts = append(opts, kafka.FetchMaxBytes(int32(total), int32(perPart)))
+		if err := atLeast1(min(total, perPart), "fetch max bytes %d/%d", total, perPart); err != nil {
+			return cfg, nil, nil, err
+		}
+		cfg.FetchMaxBytes, cfg.PartitionMaxBytes = int32(total), int32(perPart)
 	}
 	if c.MaxBufferedBytes != nil {
-		opts = append(opts, kafka.MaxBufferedBytes(int64(*c.MaxBufferedBytes)))
+		if err := atLeast1(int64(*c.MaxBufferedBytes), "max buffered bytes %d", int64(*c.MaxBufferedBytes)); err != nil {
+			return cfg, nil, nil, err
+		}
+		cfg.MaxBufferedBytes = int64(*c.MaxBufferedBytes)
 	}
 	if c.DecodeBytes != nil {
-		opts = append(opts, kafka.DecodeBytes(int(*c.DecodeBytes)))
+		if err := atLeast1(int64(*c.DecodeBytes), "decode bytes %d < 1", int64(*c.DecodeBytes)); err != nil {
+			return cfg, nil, nil, err
+		}
+		cfg.DecodeBytes = int(*c.DecodeBytes)
 	}
 	if c.MaxParkedBytes != nil {
-		opts = append(opts, kafka.MaxParkedBytes(int(*c.MaxParkedBytes)))
+		cfg.MaxParkedBytes = int(*c.MaxParkedBytes)
+		if cfg.MaxParkedBytes == 0 {
+			cfg.MaxParkedBytes = -1 // keep none
+		}
 	}
 	if c.BatchWait != nil {
-		opts = append(opts, kafka.BatchWait(*c.BatchWait))
+		if *c.BatchWait <= 0 {
+			return cfg, nil, nil, fmt.Errorf("%w: batch wait %v <= 0", flightline.ErrInvalidInput, *c.BatchWait)
+		}
+		cfg.BatchWait = *c.BatchWait
 	}
-	if !c.Membership {
-		opts = append(opts, kafka.WithoutGroupMembership())
-	}
+	cfg.WithoutGroupMembership = !c.Membership
 	if c.SessionTimeout != nil {
-		opts = append(opts, kafka.SessionTimeout(*c.SessionTimeout))
+		cfg.SessionTimeout = *c.SessionTimeout
 	}
 	if c.InstanceID != nil {
-		opts = append(opts, kafka.InstanceID(*c.InstanceID))
+		cfg.InstanceID = *c.InstanceID
 	}
 	if c.ClientID != nil {
-		opts = append(opts, kafka.ClientID(*c.ClientID))
+		cfg.ClientID = *c.ClientID
 	}
 	pass, tc, err := c.settings(kind)
 	if err != nil {
-		return nil, nil, err
+		return cfg, nil, nil, err
 	}
 	switch c.SASL {
 	case "plain":
@@ -171,24 +197,24 @@ func (c kafkaSourceConfig) options(e env) (opts []kafka.Option, closeFn func(), 
 	switch c.Format {
 	case "raw":
 		if c.Schema != "" || c.Registry != "" {
-			return nil, nil, fmt.Errorf("kafka: schema= and registry= need format=json or format=avro")
+			return cfg, nil, nil, fmt.Errorf("kafka: schema= and registry= need format=json or format=avro")
 		}
 	case "json", "avro":
 		if c.Schema == "" {
-			return nil, nil, fmt.Errorf("kafka: format=%s needs schema=FILE (an Avro record schema, also describing JSON values)", c.Format)
+			return cfg, nil, nil, fmt.Errorf("kafka: format=%s needs schema=FILE (an Avro record schema, also describing JSON values)", c.Format)
 		}
 		if c.Format == "json" && c.Registry != "" {
-			return nil, nil, fmt.Errorf("kafka: registry= needs format=avro")
+			return cfg, nil, nil, fmt.Errorf("kafka: registry= needs format=avro")
 		}
 		b, err := os.ReadFile(c.Schema)
 		if err != nil {
-			return nil, nil, bad("schema", c.Schema, err)
+			return cfg, nil, nil, bad("schema", c.Schema, err)
 		}
 		avroSchema := string(b)
 		if c.Format == "json" {
 			sc, err := kafkadecode.SchemaFromAvro(avroSchema)
 			if err != nil {
-				return nil, nil, bad("schema", c.Schema, err)
+				return cfg, nil, nil, bad("schema", c.Schema, err)
 			}
 			newDec = func() (kafkadecode.ValueDecoder, error) { return kafkadecode.NewJSONDecoder(sc) }
 			break
@@ -196,7 +222,7 @@ func (c kafkaSourceConfig) options(e env) (opts []kafka.Option, closeFn func(), 
 		var reg *kafkadecode.Registry
 		if c.Registry != "" {
 			if reg, err = kafkadecode.NewRegistry(c.Registry); err != nil {
-				return nil, nil, bad("registry", c.Registry, err)
+				return cfg, nil, nil, bad("registry", c.Registry, err)
 			}
 		}
 		newDec = func() (kafkadecode.ValueDecoder, error) {
@@ -209,7 +235,7 @@ func (c kafkaSourceConfig) options(e env) (opts []kafka.Option, closeFn func(), 
 	}
 	if c.MaxValueBytes != nil {
 		if newDec == nil {
-			return nil, nil, bad("max_value_bytes", fmt.Sprint(int64(*c.MaxValueBytes)), fmt.Errorf("needs format=json or format=avro"))
+			return cfg, nil, nil, bad("max_value_bytes", fmt.Sprint(int64(*c.MaxValueBytes)), fmt.Errorf("needs format=json or format=avro"))
 		}
 		newDec = limitValues(newDec, int(*c.MaxValueBytes))
 	}
@@ -219,13 +245,13 @@ func (c kafkaSourceConfig) options(e env) (opts []kafka.Option, closeFn func(), 
 	closeFn = func() {}
 	if e.deadLetters != nil {
 		if c.DeadLetters != "fail" {
-			return nil, nil, bad("dead_letters", c.DeadLetters, fmt.Errorf("the pipeline routes dead letters itself (deadletter_sink or deadletter: discard)"))
+			return cfg, nil, nil, bad("dead_letters", c.DeadLetters, fmt.Errorf("the pipeline routes dead letters itself (deadletter_sink or deadletter: discard)"))
 		}
 		opts = append(opts, kafka.DeadLetters(e.deadLetters.kafkaHandler()))
 	} else if c.DeadLetters != "fail" {
 		h, closeDL, err := deadLetterFile(c.DeadLetters)
 		if err != nil {
-			return nil, nil, bad("dead_letters", c.DeadLetters, err)
+			return cfg, nil, nil, bad("dead_letters", c.DeadLetters, err)
 		}
 		opts, closeFn = append(opts, kafka.DeadLetters(h)), closeDL
 	}
@@ -233,15 +259,15 @@ func (c kafkaSourceConfig) options(e env) (opts []kafka.Option, closeFn func(), 
 	if e.reg != nil {
 		opts = append(opts, kafka.Registerer(e.reg))
 	}
-	return opts, closeFn, nil
+	return cfg, opts, closeFn, nil
 }
 
 func openKafka(e env, _ *url.URL, c kafkaSourceConfig) (flightsrc.Source, func(), error) {
-	opts, closeDL, err := c.options(e)
+	cfg, opts, closeDL, err := c.options(e)
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := kafka.New(opts...)
+	s, err := kafka.New(e.ctx, cfg, opts...)
 	if err != nil {
 		closeDL()
 		return nil, nil, err

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
 	pgsink "github.com/flightline/flightline/flightsink/postgres"
 	"github.com/flightline/flightline/flightsrc"
@@ -97,15 +98,25 @@ func openPgSource(e env, u *url.URL, c pgSourceConfig) (flightsrc.Source, func()
 	if c.Table == "" {
 		return nil, nil, fmt.Errorf("postgres: the source needs table=")
 	}
-	opts := []pgsrc.Option{pgsrc.Table(c.Table, c.Watermark, c.Key), pgsrc.Logger(e.log)}
+	cfg := pgsrc.Config{DSN: pgDSN(u, c.Conn), Tables: []pgsrc.Table{{Name: c.Table, Watermark: c.Watermark, Key: c.Key}}}
+	// A bound given as a key must be a real one: 0 would mean the default.
 	if c.Poll != nil {
-		opts = append(opts, pgsrc.PollInterval(*c.Poll))
+		if *c.Poll <= 0 {
+			return nil, nil, fmt.Errorf("%w: poll interval %v", flightline.ErrInvalidInput, *c.Poll)
+		}
+		cfg.PollInterval = *c.Poll
 	}
 	if c.BatchRows != nil {
-		opts = append(opts, pgsrc.BatchSize(*c.BatchRows))
+		if *c.BatchRows < 1 {
+			return nil, nil, fmt.Errorf("%w: batch rows %d", flightline.ErrInvalidInput, *c.BatchRows)
+		}
+		cfg.BatchRows = *c.BatchRows
 	}
-	s, err := pgsrc.New(pgDSN(u, c.Conn), opts...)
-	return s, func() {}, err
+	s, err := pgsrc.New(e.ctx, cfg, pgsrc.Logger(e.log))
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, func() { _ = s.Close() }, nil
 }
 
 func init() {

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/flightsrc/postgrescdc"
 	"github.com/flightline/flightline/internal/spec"
@@ -28,22 +29,33 @@ func openPgCDCSource(e env, u *url.URL, c pgCDCSourceConfig) (flightsrc.Source, 
 	if c.Table == "" {
 		return nil, nil, fmt.Errorf("postgres-cdc: the source needs table=")
 	}
-	opts := []postgrescdc.Option{postgrescdc.Table(c.Table), postgrescdc.Logger(e.log)}
+	cfg := postgrescdc.Config{Table: c.Table}
 	if c.Slot != nil {
-		opts = append(opts, postgrescdc.Slot(*c.Slot))
+		cfg.Slot = *c.Slot
 	}
 	if c.Publication != nil {
-		opts = append(opts, postgrescdc.Publication(*c.Publication))
+		cfg.Publication = *c.Publication
 	}
+	// A bound given as a key must be a real one: 0 would mean the default.
 	if c.BatchRows != nil {
-		opts = append(opts, postgrescdc.BatchRows(*c.BatchRows))
+		if *c.BatchRows < 1 {
+			return nil, nil, fmt.Errorf("%w: BatchRows %d < 1", flightline.ErrInvalidInput, *c.BatchRows)
+		}
+		cfg.BatchRows = *c.BatchRows
 	}
 	if c.Poll != nil {
-		opts = append(opts, postgrescdc.PollInterval(*c.Poll))
+		if *c.Poll <= 0 {
+			return nil, nil, fmt.Errorf("%w: PollInterval %s <= 0", flightline.ErrInvalidInput, *c.Poll)
+		}
+		cfg.PollInterval = *c.Poll
 	}
 	if c.StatusInterval != nil {
-		opts = append(opts, postgrescdc.StatusInterval(*c.StatusInterval))
+		if *c.StatusInterval <= 0 {
+			return nil, nil, fmt.Errorf("%w: StatusInterval %s <= 0", flightline.ErrInvalidInput, *c.StatusInterval)
+		}
+		cfg.StatusInterval = *c.StatusInterval
 	}
+	opts := []postgrescdc.Option{postgrescdc.Logger(e.log)}
 	if e.reg != nil {
 		opts = append(opts, postgrescdc.Registerer(e.reg))
 	}
@@ -68,8 +80,12 @@ func openPgCDCSource(e env, u *url.URL, c pgCDCSourceConfig) (flightsrc.Source, 
 	if d.Scheme == "postgres-cdc" {
 		d.Scheme = "postgres"
 	}
-	s, err := postgrescdc.New(pgDSN(&d, c.Conn), opts...)
-	return s, func() {}, err
+	cfg.DSN = pgDSN(&d, c.Conn)
+	s, err := postgrescdc.New(e.ctx, cfg, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, func() { _ = s.Close() }, nil
 }
 
 func init() {

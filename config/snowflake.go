@@ -157,7 +157,7 @@ func openSfSource(e env, u *url.URL, c sfSourceConfig) (flightsrc.Source, func()
 	if c.BatchRows != nil {
 		opts = append(opts, sfsrc.BatchRows(*c.BatchRows))
 	}
-	s, err := sfsrc.New(cfg, opts...)
+	s, err := sfsrc.New(e.ctx, cfg, opts...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -229,7 +229,7 @@ func TestIntegrationDeltaSourceAcrossCompaction(t *testing.T) {
 		}
 	}
 	write(3) // fewer than compact_min_files: the snapshot is 3 small files
-	src, err := srcdelta.New(ctx, uri, srcdelta.Allocator(mem), srcdelta.BatchRows(50), srcdelta.PollInterval(10*time.Millisecond))
+	src, err := srcdelta.New(ctx, srcdelta.Config{URI: uri, BatchRows: 50, PollInterval: 10 * time.Millisecond}, srcdelta.Allocator(mem))
 	require.NoError(t, err)
 	streams, err := src.Streams(ctx)
 	require.NoError(t, err)

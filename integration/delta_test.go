@@ -177,7 +177,7 @@ func TestIntegrationDeltaInterop(t *testing.T) {
 			// delta-rs writes; our source reads it back (once mode).
 			pyURI := loc.uri(t, "from_delta_rs")
 			deltaRs(t, storage, "delta_write.py", pyURI, "5000")
-			src, err := srcdelta.New(ctx, pyURI, srcdelta.StorageOptions(storage), srcdelta.Once(true), srcdelta.Allocator(mem), srcdelta.BatchRows(1000))
+			src, err := srcdelta.New(ctx, srcdelta.Config{URI: pyURI, StorageOptions: storage, Once: true, BatchRows: 1000}, srcdelta.Allocator(mem))
 			require.NoError(t, err)
 			streams, err := src.Streams(ctx)
 			require.NoError(t, err)

@@ -135,9 +135,9 @@ func TestIntegrationKafkaDeltaRebalance(t *testing.T) {
 		r, err := pipelines.KafkaToDelta(ctx, pipelines.KafkaConfig{
 			Topic:    topic,
 			Pipeline: pl,
-			Source: []kafka.Option{kafka.Brokers(strings.Split(brokers, ",")...), kafka.GroupID(group),
-				kafka.BatchRows(300), kafka.BatchWait(50 * time.Millisecond), kafka.SessionTimeout(6 * time.Second),
-				kafka.Allocator(mem), kafka.Logger(quiet)},
+			Source:   kafka.Config{Brokers: strings.Split(brokers, ","), GroupID: group, BatchRows: 300, BatchWait: 50 * time.Millisecond, SessionTimeout: 6 * time.Second},
+			SourceOptions: []kafka.Option{kafka.Allocator(mem),
+				kafka.Logger(quiet)},
 			Coordinator: []coordinator.Option{coordinator.WithLogger(quiet), coordinator.Backoff(20*time.Millisecond, 500*time.Millisecond),
 				coordinator.CommitInterval(100 * time.Millisecond)},
 		}, table, pipelines.DeltaOptions(sinkdelta.Instance(name), sinkdelta.Allocator(mem), sinkdelta.Logger(quiet)), pipelines.Allocator(mem))

@@ -370,7 +370,7 @@ func TestInteropSpark(t *testing.T) {
 		require.ErrorIs(t, err, deltalog.ErrUnsupportedFeature)
 		require.ErrorContains(t, err, "v2Checkpoint")
 		require.Equal(t, before, lastVersion(t, table), "nothing committed")
-		src, err := srcdelta.New(ctx, table, srcdelta.Once(true))
+		src, err := srcdelta.New(ctx, srcdelta.Config{URI: table, Once: true})
 		require.NoError(t, err)
 		_, err = src.Streams(ctx)
 		require.ErrorContains(t, err, "v2Checkpoint")

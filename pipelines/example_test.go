@@ -17,7 +17,7 @@ import (
 
 // Kafka into a Delta Lake table in one call. The example runs against an
 // embedded Kafka (franz-go's kfake) holding 100 records; point
-// kafka.Brokers at a real cluster instead. The pipeline runs until its
+// kafka.Config.Brokers at a real cluster instead. The pipeline runs until its
 // context ends; here it stops once the table's checkpoint covers the
 // topic.
 func ExampleKafkaToDelta() {
@@ -33,7 +33,7 @@ func ExampleKafkaToDelta() {
 	r, err := pipelines.KafkaToDelta(ctx, pipelines.KafkaConfig{
 		Topic:    "orders",
 		Pipeline: flightsink.Pipeline{ID: "orders-to-delta"}, // also the consumer group
-		Source:   []kafka.Option{kafka.Brokers(brokers...)},
+		Source:   kafka.Config{Brokers: brokers},
 	}, table)
 	if err != nil {
 		log.Fatal(err)

@@ -30,11 +30,14 @@ type KafkaConfig struct {
 	Topic string
 	// Pipeline names the pipeline in the sink (its checkpoint key) and the
 	// target inside the sink (table, directory, topic). Pipeline.ID is
-	// required and is the consumer group unless Source sets kafka.GroupID.
+	// required and is the consumer group unless Source sets GroupID.
 	Pipeline flightsink.Pipeline
-	// Source holds the Kafka source options: kafka.Brokers is required;
-	// kafka.Topics is added from Topic.
-	Source []kafka.Option
+	// Source configures the Kafka source: Brokers is required; Topic is
+	// added to its Topics.
+	Source kafka.Config
+	// SourceOptions holds the Kafka source's options (value decoder,
+	// logger, allocator, TLS, ...).
+	SourceOptions []kafka.Option
 	// Coordinator holds coordinator options (window, backoff, logger, ...).
 	Coordinator []coordinator.Option
 }
@@ -114,7 +117,7 @@ type Runner struct {
 //	r, err := pipelines.Kafka(pipelines.KafkaConfig{
 //		Topic:    "orders",
 //		Pipeline: flightsink.Pipeline{ID: "orders-to-files", Target: "orders"},
-//		Source:   []kafka.Option{kafka.Brokers("127.0.0.1:9092")},
+//		Source:   kafka.Config{Brokers: []string{"127.0.0.1:9092"}},
 //	}, sink)
 //	if err == nil {
 //		err = r.Run(ctx)
@@ -141,9 +144,9 @@ func Kafka(cfg KafkaConfig, sink flightsink.Sink, opts ...Option) (*Runner, erro
 // the kafka_to_delta(...) helper Python pipeline users know. tableURI is a
 // local path or s3://bucket/prefix (with DeltaOptions(delta.StorageOptions
 // (...))); cfg.Pipeline.ID keys the checkpoint in the table and is the
-// consumer group unless cfg.Source sets kafka.GroupID. Raw keys and values
-// are stored as Delta binary columns; with a kafka.ValueDecoder the value
-// is a struct column, or one column per field with ValueColumns.
+// consumer group unless cfg.Source sets GroupID. Raw keys and values are
+// stored as Delta binary columns; with a kafka.ValueDecoder option the
+// value is a struct column, or one column per field with ValueColumns.
 //
 // The pipeline is exactly-once: every batch and its per-partition offsets
 // are one Delta commit, and the table's checkpoint is the resume authority
@@ -155,7 +158,7 @@ func Kafka(cfg KafkaConfig, sink flightsink.Sink, opts ...Option) (*Runner, erro
 //	r, err := pipelines.KafkaToDelta(ctx, pipelines.KafkaConfig{
 //		Topic:    "orders",
 //		Pipeline: flightsink.Pipeline{ID: "orders-to-delta"},
-//		Source:   []kafka.Option{kafka.Brokers("127.0.0.1:9092")},
+//		Source:   kafka.Config{Brokers: []string{"127.0.0.1:9092"}},
 //	}, "/data/orders")
 //	if err == nil {
 //		err = r.Run(ctx)
@@ -208,7 +211,9 @@ func build(cfg KafkaConfig, sink flightsink.Sink, o options) (*Runner, error) {
 		}
 	}()
 	var err error
-	if r.Source, err = kafka.New(append(append([]kafka.Option{}, cfg.Source...), kafka.Topics(cfg.Topic))...); err != nil {
+	kcfg := cfg.Source
+	kcfg.Topics = append(append([]string{}, kcfg.Topics...), cfg.Topic)
+	if r.Source, err = kafka.New(context.Background(), kcfg, cfg.SourceOptions...); err != nil {
 		return nil, err
 	}
 	r.closers = append(r.closers, func() { r.Source.Close() })

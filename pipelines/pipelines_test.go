@@ -47,10 +47,11 @@ func TestKafkaToDelta(t *testing.T) {
 	dir := t.TempDir()
 	pl := flightsink.Pipeline{ID: "orders-to-delta"}
 	r, err := pipelines.KafkaToDelta(context.Background(), pipelines.KafkaConfig{
-		Topic:       "orders",
-		Pipeline:    pl,
-		Source:      []kafka.Option{kafka.Brokers(c.ListenAddrs()...), kafka.BatchRows(100), kafka.BatchWait(20 * time.Millisecond), kafka.Allocator(mem), kafka.Logger(quiet), kafka.SessionTimeout(time.Second)},
-		Coordinator: []coordinator.Option{coordinator.WithLogger(quiet), coordinator.Backoff(10*time.Millisecond, 200*time.Millisecond)},
+		Topic:         "orders",
+		Pipeline:      pl,
+		Source:        kafka.Config{Brokers: c.ListenAddrs(), BatchRows: 100, BatchWait: 20 * time.Millisecond, SessionTimeout: time.Second},
+		SourceOptions: []kafka.Option{kafka.Allocator(mem), kafka.Logger(quiet)},
+		Coordinator:   []coordinator.Option{coordinator.WithLogger(quiet), coordinator.Backoff(10*time.Millisecond, 200*time.Millisecond)},
 	}, dir, pipelines.DeltaOptions(delta.Allocator(mem), delta.Logger(quiet)))
 	require.NoError(t, err)
 	check, err := delta.New(context.Background(), dir, delta.Logger(quiet))
@@ -114,8 +115,9 @@ func TestKafkaToDeltaLoopbackValueColumns(t *testing.T) {
 	r, err := pipelines.KafkaToDelta(context.Background(), pipelines.KafkaConfig{
 		Topic:    "orders",
 		Pipeline: pl,
-		Source: []kafka.Option{kafka.Brokers(c.ListenAddrs()...), kafka.WithoutGroupMembership(), kafka.BatchRows(64),
-			kafka.BatchWait(20 * time.Millisecond), kafka.Allocator(mem), kafka.Logger(quiet),
+		Source:   kafka.Config{Brokers: c.ListenAddrs(), WithoutGroupMembership: true, BatchRows: 64, BatchWait: 20 * time.Millisecond},
+		SourceOptions: []kafka.Option{kafka.Allocator(mem),
+			kafka.Logger(quiet),
 			kafka.ValueDecoder(func() (kafkadecode.ValueDecoder, error) { return kafkadecode.NewJSONDecoder(sc) })},
 		Coordinator: []coordinator.Option{coordinator.WithLogger(quiet), coordinator.Backoff(10*time.Millisecond, 200*time.Millisecond)},
 	}, dir, pipelines.DeltaOptions(delta.Allocator(mem), delta.Logger(quiet)), pipelines.ValueColumns(), pipelines.Allocator(mem),
@@ -143,7 +145,7 @@ func TestKafkaToDeltaLoopbackValueColumns(t *testing.T) {
 	require.NoError(t, <-done)
 
 	// Read the table back with Flightline's own Delta source.
-	src, err := srcdelta.New(ctx, dir, srcdelta.Once(true), srcdelta.Allocator(mem))
+	src, err := srcdelta.New(ctx, srcdelta.Config{URI: dir, Once: true}, srcdelta.Allocator(mem))
 	require.NoError(t, err)
 	rd, err := src.Read(ctx, flightsrc.ReadRequest{Stream: filepath.Base(dir)})
 	require.NoError(t, err)
@@ -201,10 +203,11 @@ func TestKafkaToMemory(t *testing.T) {
 	sink := flightsink.NewMemory()
 	defer sink.Release()
 	cfg := pipelines.KafkaConfig{
-		Topic:       "helper",
-		Pipeline:    flightsink.Pipeline{ID: "helper-pipe", Target: "t"},
-		Source:      []kafka.Option{kafka.Brokers(c.ListenAddrs()...), kafka.Allocator(mem), kafka.Logger(quiet), kafka.BatchWait(10 * time.Millisecond), kafka.SessionTimeout(time.Second)},
-		Coordinator: []coordinator.Option{coordinator.WithLogger(quiet), coordinator.Backoff(10*time.Millisecond, 100*time.Millisecond)},
+		Topic:         "helper",
+		Pipeline:      flightsink.Pipeline{ID: "helper-pipe", Target: "t"},
+		Source:        kafka.Config{Brokers: c.ListenAddrs(), BatchWait: 10 * time.Millisecond, SessionTimeout: time.Second},
+		SourceOptions: []kafka.Option{kafka.Allocator(mem), kafka.Logger(quiet)},
+		Coordinator:   []coordinator.Option{coordinator.WithLogger(quiet), coordinator.Backoff(10*time.Millisecond, 100*time.Millisecond)},
 	}
 	r, err := pipelines.Kafka(cfg, sink)
 	require.NoError(t, err)

@@ -76,13 +76,14 @@ func demoCommand(ctx context.Context, args []string, out io.Writer) error {
 	r, err := pipelines.KafkaToDelta(ctx, pipelines.KafkaConfig{
 		Topic:    "orders",
 		Pipeline: p,
-		Source: []kafka.Option{
-			kafka.Brokers(cluster.ListenAddrs()...),
-			kafka.WithoutGroupMembership(), // one instance: no group join to wait for
-			kafka.BatchRows(*batchRows), kafka.BatchWait(100 * time.Millisecond),
-			kafka.ValueDecoder(func() (kafkadecode.ValueDecoder, error) { return kafkadecode.NewJSONDecoder(sc) }),
-			kafka.Logger(log), kafka.Registerer(m.Registry()),
+		Source: kafka.Config{
+			Brokers:                cluster.ListenAddrs(),
+			WithoutGroupMembership: true, // one instance: no group join to wait for
+			BatchRows:              *batchRows, BatchWait: 100 * time.Millisecond,
 		},
+		SourceOptions: []kafka.Option{kafka.ValueDecoder(func() (kafkadecode.ValueDecoder, error) { return kafkadecode.NewJSONDecoder(sc) }),
+			kafka.Logger(log),
+			kafka.Registerer(m.Registry())},
 		Coordinator: []coordinator.Option{coordinator.WithLogger(log), coordinator.WithMetrics(m.Registry())},
 	}, table, opts...)
 	if err != nil {

@@ -73,7 +73,10 @@ type Source struct {
 	db *fadbc.DB
 }
 
-// New opens the database of cfg and returns a Source. Close releases it.
+// New validates the options (at least one Table), then loads the driver of
+// cfg, opens its database and probes it on one connection (adbc.Open): a
+// driver that cannot load or a server that refuses the connection fails
+// here. Options apply only here. Close releases the database.
 func New(ctx context.Context, cfg fadbc.Config, opts ...Option) (*Source, error) {
 	o, err := incsrc.New("adbc source", opts)
 	if err != nil {
@@ -86,7 +89,8 @@ func New(ctx context.Context, cfg fadbc.Config, opts ...Option) (*Source, error)
 	return &Source{o: o, db: db}, nil
 }
 
-// Close closes the database. Close the Readers first.
+// Close closes the database New opened. Call it once, after every Reader
+// is closed.
 func (s *Source) Close() error { return s.db.Close() }
 
 // schema is the stream's schema: the table's columns as the driver maps

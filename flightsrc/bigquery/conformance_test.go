@@ -66,9 +66,12 @@ func (e emu) exec(t testing.TB, sql string) {
 
 func (e emu) table(name string) string { return fmt.Sprintf("`%s.%s.%s`", e.project, e.dataset, name) }
 
-func (e emu) source(t testing.TB, opts ...Option) *Source {
+// source reads cfg's table on the emulator (cfg's project, dataset and
+// emulator fields are set here).
+func (e emu) source(t testing.TB, cfg Config, opts ...Option) *Source {
 	t.Helper()
-	s, err := New(context.Background(), e.project, e.dataset, append([]Option{Emulator(e.endpoint, e.grpc)}, opts...)...)
+	cfg.Project, cfg.Dataset, cfg.EmulatorEndpoint, cfg.EmulatorGRPC = e.project, e.dataset, e.endpoint, e.grpc
+	s, err := New(context.Background(), cfg, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
@@ -99,7 +102,7 @@ func TestIntegrationBigQuerySourceConformance(t *testing.T) {
 			e.exec(t, `INSERT INTO `+e.table(table)+` (id, wm, v) VALUES `+strings.Join(vals, ", "))
 		},
 		NewSource: func(t *testing.T, mem memory.Allocator, table string) flightsrc.Source {
-			return e.source(t, Table(table, "wm", "id"), BatchRows(7), PollInterval(20*time.Millisecond), Allocator(mem))
+			return e.source(t, Config{Table: table, Cursor: "wm", Tiebreak: "id", BatchRows: 7, PollInterval: 20 * time.Millisecond}, Allocator(mem))
 		},
 		Records: func(t *testing.T, _ string, rec arrow.RecordBatch) []srctest.Record {
 			col := rec.Column(0).(*array.Int64)

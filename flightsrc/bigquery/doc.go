@@ -56,9 +56,9 @@
 //
 // # Authentication and errors
 //
-// Application default credentials by default; CredentialsFile for a
-// service-account key file; Emulator for an emulator's REST endpoint and
-// gRPC address without authentication. Errors: a missing table or dataset
+// Application default credentials by default; Config.CredentialsFile for
+// a service-account key file; Config.EmulatorEndpoint and EmulatorGRPC for
+// an emulator's REST endpoint and gRPC address without authentication. Errors: a missing table or dataset
 // is flightline.ErrNotFound naming it; HTTP 403 / gRPC PERMISSION_DENIED is
 // flightline.ErrPermissionDenied; quota and server errors (HTTP 429, 5xx,
 // gRPC UNAVAILABLE, RESOURCE_EXHAUSTED) and calls that outlast their

@@ -34,7 +34,36 @@ import (
 	"github.com/flightline/flightline/internal/incsrc"
 )
 
-// Option configures a Source.
+// Config is what a Source reads: the keys of the bigquery: source kind.
+// The zero value of an optional field means its default.
+type Config struct {
+	// Project and Dataset hold the table. Required.
+	Project, Dataset string
+	// Table is the table to read: "table", or "dataset.table" for another
+	// dataset of the project. The stream's name is Table as given.
+	// Required.
+	Table string
+	// Cursor is the INT64 or STRING column that grows with every new row;
+	// Tiebreak the INT64 or STRING column making (cursor, tiebreak) unique
+	// (the cursor again when it is unique). Required.
+	Cursor, Tiebreak string
+	// BatchRows is the rows per batch at most (default 10000).
+	BatchRows int
+	// PollInterval is the pause between polls once caught up, and so the
+	// heartbeat period (default 1s).
+	PollInterval time.Duration
+	// CredentialsFile authenticates with a service-account key file instead
+	// of application default credentials. Its content is never logged.
+	CredentialsFile string
+	// EmulatorEndpoint and EmulatorGRPC point the source at a BigQuery
+	// emulator: the REST API at EmulatorEndpoint (http://HOST:PORT) and the
+	// Storage Read API at EmulatorGRPC (HOST:PORT, insecure), both without
+	// authentication. Both or neither.
+	EmulatorEndpoint, EmulatorGRPC string
+}
+
+// Option configures a Source beyond its Config: retries, allocator,
+// logger. Options apply only in New.
 type Option func(*options) error
 
 type options struct {
@@ -49,65 +78,36 @@ type options struct {
 	log                     *slog.Logger
 }
 
-// Table sets the table to read (required): "table", or "dataset.table" for
-// another dataset of the project; its cursor column and its tiebreak column
-// (the cursor again when it is unique). The stream's name is table as
-// given.
-func Table(table, cursor, tiebreak string) Option {
-	return func(o *options) error {
-		if table == "" || cursor == "" || tiebreak == "" {
-			return fmt.Errorf("%w: bigquery source: table, cursor and tiebreak are required", flightline.ErrInvalidInput)
-		}
-		for _, id := range []string{table, cursor, tiebreak} {
-			if strings.ContainsAny(id, "`\\\n") {
-				return fmt.Errorf("%w: bigquery source: bad name %q", flightline.ErrInvalidInput, id)
-			}
-		}
-		o.table, o.cursor, o.tiebreak = table, cursor, tiebreak
-		return nil
+// options turns cfg into the source's settings, defaults for zero fields.
+func (cfg Config) options() (options, error) {
+	o := options{batch: 10000, poll: time.Second, retries: 6, backoff: 200 * time.Millisecond, attempt: 2 * time.Minute,
+		mem: memory.DefaultAllocator, log: slog.Default()}
+	if cfg.Table == "" || cfg.Cursor == "" || cfg.Tiebreak == "" {
+		return o, fmt.Errorf("%w: bigquery source: table, cursor and tiebreak are required", flightline.ErrInvalidInput)
 	}
-}
-
-// BatchRows sets the rows per batch at most (default 10000).
-func BatchRows(n int) Option {
-	return func(o *options) error {
-		if n < 1 {
-			return fmt.Errorf("%w: bigquery source: batch rows %d", flightline.ErrInvalidInput, n)
+	for _, id := range []string{cfg.Table, cfg.Cursor, cfg.Tiebreak} {
+		if strings.ContainsAny(id, "`\\\n") {
+			return o, fmt.Errorf("%w: bigquery source: bad name %q", flightline.ErrInvalidInput, id)
 		}
-		o.batch = n
-		return nil
 	}
-}
-
-// PollInterval sets the pause between polls once caught up, and so the
-// heartbeat period (default 1s).
-func PollInterval(d time.Duration) Option {
-	return func(o *options) error {
-		if d <= 0 {
-			return fmt.Errorf("%w: bigquery source: poll interval %v", flightline.ErrInvalidInput, d)
-		}
-		o.poll = d
-		return nil
+	o.table, o.cursor, o.tiebreak = cfg.Table, cfg.Cursor, cfg.Tiebreak
+	switch {
+	case cfg.BatchRows < 0:
+		return o, fmt.Errorf("%w: bigquery source: batch rows %d", flightline.ErrInvalidInput, cfg.BatchRows)
+	case cfg.BatchRows > 0:
+		o.batch = cfg.BatchRows
 	}
-}
-
-// Emulator points the source at a BigQuery emulator: the REST API at
-// endpoint (http://HOST:PORT) and the Storage Read API at grpcAddr
-// (HOST:PORT, insecure), both without authentication.
-func Emulator(endpoint, grpcAddr string) Option {
-	return func(o *options) error {
-		if endpoint == "" || grpcAddr == "" {
-			return fmt.Errorf("%w: bigquery source: an emulator needs both its HTTP endpoint and its gRPC address", flightline.ErrInvalidInput)
-		}
-		o.endpoint, o.grpcAddr = endpoint, grpcAddr
-		return nil
+	switch {
+	case cfg.PollInterval < 0:
+		return o, fmt.Errorf("%w: bigquery source: poll interval %v", flightline.ErrInvalidInput, cfg.PollInterval)
+	case cfg.PollInterval > 0:
+		o.poll = cfg.PollInterval
 	}
-}
-
-// CredentialsFile authenticates with a service-account key file instead of
-// application default credentials. Its content is never logged.
-func CredentialsFile(path string) Option {
-	return func(o *options) error { o.credentials = path; return nil }
+	if (cfg.EmulatorEndpoint == "") != (cfg.EmulatorGRPC == "") {
+		return o, fmt.Errorf("%w: bigquery source: an emulator needs both its HTTP endpoint and its gRPC address", flightline.ErrInvalidInput)
+	}
+	o.endpoint, o.grpcAddr, o.credentials = cfg.EmulatorEndpoint, cfg.EmulatorGRPC, cfg.CredentialsFile
+	return o, nil
 }
 
 // Retry sets how a call is retried: attempts in all, backoff doubling from
@@ -167,20 +167,22 @@ type Source struct {
 
 var _ flightsrc.Source = (*Source)(nil)
 
-// New returns a Source reading a table of project.dataset (Table is
-// required). It does not call BigQuery: a missing table is reported by
-// Streams and Read. Close releases its clients.
-func New(ctx context.Context, project, dataset string, opts ...Option) (*Source, error) {
-	o := options{batch: 10000, poll: time.Second, retries: 6, backoff: 200 * time.Millisecond, attempt: 2 * time.Minute,
-		mem: memory.DefaultAllocator, log: slog.Default()}
+// New returns a Source reading cfg.Table of cfg.Project and cfg.Dataset.
+// It validates cfg and the options and creates the BigQuery and Storage
+// Read API clients (with credentials resolved, but no call made): a missing
+// table is reported by Streams and Read. The clients live until Close, not
+// until ctx ends. Options apply only here. Close releases the clients.
+func New(ctx context.Context, cfg Config, opts ...Option) (*Source, error) {
+	o, err := cfg.options()
+	if err != nil {
+		return nil, err
+	}
 	for _, f := range opts {
 		if err := f(&o); err != nil {
 			return nil, err
 		}
 	}
-	if o.table == "" {
-		return nil, fmt.Errorf("%w: bigquery source: Table is required", flightline.ErrInvalidInput)
-	}
+	project, dataset := cfg.Project, cfg.Dataset
 	if project == "" || dataset == "" || strings.ContainsAny(project+dataset, "`\\/") {
 		return nil, fmt.Errorf("%w: bigquery source: bad project %q or dataset %q", flightline.ErrInvalidInput, project, dataset)
 	}
@@ -209,7 +211,6 @@ func New(ctx context.Context, project, dataset string, opts ...Option) (*Source,
 	}
 	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
-	var err error
 	if s.bq, err = bigquery.NewClient(life, project, rest...); err != nil {
 		s.Close()
 		return nil, classify(err, "connecting")
@@ -221,7 +222,8 @@ func New(ctx context.Context, project, dataset string, opts ...Option) (*Source,
 	return s, nil
 }
 
-// Close releases the clients.
+// Close releases the clients and returns their errors joined. Call it
+// once, after every Reader is closed.
 func (s *Source) Close() error {
 	var errs []error
 	if s.rd != nil {

@@ -68,7 +68,7 @@ func TestIntegrationBigQuerySourceStringCursor(t *testing.T) {
 	}
 	vals = append(vals, "(100, NULL)") // never read
 	e.exec(t, `INSERT INTO `+e.table("s")+` (id, wm) VALUES `+strings.Join(vals, ", "))
-	s := e.source(t, Table("s", "wm", "id"), BatchRows(3), PollInterval(10*time.Millisecond), Allocator(mem))
+	s := e.source(t, Config{Table: "s", Cursor: "wm", Tiebreak: "id", BatchRows: 3, PollInterval: 10 * time.Millisecond}, Allocator(mem))
 	rows, cps := readAll(t, s, "s", nil)
 	require.Len(t, rows, want)
 	for i := 1; i < len(rows); i++ {
@@ -90,23 +90,23 @@ func TestIntegrationBigQuerySourceErrors(t *testing.T) {
 	ctx := context.Background()
 	e.exec(t, `CREATE TABLE `+e.table("f")+` (id INT64 NOT NULL, wm FLOAT64)`)
 
-	_, err := e.source(t, Table("nope", "wm", "id")).Streams(ctx)
+	_, err := e.source(t, Config{Table: "nope", Cursor: "wm", Tiebreak: "id"}).Streams(ctx)
 	require.ErrorIs(t, err, flightline.ErrNotFound)
 	require.ErrorContains(t, err, "table `"+e.project+"."+e.dataset+".nope` does not exist")
 	require.Equal(t, codes.NotFound, flighterr.Code(err))
 
-	_, err = e.source(t, Table("nodataset.t", "wm", "id")).Read(ctx, flightsrc.ReadRequest{Stream: "nodataset.t"})
+	_, err = e.source(t, Config{Table: "nodataset.t", Cursor: "wm", Tiebreak: "id"}).Read(ctx, flightsrc.ReadRequest{Stream: "nodataset.t"})
 	require.ErrorIs(t, err, flightline.ErrNotFound)
 	require.ErrorContains(t, err, "dataset "+e.project+".nodataset does not exist")
 
-	_, err = e.source(t, Table("f", "wm", "id")).Streams(ctx)
+	_, err = e.source(t, Config{Table: "f", Cursor: "wm", Tiebreak: "id"}).Streams(ctx)
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
 	require.ErrorContains(t, err, `column "wm" is float64`)
-	_, err = e.source(t, Table("f", "ts", "id")).Streams(ctx)
+	_, err = e.source(t, Config{Table: "f", Cursor: "ts", Tiebreak: "id"}).Streams(ctx)
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
 	require.ErrorContains(t, err, `no column "ts"`)
 
-	_, err = New(ctx, e.project, e.dataset)
+	_, err = New(ctx, Config{Project: e.project, Dataset: e.dataset})
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
 }
 
@@ -131,7 +131,7 @@ func fakeREST(t *testing.T, status int, reason string) (string, *atomic.Int64) {
 func TestSourceServiceErrors(t *testing.T) {
 	ctx := context.Background()
 	url, calls := fakeREST(t, http.StatusForbidden, "accessDenied")
-	s, err := New(ctx, "p", "d", Table("t", "c", "c"), Emulator(url, "127.0.0.1:1"), Retry(3, time.Millisecond, 5*time.Second))
+	s, err := New(ctx, Config{Project: "p", Dataset: "d", Table: "t", Cursor: "c", Tiebreak: "c", EmulatorEndpoint: url, EmulatorGRPC: "127.0.0.1:1"}, Retry(3, time.Millisecond, 5*time.Second))
 	require.NoError(t, err)
 	defer s.Close()
 	_, err = s.Streams(ctx)
@@ -140,7 +140,7 @@ func TestSourceServiceErrors(t *testing.T) {
 	require.EqualValues(t, 1, calls.Load(), "a permission error is not retried")
 
 	url, calls = fakeREST(t, http.StatusServiceUnavailable, "backendError")
-	s2, err := New(ctx, "p", "d", Table("t", "c", "c"), Emulator(url, "127.0.0.1:1"), Retry(3, time.Millisecond, 300*time.Millisecond))
+	s2, err := New(ctx, Config{Project: "p", Dataset: "d", Table: "t", Cursor: "c", Tiebreak: "c", EmulatorEndpoint: url, EmulatorGRPC: "127.0.0.1:1"}, Retry(3, time.Millisecond, 300*time.Millisecond))
 	require.NoError(t, err)
 	defer s2.Close()
 	start := time.Now()
@@ -255,7 +255,7 @@ func TestIntegrationBigQuerySourceReadBehind(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	s := e.source(t, Table("b", "wm", "id"), BatchRows(3), Allocator(mem), Retry(3, time.Millisecond, time.Minute))
+	s := e.source(t, Config{Table: "b", Cursor: "wm", Tiebreak: "id", BatchRows: 3}, Allocator(mem), Retry(3, time.Millisecond, time.Minute))
 	var reads atomic.Int64
 	s.restrict = func(w string) string {
 		if reads.Add(1) == 1 {

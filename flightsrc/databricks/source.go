@@ -14,45 +14,56 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/flightsrc/delta"
-	"github.com/flightline/flightline/internal/objstore"
 	"github.com/flightline/flightline/internal/unitycatalog"
 )
 
-// Option configures a Source.
+// Config is the table a Source serves and how: the keys of the
+// databricks: source kind. The zero value of an optional field means its
+// default.
+type Config struct {
+	// Table is the table's full name, catalog.schema.table. Required.
+	Table string
+	// Workspace is the workspace and its credentials; what it lacks comes
+	// from the DATABRICKS_* environment variables
+	// (unitycatalog.Config.FromEnv).
+	Workspace unitycatalog.Config
+	// StorageOptions are S3 options other than credentials (AWS_REGION,
+	// AWS_ENDPOINT_URL, AWS_ALLOW_HTTP); AWS keys are refused.
+	StorageOptions map[string]string
+	// VendMargin: credentials are re-vended when VendMargin or half their
+	// life (whichever is longer) is left. Default
+	// unitycatalog.DefaultMargin.
+	VendMargin time.Duration
+	// VendMaxBackoff bounds the wait between failed vends. Default 10s.
+	VendMaxBackoff time.Duration
+
+	// Stream names the stream (default: the table's name, its last part).
+	Stream string
+	// Once makes every read stop with io.EOF at the version that was
+	// current when it began, instead of following new commits.
+	Once bool
+	// BatchRows bounds the rows per batch (default 65536).
+	BatchRows int
+	// PollInterval is how often tail mode looks for a new commit (default
+	// 1s).
+	PollInterval time.Duration
+}
+
+// Option configures a Source beyond its Config: a logger, options of the
+// Delta source. Options apply only in New.
 type Option func(*options) error
 
 type options struct {
-	cfg     unitycatalog.Config
-	storage objstore.Options
-	vend    unitycatalog.VendOptions
-	delta   []delta.Option
-	log     *slog.Logger
+	delta []delta.Option
+	log   *slog.Logger
 }
 
-// Workspace sets the workspace and its credentials; what it lacks comes
-// from the DATABRICKS_* environment variables (unitycatalog.Config.FromEnv).
-func Workspace(c unitycatalog.Config) Option {
-	return func(o *options) error { o.cfg = c; return nil }
-}
-
-// StorageOptions sets S3 options other than credentials (AWS_REGION,
-// AWS_ENDPOINT_URL, AWS_ALLOW_HTTP); AWS keys are refused.
-func StorageOptions(o map[string]string) Option {
-	return func(op *options) error { op.storage = o; return nil }
-}
-
-// Vend tunes the renewal of vended credentials.
-func Vend(v unitycatalog.VendOptions) Option {
-	return func(o *options) error { o.vend = v; return nil }
-}
-
-// DeltaOptions passes options to the Delta source (stream name, once,
-// batch rows, poll interval, allocator). StorageOptions and Credentials
-// among them are overridden. The stream is named after the table (its last
-// name part) unless delta.Stream says otherwise.
+// DeltaOptions passes options to the Delta source (its allocator).
+// Credentials among them is overridden by the vended credentials.
 func DeltaOptions(opts ...delta.Option) Option {
 	return func(o *options) error { o.delta = append(o.delta, opts...); return nil }
 }
@@ -68,9 +79,13 @@ type Source struct {
 	a *unitycatalog.Access
 }
 
-// New resolves name (catalog.schema.table), vends READ credentials for it
-// and returns the source; Close stops renewing the credentials.
-func New(ctx context.Context, name string, opts ...Option) (*Source, error) {
+// New resolves cfg.Table in the catalog (it must exist and be a Delta
+// table on S3), vends READ credentials for it and starts renewing them in
+// the background, and opens the Delta source at its storage location: a
+// missing table, a refused grant or an unreachable catalog fails here, with
+// ctx bounding the calls. Options apply only here. Close stops the
+// renewal.
+func New(ctx context.Context, cfg Config, opts ...Option) (*Source, error) {
 	o := options{}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
@@ -80,28 +95,30 @@ func New(ctx context.Context, name string, opts ...Option) (*Source, error) {
 	if o.log == nil {
 		o.log = slog.Default()
 	}
-	if o.vend.Logger == nil {
-		o.vend.Logger = o.log
-	}
+	vend := unitycatalog.VendOptions{Margin: cfg.VendMargin, MaxBackoff: cfg.VendMaxBackoff, Logger: o.log}
+	name := cfg.Table
 	if err := unitycatalog.CheckName(name); err != nil {
 		return nil, err
 	}
-	c, err := unitycatalog.New(o.cfg.FromEnv())
+	c, err := unitycatalog.New(cfg.Workspace.FromEnv())
 	if err != nil {
 		return nil, err
 	}
-	a, err := c.Access(ctx, name, unitycatalog.Read, o.vend)
+	a, err := c.Access(ctx, name, unitycatalog.Read, vend)
 	if err != nil {
 		return nil, fmt.Errorf("databricks source: %w", err)
 	}
-	storage, err := unitycatalog.S3Options(ctx, a.Table.StorageLocation, o.storage)
+	storage, err := unitycatalog.S3Options(ctx, a.Table.StorageLocation, cfg.StorageOptions)
 	if err != nil {
 		a.Close()
 		return nil, fmt.Errorf("databricks source: table %s: %w", name, err)
 	}
-	dopts := append([]delta.Option{delta.Stream(a.Table.Name)}, o.delta...)
-	dopts = append(dopts, delta.StorageOptions(storage), delta.Credentials(a.Creds))
-	ds, err := delta.New(ctx, a.Table.StorageLocation, dopts...)
+	dcfg := delta.Config{URI: a.Table.StorageLocation, StorageOptions: storage, Stream: cfg.Stream,
+		Once: cfg.Once, BatchRows: cfg.BatchRows, PollInterval: cfg.PollInterval}
+	if dcfg.Stream == "" {
+		dcfg.Stream = a.Table.Name
+	}
+	ds, err := delta.New(ctx, dcfg, append(o.delta, delta.Credentials(a.Creds))...)
 	if err != nil {
 		a.Close()
 		return nil, fmt.Errorf("databricks source: table %s: %w", name, err)
@@ -110,7 +127,9 @@ func New(ctx context.Context, name string, opts ...Option) (*Source, error) {
 	return &Source{Source: ds, a: a}, nil
 }
 
-// Close stops renewing the credentials; open reads fail once they run out.
+// Close stops renewing the credentials and returns nil; reads still open
+// fail once the credentials run out. Call it once, after every Reader is
+// closed.
 func (s *Source) Close() error {
 	s.a.Close()
 	return nil

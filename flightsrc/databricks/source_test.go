@@ -61,10 +61,11 @@ func TestIntegrationConformance(t *testing.T) {
 					require.NoError(t, w.Close(ctx))
 				},
 				NewSource: func(t *testing.T, mem memory.Allocator, stream string) flightsrc.Source {
-					s, err := databricks.New(context.Background(), "main.src."+stream,
-						databricks.Workspace(unitycatalog.Config{Host: e.URL, ClientID: e.ClientID, ClientSecret: e.ClientSecret}),
-						databricks.StorageOptions(e.StorageOptions()), databricks.Vend(unitycatalog.VendOptions{Margin: time.Millisecond}),
-						databricks.DeltaOptions(delta.Once(once), delta.BatchRows(4), delta.PollInterval(20*time.Millisecond), delta.Allocator(mem)))
+					s, err := databricks.New(context.Background(), databricks.Config{Table: "main.src." + stream,
+						Workspace:      unitycatalog.Config{Host: e.URL, ClientID: e.ClientID, ClientSecret: e.ClientSecret},
+						StorageOptions: e.StorageOptions(), VendMargin: time.Millisecond,
+						Once: once, BatchRows: 4, PollInterval: 20 * time.Millisecond},
+						databricks.DeltaOptions(delta.Allocator(mem)))
 					require.NoError(t, err)
 					t.Cleanup(func() { _ = s.Close() })
 					return s
@@ -90,13 +91,13 @@ func TestSourceRefusals(t *testing.T) {
 	s := uctest.New(t, uctest.Static())
 	s.AddTable(unitycatalog.Table{FullName: "main.sales.view", TableType: "VIEW"})
 	s.AddTable(unitycatalog.Table{FullName: "main.sales.managed", TableType: "MANAGED", DataSourceFormat: "DELTA", StorageLocation: "gs://x/y"})
-	cfg := databricks.Workspace(unitycatalog.Config{Host: s.URL, Token: s.Token})
+	ws := unitycatalog.Config{Host: s.URL, Token: s.Token}
 	ctx := context.Background()
-	_, err := databricks.New(ctx, "main.sales.nope", cfg)
+	_, err := databricks.New(ctx, databricks.Config{Table: "main.sales.nope", Workspace: ws})
 	require.ErrorIs(t, err, flightline.ErrNotFound)
-	_, err = databricks.New(ctx, "main.sales.view", cfg)
+	_, err = databricks.New(ctx, databricks.Config{Table: "main.sales.view", Workspace: ws})
 	require.ErrorIs(t, err, flightline.ErrFailedPrecondition)
-	_, err = databricks.New(ctx, "main.sales.managed", cfg)
+	_, err = databricks.New(ctx, databricks.Config{Table: "main.sales.managed", Workspace: ws})
 	require.ErrorIs(t, err, flightline.ErrFailedPrecondition)
 	require.ErrorContains(t, err, "not on S3", "managed tables may be read, but only on S3")
 }

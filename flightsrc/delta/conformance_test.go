@@ -63,8 +63,8 @@ func TestDeltaConformance(t *testing.T) {
 					require.NoError(t, w.Close(ctx))
 				},
 				NewSource: func(t *testing.T, mem memory.Allocator, stream string) flightsrc.Source {
-					s, err := delta.New(context.Background(), dir(stream), delta.Stream(stream), delta.Once(once),
-						delta.BatchRows(4), delta.PollInterval(20*time.Millisecond), delta.Allocator(mem))
+					s, err := delta.New(context.Background(), delta.Config{URI: dir(stream), Stream: stream, Once: once,
+						BatchRows: 4, PollInterval: 20 * time.Millisecond}, delta.Allocator(mem))
 					require.NoError(t, err)
 					return s
 				},

@@ -46,12 +46,35 @@ import (
 	"github.com/flightline/flightline/internal/objstore"
 )
 
-// Option configures a Source.
-type Option func(*Source) error
+// Config is the table a Source serves and how it reads it: the keys of the
+// delta: source kind. The zero value of an optional field means its
+// default.
+type Config struct {
+	// URI is the table's location: a local path or s3://bucket/prefix.
+	// Required.
+	URI string
+	// StorageOptions are the object-store options (AWS_* keys).
+	StorageOptions map[string]string
+	// Stream names the stream (default: the last element of the table
+	// path).
+	Stream string
+	// Once makes every read stop with io.EOF at the version that was
+	// current when it began, instead of following new commits.
+	Once bool
+	// BatchRows bounds the rows per batch (default 65536).
+	BatchRows int
+	// PollInterval is how often tail mode looks for a new commit (default
+	// 1s).
+	PollInterval time.Duration
+}
 
-// StorageOptions sets the object-store options (AWS_* keys).
-func StorageOptions(o map[string]string) Option {
-	return func(s *Source) error { s.storage = o; return nil }
+// Option configures a Source beyond its Config: a credentials provider, an
+// allocator. Options apply only in New; none changes a Source once built.
+type Option func(*options) error
+
+type options struct {
+	creds aws.CredentialsProvider
+	mem   memory.Allocator
 }
 
 // Credentials sets the S3 credentials provider (for an s3:// table only),
@@ -59,40 +82,17 @@ func StorageOptions(o map[string]string) Option {
 // hold none: the provider renews its credentials itself (Unity Catalog's
 // vended credentials, flightsrc/databricks).
 func Credentials(p aws.CredentialsProvider) Option {
-	return func(s *Source) error { s.creds = p; return nil }
-}
-
-// Stream names the stream (default: the last element of the table path).
-func Stream(name string) Option { return func(s *Source) error { s.stream = name; return nil } }
-
-// Once makes every read stop with io.EOF at the version that was current
-// when it began, instead of following new commits.
-func Once(on bool) Option { return func(s *Source) error { s.once = on; return nil } }
-
-// BatchRows bounds the rows per batch (default 65536).
-func BatchRows(n int) Option {
-	return func(s *Source) error {
-		if n < 1 {
-			return fmt.Errorf("%w: batch rows %d < 1", flightline.ErrInvalidInput, n)
-		}
-		s.batchRows = n
-		return nil
-	}
-}
-
-// PollInterval is how often tail mode looks for a new commit (default 1s).
-func PollInterval(d time.Duration) Option {
-	return func(s *Source) error { s.poll = d; return nil }
+	return func(o *options) error { o.creds = p; return nil }
 }
 
 // Allocator sets the allocator batches are built with; nil means
 // memory.DefaultAllocator, the default.
 func Allocator(mem memory.Allocator) Option {
-	return func(s *Source) error {
+	return func(o *options) error {
 		if mem == nil {
 			mem = memory.DefaultAllocator
 		}
-		s.mem = mem
+		o.mem = mem
 		return nil
 	}
 }
@@ -109,25 +109,49 @@ type Source struct {
 	mem       memory.Allocator
 }
 
-// New returns a source for the table at uri (local path or
-// s3://bucket/prefix).
-func New(ctx context.Context, uri string, opts ...Option) (*Source, error) {
-	s := &Source{batchRows: 65536, poll: time.Second, mem: memory.DefaultAllocator}
-	for _, o := range opts {
-		if err := o(s); err != nil {
+// New returns a Source for the table at cfg.URI. It validates cfg and
+// opens the object store (for s3://, resolving the region and credentials
+// with ctx), but does not read the table: a missing table is reported by
+// Streams and Read (flightline.ErrNotFound). Options apply only here.
+// Close releases nothing today (a Reader closes the files it opened) and
+// returns nil.
+func New(ctx context.Context, cfg Config, opts ...Option) (*Source, error) {
+	o := options{mem: memory.DefaultAllocator}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
 			return nil, err
 		}
 	}
-	st, err := objstore.OpenForReading(ctx, uri, s.storage, s.creds)
+	s := &Source{storage: cfg.StorageOptions, creds: o.creds, stream: cfg.Stream, once: cfg.Once,
+		batchRows: 65536, poll: time.Second, mem: o.mem}
+	switch {
+	case cfg.BatchRows < 0:
+		return nil, fmt.Errorf("%w: batch rows %d < 1", flightline.ErrInvalidInput, cfg.BatchRows)
+	case cfg.BatchRows > 0:
+		s.batchRows = cfg.BatchRows
+	}
+	switch {
+	case cfg.PollInterval < 0:
+		return nil, fmt.Errorf("%w: delta source: poll interval %s < 0", flightline.ErrInvalidInput, cfg.PollInterval)
+	case cfg.PollInterval > 0:
+		s.poll = cfg.PollInterval
+	}
+	st, err := objstore.OpenForReading(ctx, cfg.URI, s.storage, s.creds)
 	if err != nil {
 		return nil, err
 	}
 	if s.stream == "" {
-		s.stream = path.Base(strings.TrimRight(uri, "/"))
+		s.stream = path.Base(strings.TrimRight(cfg.URI, "/"))
 	}
 	s.t = deltalog.NewTable(st, s.mem)
 	return s, nil
 }
+
+// Close implements io.Closer for symmetry with the other sources: the
+// Source holds nothing beyond what the garbage collector frees (each Reader
+// closes its own files), so it returns nil. Call it once, after every
+// Reader is closed.
+func (s *Source) Close() error { return nil }
 
 func (s *Source) snapshot(ctx context.Context) (*deltalog.Snapshot, *arrow.Schema, error) {
 	snap, err := s.t.Snapshot(ctx)

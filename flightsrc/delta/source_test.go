@@ -72,7 +72,7 @@ func TestSourceOnceTailResume(t *testing.T) {
 	dir := t.TempDir()
 	fill(t, dir, 0, 1000, 100) // versions 0..9, checkpoint at 8
 
-	once, err := delta.New(ctx, dir, delta.Once(true), delta.BatchRows(64), delta.Allocator(mem))
+	once, err := delta.New(ctx, delta.Config{URI: dir, Once: true, BatchRows: 64}, delta.Allocator(mem))
 	require.NoError(t, err)
 	streams, err := once.Streams(ctx)
 	require.NoError(t, err)
@@ -96,7 +96,7 @@ func TestSourceOnceTailResume(t *testing.T) {
 	require.ElementsMatch(t, seq(0, 1000), all, "snapshot, resumed mid-file, has every row once")
 
 	// Tail mode from the end of the snapshot follows new commits.
-	tail, err := delta.New(ctx, dir, delta.PollInterval(20*time.Millisecond), delta.Allocator(mem))
+	tail, err := delta.New(ctx, delta.Config{URI: dir, PollInterval: 20 * time.Millisecond}, delta.Allocator(mem))
 	require.NoError(t, err)
 	r, err = tail.Read(ctx, flightsrc.ReadRequest{Stream: streams[0].Name, After: cp})
 	require.NoError(t, err)
@@ -125,7 +125,7 @@ func TestV2CheckpointTableRefused(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	require.NoError(t, os.CopyFS(dir, os.DirFS("../../internal/deltalog/testdata/v2checkpoint")))
-	src, err := delta.New(ctx, dir, delta.Once(true))
+	src, err := delta.New(ctx, delta.Config{URI: dir, Once: true})
 	require.NoError(t, err)
 	_, err = src.Streams(ctx)
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)

@@ -56,8 +56,8 @@ func TestKfakeCleanStartNoConflict(t *testing.T) {
 			mem := checkedMem(t)
 			loud := &loudLog{}
 			log := slog.New(loud)
-			src, err := kafka.New(kafka.Brokers(brokers...), kafka.Topics("orders"), kafka.BatchRows(100),
-				kafka.BatchWait(20*time.Millisecond), kafka.Allocator(mem), kafka.Logger(log), kafka.SessionTimeout(time.Second))
+			src, err := kafka.New(context.Background(), kafka.Config{Brokers: brokers, Topics: []string{"orders"}, BatchRows: 100, BatchWait: 20 * time.Millisecond, SessionTimeout: time.Second},
+				kafka.Allocator(mem), kafka.Logger(log))
 			require.NoError(t, err)
 			defer src.Close()
 			var from flightsrc.Source = src

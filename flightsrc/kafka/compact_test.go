@@ -28,8 +28,8 @@ func TestKfakeCompactedOverFlight(t *testing.T) {
 	brokers := fakeCluster(t, 2, "orders")
 	produce(t, brokers, "orders", 0, 2000, 0)
 	mem := checkedMem(t)
-	src, err := kafka.New(kafka.Brokers(brokers...), kafka.Topics("orders"), kafka.BatchRows(100), kafka.WithoutGroupMembership(),
-		kafka.BatchWait(20*time.Millisecond), kafka.Allocator(mem), kafka.Logger(quietLog()))
+	src, err := kafka.New(context.Background(), kafka.Config{Brokers: brokers, Topics: []string{"orders"}, BatchRows: 100, WithoutGroupMembership: true, BatchWait: 20 * time.Millisecond},
+		kafka.Allocator(mem), kafka.Logger(quietLog()))
 	require.NoError(t, err)
 	defer src.Close()
 

@@ -90,49 +90,170 @@ type config struct {
 	registry prometheus.Registerer
 }
 
-// Option configures a Source. Options are validated once, in New.
-type Option func(*config) error
+// Config is what a Kafka source reads and how: the keys of the kafka:
+// source kind. The zero value of an optional field means its default.
+type Config struct {
+	// Brokers are the bootstrap servers, host:port each. Required.
+	Brokers []string
+	// Topics are the topics the source offers, one stream per topic, named
+	// after it. Exactly one of Topics and TopicRegex is required.
+	Topics []string
+	// TopicRegex offers every topic whose whole name matches it (anchored),
+	// as one stream each; internal topics (names starting with "__") never
+	// match.
+	TopicRegex string
+	// GroupID is the consumer group (Python's group_id). Empty: the
+	// pipeline id of each Read is the group.
+	GroupID string
+	// AutoOffsetReset is where partitions start when neither the checkpoint
+	// nor the group has a position, and where an out-of-range position
+	// jumps. Default (the zero value) Earliest.
+	AutoOffsetReset Reset
+	// ClientID is the Kafka client id. Default "flightline".
+	ClientID string
+	// ReadUncommitted returns the records of aborted and open transactions
+	// too. The default is read_committed: fetches stop at the last stable
+	// offset and aborted transactions are dropped.
+	ReadUncommitted bool
+	// WithoutGroupMembership makes every Reader serve all partitions of its
+	// topic instead of the partitions the consumer group assigns. The group
+	// is still used for committed offsets (as a start position) and
+	// advisory commits. Use it for a single instance that must not wait for
+	// a rebalance, e.g. after a crash while the dead member's session
+	// lasts.
+	WithoutGroupMembership bool
 
-// Brokers sets the bootstrap servers, host:port each. Required.
-func Brokers(addrs ...string) Option {
-	return func(c *config) error { c.brokers = append(c.brokers, addrs...); return nil }
+	// BatchRows flushes a batch at this many rows. Default 10000.
+	BatchRows int
+	// BatchBytes flushes a batch once its rows' keys and values reach this
+	// many bytes (raw format only; with a ValueDecoder only BatchRows and
+	// BatchWait cut batches). Default 8 MiB.
+	BatchBytes int
+	// BatchWait flushes whatever a partition holds once its oldest
+	// unflushed row has waited this long. Default 500ms. Batches cut by the
+	// timer are not deterministic (see the package documentation).
+	BatchWait time.Duration
+
+	// FetchMaxBytes bounds one fetch response. Default 8 MiB.
+	FetchMaxBytes int32
+	// PartitionMaxBytes bounds each partition in a fetch response. Default
+	// 1 MiB. A record batch larger than it is still returned whole
+	// (KIP-74).
+	PartitionMaxBytes int32
+	// FetchMaxWait is how long the broker may hold a fetch when it has no
+	// new data. Default 250ms.
+	FetchMaxWait time.Duration
+	// MaxBufferedBytes bounds the fetched bytes a Reader holds that Next
+	// has not decoded yet; the fetcher waits while it is reached
+	// (back-pressure). Default 8 MiB. One fetch round (at most
+	// FetchMaxBytes per partition leader) may exceed it once.
+	MaxBufferedBytes int64
+	// DecodeBytes bounds the fetched bytes decoded in one step: a fetched
+	// partition chunk is decoded a piece of whole record batches of at
+	// most this many bytes at a time (a batch larger than it is one piece),
+	// and batches are cut between pieces. A piece's decompressed records
+	// live in one buffer, freed once the last batch pointing into it is
+	// released, so the decompressed working set is bounded by DecodeBytes
+	// times the compression ratio, whatever the fetch size. Default 256
+	// KiB.
+	DecodeBytes int
+	// MaxParkedBytes bounds, per partition a Reader serves, the freed
+	// decoding buffers (column buffers, decompression buffers) its decoder
+	// keeps for reuse once the batches using them are released
+	// (kafkadecode.WithMaxParkedBytes). Default (0) 2 MiB; a negative value
+	// keeps none.
+	MaxParkedBytes int
+	// UnavailableAfter is how long the fetcher retries unreachable brokers
+	// (logging each address) before Next fails with
+	// flightline.ErrUnavailable, so the coordinator restarts from the
+	// sink's checkpoint. Default 30s.
+	UnavailableAfter time.Duration
+
+	// SessionTimeout is the consumer group session timeout. Default 10s;
+	// the broker bounds it (group.min.session.timeout.ms, 6s by default).
+	// Without an InstanceID, the partitions of a member that was killed
+	// stay assigned to it until its session expires, so the session
+	// timeout bounds how long a pipeline stalls after its source crashed
+	// (issue 16: kgo's 45s default stalled it for 45s). The member only
+	// coordinates and heartbeats every SessionTimeout/3 (at most 3s)
+	// whatever the pipeline is doing, so a short session does not cause
+	// rebalances under load.
+	SessionTimeout time.Duration
+	// InstanceID makes the group member static (KIP-345): a restarted
+	// instance with the same id takes its partitions back without waiting
+	// for the old session to expire (a pipeline whose source was killed
+	// and restarted commits again within a few seconds). Give every
+	// instance of a pipeline its own stable id; two live members with one
+	// id fence each other.
+	InstanceID string
+	// RevokeTimeout bounds how long a revocation waits for the pipeline
+	// that served the revoked partitions to stop and reopen its sink.
+	// Default 20s.
+	RevokeTimeout time.Duration
 }
 
-// Topics sets the topics the source offers, one stream per topic, named
-// after it.
-func Topics(topics ...string) Option {
-	return func(c *config) error { c.topics = append(c.topics, topics...); return nil }
-}
-
-// TopicRegex offers every topic whose whole name matches re (anchored), as
-// one stream each; internal topics (names starting with "__") never match.
-func TopicRegex(re string) Option {
-	return func(c *config) error {
-		r, err := regexp.Compile("^(?:" + re + ")$")
+// config turns cfg into the source's settings: defaults for zero fields,
+// an error wrapping flightline.ErrInvalidInput for an invalid one.
+func (cfg Config) config() (config, error) {
+	c := config{
+		brokers: cfg.Brokers, topics: cfg.Topics, group: cfg.GroupID, reset: cfg.AutoOffsetReset,
+		clientID: "flightline", readCommitted: !cfg.ReadUncommitted, membership: !cfg.WithoutGroupMembership,
+		maxRows: 10000, maxBytes: 8 << 20, maxWait: 500 * time.Millisecond,
+		fetchMaxBytes: 8 << 20, partitionMaxBytes: 1 << 20, fetchMaxWait: 250 * time.Millisecond,
+		maxBuffered: 8 << 20, maxParked: kafkadecode.DefaultMaxParkedBytes, decodeBytes: 256 << 10, unavailableAfter: 30 * time.Second,
+		sessionTimeout: 10 * time.Second, instanceID: cfg.InstanceID, revokeTimeout: 20 * time.Second,
+		mem: memory.DefaultAllocator, log: slog.Default(),
+	}
+	if cfg.TopicRegex != "" {
+		r, err := regexp.Compile("^(?:" + cfg.TopicRegex + ")$")
 		if err != nil {
-			return fmt.Errorf("%w: topic regex: %v", flightline.ErrInvalidInput, err)
+			return c, fmt.Errorf("%w: topic regex: %v", flightline.ErrInvalidInput, err)
 		}
 		c.topicRegex = r
-		return nil
 	}
+	if cfg.ClientID != "" {
+		c.clientID = cfg.ClientID
+	}
+	if cfg.AutoOffsetReset != Earliest && cfg.AutoOffsetReset != Latest {
+		return c, fmt.Errorf("%w: auto offset reset %d: want Earliest or Latest", flightline.ErrInvalidInput, cfg.AutoOffsetReset)
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+		set  func()
+	}{
+		{"batch rows", int64(cfg.BatchRows), func() { c.maxRows = cfg.BatchRows }},
+		{"batch bytes", int64(cfg.BatchBytes), func() { c.maxBytes = cfg.BatchBytes }},
+		{"batch wait", int64(cfg.BatchWait), func() { c.maxWait = cfg.BatchWait }},
+		{"fetch max bytes", int64(cfg.FetchMaxBytes), func() { c.fetchMaxBytes = cfg.FetchMaxBytes }},
+		{"partition max bytes", int64(cfg.PartitionMaxBytes), func() { c.partitionMaxBytes = cfg.PartitionMaxBytes }},
+		{"fetch max wait", int64(cfg.FetchMaxWait), func() { c.fetchMaxWait = cfg.FetchMaxWait }},
+		{"max buffered bytes", cfg.MaxBufferedBytes, func() { c.maxBuffered = cfg.MaxBufferedBytes }},
+		{"decode bytes", int64(cfg.DecodeBytes), func() { c.decodeBytes = cfg.DecodeBytes }},
+		{"unavailable after", int64(cfg.UnavailableAfter), func() { c.unavailableAfter = cfg.UnavailableAfter }},
+		{"session timeout", int64(cfg.SessionTimeout), func() { c.sessionTimeout = cfg.SessionTimeout }},
+		{"revoke timeout", int64(cfg.RevokeTimeout), func() { c.revokeTimeout = cfg.RevokeTimeout }},
+	} {
+		if f.v < 0 {
+			return c, fmt.Errorf("%w: kafka source: %s %d < 0", flightline.ErrInvalidInput, f.name, f.v)
+		}
+		if f.v > 0 {
+			f.set()
+		}
+	}
+	switch {
+	case cfg.MaxParkedBytes < 0:
+		c.maxParked = 0
+	case cfg.MaxParkedBytes > 0:
+		c.maxParked = cfg.MaxParkedBytes
+	}
+	return c, nil
 }
 
-// GroupID sets the consumer group (Python's group_id). Without it, the
-// pipeline id of each Read is the group.
-func GroupID(g string) Option { return func(c *config) error { c.group = g; return nil } }
-
-// AutoOffsetReset sets where partitions start when neither the checkpoint
-// nor the group has a position, and where an out-of-range position jumps.
-// Default Earliest.
-func AutoOffsetReset(r Reset) Option { return func(c *config) error { c.reset = r; return nil } }
-
-// ClientID sets the Kafka client id. Default "flightline".
-func ClientID(id string) Option { return func(c *config) error { c.clientID = id; return nil } }
-
-// ReadUncommitted returns the records of aborted and open transactions too.
-// The default is read_committed: fetches stop at the last stable offset and
-// aborted transactions are dropped.
-func ReadUncommitted() Option { return func(c *config) error { c.readCommitted = false; return nil } }
+// Option sets what a Config cannot hold: connection security, decoding and
+// dead-letter hooks, an allocator, a logger, a metrics registerer, a test
+// dialer. Options apply only in New.
+type Option func(*config) error
 
 // TLS connects to the brokers over TLS with cfg.
 func TLS(cfg *tls.Config) Option { return func(c *config) error { c.auth.UseTLS(cfg); return nil } }
@@ -178,149 +299,6 @@ func ValueDecoder(newDecoder func() (kafkadecode.ValueDecoder, error)) Option {
 // offset (fail fast); they are never dropped silently.
 func DeadLetters(h DeadLetterHandler) Option {
 	return func(c *config) error { c.deadLetters = h; return nil }
-}
-
-// WithoutGroupMembership makes every Reader serve all partitions of its
-// topic instead of the partitions the consumer group assigns. The group is
-// still used for committed offsets (as a start position) and advisory
-// commits. Use it for a single instance that must not wait for a
-// rebalance, e.g. after a crash while the dead member's session lasts.
-func WithoutGroupMembership() Option {
-	return func(c *config) error { c.membership = false; return nil }
-}
-
-// BatchRows flushes a batch at n rows. Default 10000.
-func BatchRows(n int) Option {
-	return func(c *config) error {
-		if n < 1 {
-			return fmt.Errorf("%w: batch rows %d < 1", flightline.ErrInvalidInput, n)
-		}
-		c.maxRows = n
-		return nil
-	}
-}
-
-// BatchBytes flushes a batch once its rows' keys and values reach n bytes
-// (raw format only; with a ValueDecoder only BatchRows and BatchWait cut
-// batches). Default 8 MiB.
-func BatchBytes(n int) Option {
-	return func(c *config) error {
-		if n < 1 {
-			return fmt.Errorf("%w: batch bytes %d < 1", flightline.ErrInvalidInput, n)
-		}
-		c.maxBytes = n
-		return nil
-	}
-}
-
-// BatchWait flushes whatever a partition holds once its oldest unflushed
-// row has waited d. Default 500ms. Batches cut by the timer are not
-// deterministic (see the package documentation).
-func BatchWait(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("%w: batch wait %v <= 0", flightline.ErrInvalidInput, d)
-		}
-		c.maxWait = d
-		return nil
-	}
-}
-
-// FetchMaxBytes bounds one fetch response and each partition in it.
-// Defaults 8 MiB and 1 MiB. A record batch larger than the partition
-// bound is still returned whole (KIP-74).
-func FetchMaxBytes(total, perPartition int32) Option {
-	return func(c *config) error {
-		if total < 1 || perPartition < 1 {
-			return fmt.Errorf("%w: fetch max bytes %d/%d", flightline.ErrInvalidInput, total, perPartition)
-		}
-		c.fetchMaxBytes, c.partitionMaxBytes = total, perPartition
-		return nil
-	}
-}
-
-// FetchMaxWait is how long the broker may hold a fetch when it has no new
-// data. Default 250ms.
-func FetchMaxWait(d time.Duration) Option {
-	return func(c *config) error { c.fetchMaxWait = d; return nil }
-}
-
-// MaxBufferedBytes bounds the fetched bytes a Reader holds that Next has
-// not decoded yet; the fetcher waits while it is reached (back-pressure).
-// Default 8 MiB. One fetch round (at most FetchMaxBytes per partition
-// leader) may exceed it once.
-func MaxBufferedBytes(n int64) Option {
-	return func(c *config) error {
-		if n < 1 {
-			return fmt.Errorf("%w: max buffered bytes %d", flightline.ErrInvalidInput, n)
-		}
-		c.maxBuffered = n
-		return nil
-	}
-}
-
-// DecodeBytes bounds the fetched bytes decoded in one step: a fetched
-// partition chunk is decoded a piece of whole record batches of at most n
-// bytes at a time (a batch larger than n is one piece), and batches are cut
-// between pieces. A piece's decompressed records live in one buffer, freed
-// once the last batch pointing into it is released, so the decompressed
-// working set is bounded by n times the compression ratio, whatever the
-// fetch size. Default 256 KiB.
-func DecodeBytes(n int) Option {
-	return func(c *config) error {
-		if n < 1 {
-			return fmt.Errorf("%w: decode bytes %d < 1", flightline.ErrInvalidInput, n)
-		}
-		c.decodeBytes = n
-		return nil
-	}
-}
-
-// MaxParkedBytes bounds, per partition a Reader serves, the freed decoding
-// buffers (column buffers, decompression buffers) its decoder keeps for
-// reuse once the batches using them are released
-// (kafkadecode.WithMaxParkedBytes). Default 2 MiB; 0 keeps none.
-func MaxParkedBytes(n int) Option {
-	return func(c *config) error {
-		if n < 0 {
-			return fmt.Errorf("%w: max parked bytes %d", flightline.ErrInvalidInput, n)
-		}
-		c.maxParked = n
-		return nil
-	}
-}
-
-// UnavailableAfter is how long the fetcher retries unreachable brokers
-// (logging each address) before Next fails with flightline.ErrUnavailable,
-// so the coordinator restarts from the sink's checkpoint. Default 30s.
-func UnavailableAfter(d time.Duration) Option {
-	return func(c *config) error { c.unavailableAfter = d; return nil }
-}
-
-// SessionTimeout sets the consumer group session timeout. Default 10s; the
-// broker bounds it (group.min.session.timeout.ms, 6s by default). Without
-// an InstanceID, the partitions of a member that was killed stay assigned
-// to it until its session expires, so the session timeout bounds how long a
-// pipeline stalls after its source crashed (issue 16: kgo's 45s default
-// stalled it for 45s). The member only coordinates and heartbeats every
-// SessionTimeout/3 (at most 3s) whatever the pipeline is doing, so a short
-// session does not cause rebalances under load.
-func SessionTimeout(d time.Duration) Option {
-	return func(c *config) error { c.sessionTimeout = d; return nil }
-}
-
-// InstanceID makes the group member static (KIP-345): a restarted
-// instance with the same id takes its partitions back without waiting for
-// the old session to expire (a pipeline whose source was killed and
-// restarted commits again within a few seconds). Give every instance of a
-// pipeline its own stable id; two live members with one id fence each
-// other.
-func InstanceID(id string) Option { return func(c *config) error { c.instanceID = id; return nil } }
-
-// RevokeTimeout bounds how long a revocation waits for the pipeline that
-// served the revoked partitions to stop and reopen its sink. Default 20s.
-func RevokeTimeout(d time.Duration) Option {
-	return func(c *config) error { c.revokeTimeout = d; return nil }
 }
 
 // Allocator sets the allocator batches are built with; nil means

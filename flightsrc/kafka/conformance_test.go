@@ -64,8 +64,7 @@ func conformance(brokers []string) srctest.Harness {
 			require.NoError(t, cl.ProduceSync(ctx, recs...).FirstErr())
 		},
 		NewSource: func(t *testing.T, mem memory.Allocator, topic string) flightsrc.Source {
-			s, err := kafka.New(kafka.Brokers(brokers...), kafka.Topics(topic), kafka.GroupID(topic+"-g"), kafka.WithoutGroupMembership(),
-				kafka.AutoOffsetReset(kafka.Earliest), kafka.BatchRows(4), kafka.BatchWait(30*time.Millisecond),
+			s, err := kafka.New(context.Background(), kafka.Config{Brokers: brokers, Topics: []string{topic}, GroupID: topic + "-g", WithoutGroupMembership: true, AutoOffsetReset: kafka.Earliest, BatchRows: 4, BatchWait: 30 * time.Millisecond},
 				kafka.Allocator(mem), kafka.Logger(quietLog()))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = s.Close() })

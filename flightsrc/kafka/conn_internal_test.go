@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,7 +13,7 @@ import (
 // The source connects as internal/kafkaconn says, like the sink: same
 // retry policy, its client id, its dialer.
 func TestSourceSharesConnectionConfig(t *testing.T) {
-	s, err := New(Brokers("127.0.0.1:1"), Topics("t"), ClientID("src"), Dialer(nil))
+	s, err := New(context.Background(), Config{Brokers: []string{"127.0.0.1:1"}, Topics: []string{"t"}, ClientID: "src"}, Dialer(nil))
 	require.NoError(t, err)
 	defer s.Close()
 	require.EqualValues(t, kafkaconn.RequestRetries, s.cl.OptValue(kgo.RequestRetries))
@@ -23,11 +24,11 @@ func TestSourceSharesConnectionConfig(t *testing.T) {
 // BufferBudget is FetchMaxBytes + MaxBufferedBytes: 16 MiB at defaults,
 // following the options.
 func TestBufferBudget(t *testing.T) {
-	s, err := New(Brokers("127.0.0.1:1"), Topics("t"))
+	s, err := New(context.Background(), Config{Brokers: []string{"127.0.0.1:1"}, Topics: []string{"t"}})
 	require.NoError(t, err)
 	defer s.Close()
 	require.EqualValues(t, 16<<20, s.BufferBudget())
-	s2, err := New(Brokers("127.0.0.1:1"), Topics("t"), FetchMaxBytes(32<<20, 4<<20), MaxBufferedBytes(64<<20))
+	s2, err := New(context.Background(), Config{Brokers: []string{"127.0.0.1:1"}, Topics: []string{"t"}, FetchMaxBytes: 32 << 20, PartitionMaxBytes: 4 << 20, MaxBufferedBytes: 64 << 20})
 	require.NoError(t, err)
 	defer s2.Close()
 	require.EqualValues(t, 96<<20, s2.BufferBudget())

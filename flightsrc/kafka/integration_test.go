@@ -77,9 +77,8 @@ func TestIntegrationKafkaExactlyOnce(t *testing.T) {
 	pl := flightsink.Pipeline{ID: topic + "-pipe", Target: topic}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	for round := 0; ; round++ {
-		src, err := kafka.New(kafka.Brokers(brokers...), kafka.Topics(topic), kafka.GroupID(topic+"-g"),
-			kafka.BatchRows(500), kafka.BatchWait(50*time.Millisecond), kafka.Allocator(mem), kafka.Logger(quietLog()),
-			kafka.SessionTimeout(6*time.Second), kafka.InstanceID("eo-1"))
+		src, err := kafka.New(context.Background(), kafka.Config{Brokers: brokers, Topics: []string{topic}, GroupID: topic + "-g", BatchRows: 500, BatchWait: 50 * time.Millisecond, SessionTimeout: 6 * time.Second, InstanceID: "eo-1"},
+			kafka.Allocator(mem), kafka.Logger(quietLog()))
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(context.Background())
 		c, err := coordinator.New(src, sink, topic, pl, coordinator.WithLogger(quietLog()),
@@ -204,9 +203,8 @@ func TestIntegrationKafkaRebalance(t *testing.T) {
 		done   chan error
 	}
 	startInstance := func(name string) *instance {
-		src, err := kafka.New(kafka.Brokers(brokers...), kafka.Topics(topic), kafka.GroupID(group),
-			kafka.BatchRows(300), kafka.BatchWait(50*time.Millisecond), kafka.Allocator(mem), kafka.Logger(quietLog()),
-			kafka.SessionTimeout(6*time.Second))
+		src, err := kafka.New(context.Background(), kafka.Config{Brokers: brokers, Topics: []string{topic}, GroupID: group, BatchRows: 300, BatchWait: 50 * time.Millisecond, SessionTimeout: 6 * time.Second},
+			kafka.Allocator(mem), kafka.Logger(quietLog()))
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(context.Background())
 		c, err := coordinator.New(src, sink, topic, flightsink.Pipeline{ID: group + "#" + name, Target: topic},
@@ -304,7 +302,7 @@ func TestIntegrationKafkaErrors(t *testing.T) {
 	brokers := realBroker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	src, err := kafka.New(kafka.Brokers(brokers...), kafka.Topics("no-such-topic"), kafka.GroupID("g"), kafka.Logger(quietLog()))
+	src, err := kafka.New(context.Background(), kafka.Config{Brokers: brokers, Topics: []string{"no-such-topic"}, GroupID: "g"}, kafka.Logger(quietLog()))
 	require.NoError(t, err)
 	defer src.Close()
 	_, err = src.Read(ctx, flightsrc.ReadRequest{Stream: "no-such-topic"})
@@ -313,8 +311,8 @@ func TestIntegrationKafkaErrors(t *testing.T) {
 
 	sasl := integration.Need(t, "FLIGHTLINE_KAFKA_SASL_BROKERS", "Kafka SASL listener")
 	topic := createTopic(t, brokers, "auth", 1)
-	bad, err := kafka.New(kafka.Brokers(sasl), kafka.Topics(topic), kafka.GroupID("g"), kafka.Logger(quietLog()),
-		kafka.SASLPlain("flightline", "wrong-password"))
+	bad, err := kafka.New(context.Background(), kafka.Config{Brokers: []string{sasl}, Topics: []string{topic}, GroupID: "g"},
+		kafka.Logger(quietLog()), kafka.SASLPlain("flightline", "wrong-password"))
 	require.NoError(t, err)
 	defer bad.Close()
 	_, err = bad.Read(ctx, flightsrc.ReadRequest{Stream: topic})
@@ -322,8 +320,8 @@ func TestIntegrationKafkaErrors(t *testing.T) {
 	require.Contains(t, err.Error(), "credentials")
 	require.False(t, flightline.IsRetryable(err))
 
-	good, err := kafka.New(kafka.Brokers(sasl), kafka.Topics(topic), kafka.GroupID("g"), kafka.Logger(quietLog()),
-		kafka.SASLPlain(integration.Need(t, "FLIGHTLINE_KAFKA_SASL_USER", "SASL user"), integration.Need(t, "FLIGHTLINE_KAFKA_SASL_PASSWORD", "SASL password")))
+	good, err := kafka.New(context.Background(), kafka.Config{Brokers: []string{sasl}, Topics: []string{topic}, GroupID: "g"},
+		kafka.Logger(quietLog()), kafka.SASLPlain(integration.Need(t, "FLIGHTLINE_KAFKA_SASL_USER", "SASL user"), integration.Need(t, "FLIGHTLINE_KAFKA_SASL_PASSWORD", "SASL password")))
 	require.NoError(t, err)
 	defer good.Close()
 	rd, err := good.Read(ctx, flightsrc.ReadRequest{Stream: topic})

@@ -74,14 +74,14 @@ func TestKfakeSourceMemoryFlat(t *testing.T) {
 			brokers := fakeCluster(t, partitions, "long")
 			produceSized(t, brokers, "long", records, valueLen, tc.batchBytes, tc.codec)
 			mem := checkedMem(t)
-			opts := []kafka.Option{kafka.Brokers(brokers...), kafka.Topics("long"), kafka.GroupID("mem"),
-				kafka.WithoutGroupMembership(), kafka.BatchRows(batchRows), kafka.BatchWait(time.Hour),
-				kafka.FetchMaxBytes(256<<10, 64<<10), kafka.MaxBufferedBytes(256 << 10), kafka.MaxParkedBytes(512 << 10),
-				kafka.Allocator(mem), kafka.Logger(quietLog())}
+			cfg := kafka.Config{Brokers: brokers, Topics: []string{"long"}, GroupID: "mem",
+				WithoutGroupMembership: true, BatchRows: batchRows, BatchWait: time.Hour,
+				FetchMaxBytes: 256 << 10, PartitionMaxBytes: 64 << 10, MaxBufferedBytes: 256 << 10, MaxParkedBytes: 512 << 10}
+			opts := []kafka.Option{kafka.Allocator(mem), kafka.Logger(quietLog())}
 			if tc.format != nil {
 				opts = append(opts, kafka.ValueDecoder(tc.format))
 			}
-			src, err := kafka.New(opts...)
+			src, err := kafka.New(context.Background(), cfg, opts...)
 			require.NoError(t, err)
 			defer src.Close()
 			start := checkpoint.Positions{}

@@ -34,9 +34,8 @@ func TestKfakeOverFlightWithLagMetrics(t *testing.T) {
 	produce(t, brokers, "clicks", 0, 800, 0)
 	mem := checkedMem(t)
 	reg := prometheus.NewRegistry()
-	src, err := kafka.New(kafka.Brokers(brokers...), kafka.Topics("clicks"), kafka.BatchRows(100),
-		kafka.BatchWait(20*time.Millisecond), kafka.Allocator(mem), kafka.Logger(quietLog()), kafka.Registerer(reg),
-		kafka.SessionTimeout(time.Second))
+	src, err := kafka.New(context.Background(), kafka.Config{Brokers: brokers, Topics: []string{"clicks"}, BatchRows: 100, BatchWait: 20 * time.Millisecond, SessionTimeout: time.Second},
+		kafka.Allocator(mem), kafka.Logger(quietLog()), kafka.Registerer(reg))
 	require.NoError(t, err)
 	defer src.Close()
 
@@ -115,9 +114,8 @@ func TestKfakeDeadLetters(t *testing.T) {
 		mu   sync.Mutex
 		dead []int64
 	)
-	src, err := kafka.New(kafka.Brokers(brokers...), kafka.Topics("json"), kafka.GroupID("g"), kafka.WithoutGroupMembership(),
-		kafka.ValueDecoder(vd), kafka.BatchWait(10*time.Millisecond), kafka.Allocator(mem), kafka.Logger(quietLog()),
-		kafka.DeadLetters(func(_ context.Context, topic string, ls []kafkadecode.DeadLetter) error {
+	src, err := kafka.New(context.Background(), kafka.Config{Brokers: brokers, Topics: []string{"json"}, GroupID: "g", WithoutGroupMembership: true, BatchWait: 10 * time.Millisecond},
+		kafka.ValueDecoder(vd), kafka.Allocator(mem), kafka.Logger(quietLog()), kafka.DeadLetters(func(_ context.Context, topic string, ls []kafkadecode.DeadLetter) error {
 			mu.Lock()
 			defer mu.Unlock()
 			for _, l := range ls {
@@ -133,7 +131,7 @@ func TestKfakeDeadLetters(t *testing.T) {
 	require.Equal(t, []int64{1, 3}, dead)
 	require.Equal(t, 3, countRows(sink, "json"))
 
-	strict, err := kafka.New(kafka.Brokers(brokers...), kafka.Topics("json"), kafka.GroupID("g2"), kafka.WithoutGroupMembership(),
+	strict, err := kafka.New(context.Background(), kafka.Config{Brokers: brokers, Topics: []string{"json"}, GroupID: "g2", WithoutGroupMembership: true},
 		kafka.ValueDecoder(vd), kafka.Allocator(mem), kafka.Logger(quietLog()))
 	require.NoError(t, err)
 	defer strict.Close()
@@ -154,8 +152,8 @@ func TestKfakeBrokerLostMidStream(t *testing.T) {
 	brokers := c.ListenAddrs()
 	produce(t, brokers, "gone", 0, 50, 0)
 	mem := checkedMem(t)
-	src, err := kafka.New(kafka.Brokers(brokers...), kafka.Topics("gone"), kafka.GroupID("g"), kafka.WithoutGroupMembership(),
-		kafka.BatchWait(10*time.Millisecond), kafka.UnavailableAfter(time.Second), kafka.Allocator(mem), kafka.Logger(quietLog()))
+	src, err := kafka.New(context.Background(), kafka.Config{Brokers: brokers, Topics: []string{"gone"}, GroupID: "g", WithoutGroupMembership: true, BatchWait: 10 * time.Millisecond, UnavailableAfter: time.Second},
+		kafka.Allocator(mem), kafka.Logger(quietLog()))
 	require.NoError(t, err)
 	defer src.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -189,8 +187,8 @@ func TestKfakeHeartbeatsReleased(t *testing.T) {
 	brokers := fakeCluster(t, 1, "idle")
 	produce(t, brokers, "idle", 0, 10, 0)
 	mem := checkedMem(t)
-	src, err := kafka.New(kafka.Brokers(brokers...), kafka.Topics("idle"), kafka.GroupID("g"), kafka.WithoutGroupMembership(),
-		kafka.BatchWait(5*time.Millisecond), kafka.Allocator(mem), kafka.Logger(quietLog()))
+	src, err := kafka.New(context.Background(), kafka.Config{Brokers: brokers, Topics: []string{"idle"}, GroupID: "g", WithoutGroupMembership: true, BatchWait: 5 * time.Millisecond},
+		kafka.Allocator(mem), kafka.Logger(quietLog()))
 	require.NoError(t, err)
 	defer src.Close()
 	gs, _, err := endpoint.NewServer(endpoint.ServerConfig{})

@@ -17,8 +17,8 @@ import (
 func TestKfakeNilLoggerAndAllocatorMeanDefaults(t *testing.T) {
 	brokers := fakeCluster(t, 1, "nil")
 	produce(t, brokers, "nil", 0, 10, 0)
-	src, err := kafka.New(kafka.Brokers(brokers...), kafka.Topics("nil"), kafka.GroupID("g"), kafka.WithoutGroupMembership(),
-		kafka.BatchWait(10*time.Millisecond), kafka.Logger(nil), kafka.Allocator(nil))
+	src, err := kafka.New(context.Background(), kafka.Config{Brokers: brokers, Topics: []string{"nil"}, GroupID: "g", WithoutGroupMembership: true, BatchWait: 10 * time.Millisecond},
+		kafka.Logger(nil), kafka.Allocator(nil))
 	require.NoError(t, err)
 	defer src.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

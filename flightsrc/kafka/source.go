@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -61,16 +60,16 @@ func (s *Source) BufferBudget() int64 {
 
 var _ flightsrc.Source = (*Source)(nil)
 
-// New returns a Source. It does not contact the brokers: a broker that is
-// down is reported by the first Streams or Read (flightline.ErrUnavailable).
-func New(opts ...Option) (*Source, error) {
-	c := config{
-		clientID: "flightline", readCommitted: true, membership: true,
-		maxRows: 10000, maxBytes: 8 << 20, maxWait: 500 * time.Millisecond,
-		fetchMaxBytes: 8 << 20, partitionMaxBytes: 1 << 20, fetchMaxWait: 250 * time.Millisecond,
-		maxBuffered: 8 << 20, maxParked: kafkadecode.DefaultMaxParkedBytes, decodeBytes: 256 << 10, unavailableAfter: 30 * time.Second,
-		sessionTimeout: 10 * time.Second, revokeTimeout: 20 * time.Second,
-		mem: memory.DefaultAllocator, log: slog.Default(),
+// New returns a Source reading what cfg names. It validates cfg and the
+// options (Brokers and one of Topics and TopicRegex are required) and
+// creates the Kafka client, but does not contact the brokers: ctx is not
+// used today, and a broker that is down is reported by the first Streams or
+// Read (flightline.ErrUnavailable). Options apply only here. Close releases
+// the client's connections and the consumer group members Reads joined.
+func New(ctx context.Context, cfg Config, opts ...Option) (*Source, error) {
+	c, err := cfg.config()
+	if err != nil {
+		return nil, err
 	}
 	for _, o := range opts {
 		if err := o(&c); err != nil {
@@ -96,7 +95,8 @@ func New(opts ...Option) (*Source, error) {
 }
 
 // Close leaves every consumer group the source joined and closes its
-// connections. Readers still open fail.
+// connections; it returns nil. Call it once, after the Readers are closed:
+// Readers still open fail.
 func (s *Source) Close() error {
 	s.mu.Lock()
 	s.closed = true

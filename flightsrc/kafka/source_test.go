@@ -188,14 +188,12 @@ func TestKfakeExactlyOnceAcrossRestarts(t *testing.T) {
 			mem := checkedMem(t)
 			sink := flightsink.NewMemory()
 			defer sink.Release()
-			opts := []kafka.Option{kafka.Brokers(brokers...), kafka.Topics("orders"), kafka.GroupID("g1"),
-				kafka.BatchRows(100), kafka.BatchWait(30 * time.Millisecond), kafka.Allocator(mem), kafka.Logger(quietLog()),
-				kafka.SessionTimeout(2 * time.Second)}
-			if !membership {
-				opts = append(opts, kafka.WithoutGroupMembership())
-			}
+			cfg := kafka.Config{Brokers: brokers, Topics: []string{"orders"}, GroupID: "g1",
+				BatchRows: 100, BatchWait: 30 * time.Millisecond, SessionTimeout: 2 * time.Second,
+				WithoutGroupMembership: !membership}
+			opts := []kafka.Option{kafka.Allocator(mem), kafka.Logger(quietLog())}
 			pl := flightsink.Pipeline{ID: "p1", Target: "orders"}
-			src, err := kafka.New(opts...)
+			src, err := kafka.New(context.Background(), cfg, opts...)
 			require.NoError(t, err)
 			runUntil(t, src, sink, "orders", pl, 1500)
 			require.NoError(t, src.Close())
@@ -203,7 +201,7 @@ func TestKfakeExactlyOnceAcrossRestarts(t *testing.T) {
 			// A second run, after more records, continues exactly after the
 			// sink's checkpoint.
 			produce(t, brokers, "orders", 1500, 900, 0, kgo.ProducerBatchCompression(kgo.ZstdCompression()))
-			src, err = kafka.New(opts...)
+			src, err = kafka.New(context.Background(), cfg, opts...)
 			require.NoError(t, err)
 			runUntil(t, src, sink, "orders", pl, 2400)
 			require.NoError(t, src.Close())
@@ -253,9 +251,9 @@ func TestKfakeCommittedBetweenAbortedInPieces(t *testing.T) {
 			mem := checkedMem(t)
 			sink := flightsink.NewMemory()
 			defer sink.Release()
-			src, err := kafka.New(kafka.Brokers(brokers...), kafka.Topics("mixed"), kafka.WithoutGroupMembership(),
-				kafka.GroupID(fmt.Sprintf("pieces-%d", piece)), // each run from the start
-				kafka.BatchRows(7), kafka.BatchWait(30*time.Millisecond), kafka.DecodeBytes(piece),
+			src, err := kafka.New(context.Background(), kafka.Config{Brokers: brokers, Topics: []string{"mixed"}, WithoutGroupMembership: true,
+				GroupID:   fmt.Sprintf("pieces-%d", piece), // each run from the start
+				BatchRows: 7, BatchWait: 30 * time.Millisecond, DecodeBytes: piece},
 				kafka.Allocator(mem), kafka.Logger(quietLog()))
 			require.NoError(t, err)
 			runUntil(t, src, sink, "mixed", flightsink.Pipeline{ID: "p", Target: "mixed"}, n)
@@ -273,9 +271,8 @@ func TestKfakeDeterministicBoundaries(t *testing.T) {
 	produce(t, brokers, "events", 0, 1000, 0)
 	mem := checkedMem(t)
 	bounds := func(partMax int32, buffered int64, decode int) map[int32][][2]int64 {
-		src, err := kafka.New(kafka.Brokers(brokers...), kafka.Topics("events"), kafka.GroupID("det"),
-			kafka.WithoutGroupMembership(), kafka.BatchRows(64), kafka.BatchWait(time.Hour), kafka.DecodeBytes(decode),
-			kafka.FetchMaxBytes(1<<20, partMax), kafka.MaxBufferedBytes(buffered), kafka.Allocator(mem), kafka.Logger(quietLog()))
+		src, err := kafka.New(context.Background(), kafka.Config{Brokers: brokers, Topics: []string{"events"}, GroupID: "det", WithoutGroupMembership: true, BatchRows: 64, BatchWait: time.Hour, DecodeBytes: decode, FetchMaxBytes: 1 << 20, PartitionMaxBytes: partMax, MaxBufferedBytes: buffered},
+			kafka.Allocator(mem), kafka.Logger(quietLog()))
 		require.NoError(t, err)
 		defer src.Close()
 		start := checkpoint.Positions{"events/0": 3, "events/1": 0}.Encode()
@@ -317,7 +314,7 @@ func TestKfakeErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	src, err := kafka.New(kafka.Brokers(brokers...), kafka.TopicRegex("pres.*|missing"), kafka.GroupID("g"), kafka.Logger(quietLog()))
+	src, err := kafka.New(context.Background(), kafka.Config{Brokers: brokers, TopicRegex: "pres.*|missing", GroupID: "g"}, kafka.Logger(quietLog()))
 	require.NoError(t, err)
 	defer src.Close()
 	streams, err := src.Streams(ctx)
@@ -332,7 +329,7 @@ func TestKfakeErrors(t *testing.T) {
 	_, err = src.Read(ctx, flightsrc.ReadRequest{Stream: "present", Pipeline: "p", After: []byte("nope")})
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
 
-	dead, err := kafka.New(kafka.Brokers("127.0.0.1:1"), kafka.Topics("present"), kafka.GroupID("g"), kafka.Logger(quietLog()))
+	dead, err := kafka.New(context.Background(), kafka.Config{Brokers: []string{"127.0.0.1:1"}, Topics: []string{"present"}, GroupID: "g"}, kafka.Logger(quietLog()))
 	require.NoError(t, err)
 	defer dead.Close()
 	_, err = dead.Read(ctx, flightsrc.ReadRequest{Stream: "present"})
@@ -340,9 +337,9 @@ func TestKfakeErrors(t *testing.T) {
 	require.Contains(t, err.Error(), "127.0.0.1:1")
 	require.True(t, flightline.IsRetryable(err))
 
-	_, err = kafka.New(kafka.Topics("x"))
+	_, err = kafka.New(context.Background(), kafka.Config{Topics: []string{"x"}})
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
-	_, err = kafka.New(kafka.Brokers("b:1"))
+	_, err = kafka.New(context.Background(), kafka.Config{Brokers: []string{"b:1"}})
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
 }
 

@@ -49,8 +49,7 @@ func TestKfakeReadWaitsForGroupCoordinator(t *testing.T) {
 
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	src, err := kafka.New(kafka.Brokers(c.ListenAddrs()...), kafka.Topics("fresh"), kafka.GroupID("g"),
-		kafka.WithoutGroupMembership(), kafka.AutoOffsetReset(kafka.Earliest), kafka.BatchWait(20*time.Millisecond),
+	src, err := kafka.New(context.Background(), kafka.Config{Brokers: c.ListenAddrs(), Topics: []string{"fresh"}, GroupID: "g", WithoutGroupMembership: true, AutoOffsetReset: kafka.Earliest, BatchWait: 20 * time.Millisecond},
 		kafka.Allocator(mem), kafka.Logger(quietLog()))
 	require.NoError(t, err)
 	defer src.Close()

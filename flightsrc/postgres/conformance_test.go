@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -32,8 +33,9 @@ func TestIntegrationSourceConformance(t *testing.T) {
 				FROM generate_series($1::bigint, $2::bigint - 1) i ORDER BY random()`, from, to)
 		},
 		NewSource: func(t *testing.T, mem memory.Allocator, table string) flightsrc.Source {
-			s, err := postgres.New(pgtest.DSN(t), postgres.Table(table, "wm", "id"), postgres.BatchSize(7),
-				postgres.PollInterval(20*time.Millisecond), postgres.Allocator(mem))
+			s, err := postgres.New(context.Background(), postgres.Config{DSN: pgtest.DSN(t),
+				Tables: []postgres.Table{{Name: table, Watermark: "wm", Key: "id"}}, BatchRows: 7, PollInterval: 20 * time.Millisecond},
+				postgres.Allocator(mem))
 			require.NoError(t, err)
 			return s
 		},

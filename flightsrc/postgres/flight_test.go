@@ -27,7 +27,7 @@ func TestIntegrationSourceOverFlight(t *testing.T) {
 	table := pgtest.Name("flight")
 	pgtest.Exec(t, c, `CREATE TABLE `+table+` (id bigint PRIMARY KEY, v text)`)
 	pgtest.Exec(t, c, `INSERT INTO `+table+` SELECT i, 'v' || i FROM generate_series(0, 49) i`)
-	src := newSource(t, mem, postgres.Table(table, "id", "id"), postgres.PollInterval(20*time.Millisecond))
+	src := newSource(t, mem, postgres.Config{Tables: []postgres.Table{{Name: table, Watermark: "id", Key: "id"}}, PollInterval: 20 * time.Millisecond})
 
 	gs, _, err := endpoint.NewServer(endpoint.ServerConfig{})
 	require.NoError(t, err)

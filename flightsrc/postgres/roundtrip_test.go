@@ -222,7 +222,7 @@ func TestIntegrationTypeMapRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, w.WriteBatch(ctx, rec, []byte("cp-1")))
 
-	src := newSource(t, mem, postgres.Table(table, "id", "id"))
+	src := newSource(t, mem, postgres.Config{Tables: []postgres.Table{{Name: table, Watermark: "id", Key: "id"}}})
 	r, err := src.Read(ctx, flightsrc.ReadRequest{Stream: table})
 	require.NoError(t, err)
 	defer r.Close()

@@ -49,7 +49,30 @@ import (
 	"github.com/flightline/flightline/internal/pgerr"
 )
 
-// Option configures a Source.
+// Config is what a Source reads: the keys of the postgres: source kind.
+// The zero value of an optional field means its default.
+type Config struct {
+	// DSN is the connection string, a postgres:// URL or libpq key=value
+	// pairs. Required.
+	DSN string
+	// Tables are the streams, one per table. At least one is required.
+	Tables []Table
+	// PollInterval is how long an idle reader waits between polls (and so
+	// the heartbeat period). Default 1s.
+	PollInterval time.Duration
+	// BatchRows is the maximum rows per batch. Default 10000.
+	BatchRows int
+}
+
+// Table is one stream: Name ("t" or "schema.t", quoted parts allowed),
+// read by the Watermark column and the tie-breaker Key column (exact
+// column names, both required). The stream's name is Name as given.
+type Table struct {
+	Name, Watermark, Key string
+}
+
+// Option configures a Source beyond its Config: allocator, logger. Options
+// apply only in New.
 type Option func(*options) error
 
 // The options every incremental SQL source shares (internal/incsrc).
@@ -58,25 +81,20 @@ type (
 	tableCfg = incsrc.Table[pgx.Identifier]
 )
 
-// Table adds a stream: table ("t" or "schema.t", quoted parts allowed), read
-// by the watermark column and the tie-breaker key column (exact column
-// names). The stream's name is table as given. At least one is required.
-func Table(table, watermark, key string) Option {
-	return Option(incsrc.AddTable(table, watermark, key, pgerr.ParseIdent, "a watermark and a key column"))
+// settings turns cfg into incsrc options, applied before opts.
+func (cfg Config) settings() []Option {
+	var opts []Option
+	for _, t := range cfg.Tables {
+		opts = append(opts, Option(incsrc.AddTable(t.Name, t.Watermark, t.Key, pgerr.ParseIdent, "a watermark and a key column")))
+	}
+	if cfg.PollInterval != 0 {
+		opts = append(opts, Option(incsrc.PollInterval[pgx.Identifier](cfg.PollInterval)))
+	}
+	if cfg.BatchRows != 0 {
+		opts = append(opts, Option(incsrc.BatchRows[pgx.Identifier](cfg.BatchRows)))
+	}
+	return opts
 }
-
-// PollInterval sets how long an idle reader waits between polls (and so the
-// heartbeat period). Default 1s.
-func PollInterval(d time.Duration) Option { return Option(incsrc.PollInterval[pgx.Identifier](d)) }
-
-// BatchRows sets the maximum rows per batch (the name every source uses).
-// Default 10000.
-func BatchRows(n int) Option { return Option(incsrc.BatchRows[pgx.Identifier](n)) }
-
-// BatchSize is BatchRows.
-//
-// Deprecated: use BatchRows, the name every source uses.
-func BatchSize(n int) Option { return BatchRows(n) }
 
 // Allocator sets the allocator of the batches; nil means
 // memory.DefaultAllocator, the default.
@@ -94,25 +112,34 @@ type Source struct {
 	server   string
 }
 
-// New returns a Source for the database at dsn. It does not connect.
-func New(dsn string, opts ...Option) (*Source, error) {
-	o, err := incsrc.New("postgres source", opts)
+// New returns a Source for the database at cfg.DSN. It validates cfg (at
+// least one table) and the options and parses the DSN, but does not connect:
+// ctx is not used today, and each Streams and Read opens (and closes) a
+// connection of its own. Options apply only here. Close releases nothing
+// today.
+func New(ctx context.Context, cfg Config, opts ...Option) (*Source, error) {
+	o, err := incsrc.New("postgres source", append(cfg.settings(), opts...))
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := pgx.ParseConfig(dsn)
+	pcfg, err := pgx.ParseConfig(cfg.DSN)
 	if err != nil {
-		return nil, pgerr.ParseError(err, dsn)
+		return nil, pgerr.ParseError(err, cfg.DSN)
 	}
 	// Fixed session settings make the text form of watermarks stable.
 	for k, v := range map[string]string{"DateStyle": "ISO", "TimeZone": "UTC", "extra_float_digits": "3", "IntervalStyle": "postgres"} {
-		cfg.RuntimeParams[k] = v
+		pcfg.RuntimeParams[k] = v
 	}
-	if cfg.RuntimeParams["application_name"] == "" {
-		cfg.RuntimeParams["application_name"] = "flightline-source"
+	if pcfg.RuntimeParams["application_name"] == "" {
+		pcfg.RuntimeParams["application_name"] = "flightline-source"
 	}
-	return &Source{o: o, cfg: cfg, password: cfg.Password, server: pgerr.Describe(&cfg.Config)}, nil
+	return &Source{o: o, cfg: pcfg, password: pcfg.Password, server: pgerr.Describe(&pcfg.Config)}, nil
 }
+
+// Close implements io.Closer for symmetry with the other sources: the
+// Source holds no connection between calls (each Reader closes its own),
+// so it returns nil. Call it once, after every Reader is closed.
+func (s *Source) Close() error { return nil }
 
 func (s *Source) wrap(err error, format string, args ...any) error {
 	return pgerr.Wrap(err, s.password, format, args...)

@@ -16,9 +16,11 @@ import (
 	"github.com/flightline/flightline/internal/testkit/pgtest"
 )
 
-func newSource(t *testing.T, mem memory.Allocator, opts ...postgres.Option) *postgres.Source {
+// newSource reads cfg (its DSN is set here) with mem.
+func newSource(t *testing.T, mem memory.Allocator, cfg postgres.Config) *postgres.Source {
 	t.Helper()
-	s, err := postgres.New(pgtest.DSN(t), append([]postgres.Option{postgres.Allocator(mem)}, opts...)...)
+	cfg.DSN = pgtest.DSN(t)
+	s, err := postgres.New(context.Background(), cfg, postgres.Allocator(mem))
 	require.NoError(t, err)
 	return s
 }
@@ -49,7 +51,7 @@ func TestIntegrationSourceSnapshotPollResume(t *testing.T) {
 			FROM generate_series($1::int, $2::int - 1) i ORDER BY random()`, from, to)
 	}
 	insert(0, 25)
-	s := newSource(t, mem, postgres.Table(table, "ts", "id"), postgres.BatchRows(10), postgres.PollInterval(50*time.Millisecond))
+	s := newSource(t, mem, postgres.Config{Tables: []postgres.Table{{Name: table, Watermark: "ts", Key: "id"}}, BatchRows: 10, PollInterval: 50 * time.Millisecond})
 
 	streams, err := s.Streams(context.Background())
 	require.NoError(t, err)
@@ -109,7 +111,7 @@ func TestIntegrationSourceEmptyAndClose(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	table := pgtest.Name("empty")
 	pgtest.Exec(t, c, `CREATE TABLE `+table+` (id bigint, k text)`)
-	s := newSource(t, mem, postgres.Table(table, "id", "k"), postgres.PollInterval(time.Hour))
+	s := newSource(t, mem, postgres.Config{Tables: []postgres.Table{{Name: table, Watermark: "id", Key: "k"}}, PollInterval: time.Hour})
 	r, err := s.Read(context.Background(), flightsrc.ReadRequest{Stream: table})
 	require.NoError(t, err)
 	ids, cp := next(t, r)
@@ -143,7 +145,7 @@ func TestIntegrationSourceBadInput(t *testing.T) {
 	table := pgtest.Name("bad")
 	pgtest.Exec(t, c, `CREATE TABLE `+table+` (id bigint, k text)`)
 
-	s := newSource(t, mem, postgres.Table(table, "nope", "k"), postgres.Table("missing_table_x", "id", "k"))
+	s := newSource(t, mem, postgres.Config{Tables: []postgres.Table{{Name: table, Watermark: "nope", Key: "k"}, {Name: "missing_table_x", Watermark: "id", Key: "k"}}})
 	_, err := s.Read(ctx, flightsrc.ReadRequest{Stream: table})
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
 	_, err = s.Read(ctx, flightsrc.ReadRequest{Stream: "missing_table_x"})
@@ -152,7 +154,7 @@ func TestIntegrationSourceBadInput(t *testing.T) {
 	require.ErrorIs(t, err, flightline.ErrNotFound)
 	_, err = s.Read(ctx, flightsrc.ReadRequest{Stream: table, After: []byte(`{"positions":{}}`)})
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
-	_, err = postgres.New(pgtest.DSN(t))
+	_, err = postgres.New(context.Background(), postgres.Config{DSN: pgtest.DSN(t)})
 	require.ErrorIs(t, err, flightline.ErrInvalidInput, "a source needs a table")
 }
 

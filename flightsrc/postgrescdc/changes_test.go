@@ -56,9 +56,11 @@ func readUntil(t *testing.T, rd flightsrc.Reader, n int) ([]string, []byte) {
 	return out, cp
 }
 
-func newSource(t *testing.T, mem memory.Allocator, table string, opts ...postgrescdc.Option) *postgrescdc.Source {
-	s, err := postgrescdc.New(pgtest.DSN(t), append([]postgrescdc.Option{postgrescdc.Table(table), postgrescdc.Slot(table), postgrescdc.Publication(table),
-		postgrescdc.BatchRows(100), postgrescdc.PollInterval(20 * time.Millisecond), postgrescdc.Allocator(mem), postgrescdc.Logger(quiet)}, opts...)...)
+// newSource reads table; statusInterval 0 is the default.
+func newSource(t *testing.T, mem memory.Allocator, table string, statusInterval time.Duration, opts ...postgrescdc.Option) *postgrescdc.Source {
+	s, err := postgrescdc.New(context.Background(), postgrescdc.Config{DSN: pgtest.DSN(t), Table: table, Slot: table, Publication: table,
+		BatchRows: 100, PollInterval: 20 * time.Millisecond, StatusInterval: statusInterval},
+		append([]postgrescdc.Option{postgrescdc.Allocator(mem), postgrescdc.Logger(quiet)}, opts...)...)
 	require.NoError(t, err)
 	return s
 }
@@ -73,7 +75,7 @@ func TestIntegrationChanges(t *testing.T) {
 	table := newTable(t, c, "cdcchanges", `id bigint PRIMARY KEY, v text`)
 	pgtest.Exec(t, c, `INSERT INTO `+table+` VALUES (1, 'a'), (2, 'b'), (3, 'c')`)
 	reg := prometheus.NewRegistry()
-	src := newSource(t, mem, table, postgrescdc.Registerer(reg), postgrescdc.StatusInterval(50*time.Millisecond))
+	src := newSource(t, mem, table, 50*time.Millisecond, postgrescdc.Registerer(reg))
 	ctx := context.Background()
 	rd, err := src.Read(ctx, flightsrc.ReadRequest{Stream: table})
 	require.NoError(t, err)
@@ -140,12 +142,12 @@ func TestIntegrationRefusedTables(t *testing.T) {
 	c := pgtest.Conn(t)
 	ctx := context.Background()
 	nokey := newTable(t, c, "cdcnokey", `id bigint, v text`)
-	_, err := newSource(t, nil, nokey).Read(ctx, flightsrc.ReadRequest{Stream: nokey})
+	_, err := newSource(t, nil, nokey, 0).Read(ctx, flightsrc.ReadRequest{Stream: nokey})
 	require.ErrorIs(t, err, flightline.ErrFailedPrecondition)
 	require.Contains(t, err.Error(), "no primary key")
 	nothing := newTable(t, c, "cdcnothing", `id bigint PRIMARY KEY`)
 	pgtest.Exec(t, c, `ALTER TABLE `+nothing+` REPLICA IDENTITY NOTHING`)
-	_, err = newSource(t, nil, nothing).Read(ctx, flightsrc.ReadRequest{Stream: nothing})
+	_, err = newSource(t, nil, nothing, 0).Read(ctx, flightsrc.ReadRequest{Stream: nothing})
 	require.ErrorIs(t, err, flightline.ErrFailedPrecondition)
 	require.Contains(t, err.Error(), "REPLICA IDENTITY DEFAULT")
 }
@@ -164,7 +166,7 @@ func TestIntegrationUnchangedToast(t *testing.T) {
 		if full {
 			pgtest.Exec(t, c, `ALTER TABLE `+table+` REPLICA IDENTITY FULL`)
 		}
-		src := newSource(t, mem, table)
+		src := newSource(t, mem, table, 0)
 		rd, err := src.Read(ctx, flightsrc.ReadRequest{Stream: table})
 		require.NoError(t, err)
 		_, _ = readUntil(t, rd, 0) // the empty snapshot

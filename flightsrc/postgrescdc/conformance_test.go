@@ -60,8 +60,8 @@ func TestIntegrationSourceConformance(t *testing.T) {
 			pgtest.Exec(t, c, `INSERT INTO `+table+` SELECT i, 'v' || i FROM generate_series($1::bigint, $2::bigint - 1) i`, from, to)
 		},
 		NewSource: func(t *testing.T, mem memory.Allocator, table string) flightsrc.Source {
-			s, err := postgrescdc.New(pgtest.DSN(t), postgrescdc.Table(table), postgrescdc.Slot(table), postgrescdc.Publication(table),
-				postgrescdc.BatchRows(7), postgrescdc.PollInterval(20*time.Millisecond), postgrescdc.StatusInterval(time.Second),
+			s, err := postgrescdc.New(context.Background(), postgrescdc.Config{DSN: pgtest.DSN(t), Table: table, Slot: table, Publication: table,
+				BatchRows: 7, PollInterval: 20 * time.Millisecond, StatusInterval: time.Second},
 				postgrescdc.Allocator(mem), postgrescdc.Logger(quiet))
 			require.NoError(t, err)
 			return s

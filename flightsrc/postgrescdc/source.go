@@ -84,7 +84,34 @@ const (
 	OpDelete = "delete"
 )
 
-// Option configures a Source.
+// Config is what a Source reads: the keys of the postgres-cdc: kind. The
+// zero value of an optional field means its default.
+type Config struct {
+	// DSN is the connection string, a postgres:// URL or libpq key=value
+	// pairs. Required.
+	DSN string
+	// Table is the table to read ("t" or "schema.t"). Required.
+	Table string
+	// Slot names the replication slot (default flightline_<table>). It is
+	// created when missing, and re-created by a read with no checkpoint.
+	Slot string
+	// Publication names the publication (default flightline_<table>). It
+	// is created FOR TABLE the table when missing; an existing one must
+	// publish the table.
+	Publication string
+	// BatchRows is the maximum rows per batch. Default 10000.
+	BatchRows int
+	// PollInterval is how long an idle reader waits before it sends a
+	// heartbeat. Default 1s.
+	PollInterval time.Duration
+	// StatusInterval is the period of standby status updates to the server
+	// (the slot's confirmed position, and proof the reader is alive).
+	// Default 10s; keep it well under the server's wal_sender_timeout.
+	StatusInterval time.Duration
+}
+
+// Option configures a Source beyond its Config: allocator, logger,
+// metrics registerer. Options apply only in New.
 type Option func(*options) error
 
 type options struct {
@@ -97,56 +124,6 @@ type options struct {
 	mem         memory.Allocator
 	log         *slog.Logger
 	reg         prometheus.Registerer
-}
-
-// Table sets the table to read ("t" or "schema.t"); required.
-func Table(name string) Option { return func(o *options) error { o.table = name; return nil } }
-
-// Slot names the replication slot (default flightline_<table>). It is
-// created when missing, and re-created by a read with no checkpoint.
-func Slot(name string) Option { return func(o *options) error { o.slot = name; return nil } }
-
-// Publication names the publication (default flightline_<table>). It is
-// created FOR TABLE the table when missing; an existing one must publish
-// the table.
-func Publication(name string) Option {
-	return func(o *options) error { o.publication = name; return nil }
-}
-
-// BatchRows sets the maximum rows per batch. Default 10000.
-func BatchRows(n int) Option {
-	return func(o *options) error {
-		if n < 1 {
-			return fmt.Errorf("%w: BatchRows %d < 1", flightline.ErrInvalidInput, n)
-		}
-		o.batch = n
-		return nil
-	}
-}
-
-// PollInterval sets how long an idle reader waits before it sends a
-// heartbeat. Default 1s.
-func PollInterval(d time.Duration) Option {
-	return func(o *options) error {
-		if d <= 0 {
-			return fmt.Errorf("%w: PollInterval %s <= 0", flightline.ErrInvalidInput, d)
-		}
-		o.poll = d
-		return nil
-	}
-}
-
-// StatusInterval sets the period of standby status updates to the server
-// (the slot's confirmed position, and proof the reader is alive). Default
-// 10s; keep it well under the server's wal_sender_timeout.
-func StatusInterval(d time.Duration) Option {
-	return func(o *options) error {
-		if d <= 0 {
-			return fmt.Errorf("%w: StatusInterval %s <= 0", flightline.ErrInvalidInput, d)
-		}
-		o.status = d
-		return nil
-	}
 }
 
 // Allocator sets the allocator of the batches; nil means
@@ -188,9 +165,31 @@ type Source struct {
 	active *reader // the open reader, which reports Commit to the server
 }
 
-// New returns a Source for the database at dsn. It does not connect.
-func New(dsn string, opts ...Option) (*Source, error) {
-	o := options{batch: 10000, poll: time.Second, status: 10 * time.Second, mem: memory.DefaultAllocator, log: slog.Default()}
+// New returns a Source for cfg.Table of the database at cfg.DSN. It
+// validates cfg and the options, parses the DSN and registers the lag gauge
+// with the Registerer, if any, but does not connect: ctx is not used today,
+// and the slot and publication are checked or created by Read. Options
+// apply only here. Close releases nothing today (a Reader holds its own
+// replication connection) and returns nil.
+func New(ctx context.Context, cfg Config, opts ...Option) (*Source, error) {
+	o := options{table: cfg.Table, slot: cfg.Slot, publication: cfg.Publication,
+		batch: 10000, poll: time.Second, status: 10 * time.Second, mem: memory.DefaultAllocator, log: slog.Default()}
+	for _, f := range []struct {
+		name string
+		v    int64
+		set  func()
+	}{
+		{"BatchRows", int64(cfg.BatchRows), func() { o.batch = cfg.BatchRows }},
+		{"PollInterval", int64(cfg.PollInterval), func() { o.poll = cfg.PollInterval }},
+		{"StatusInterval", int64(cfg.StatusInterval), func() { o.status = cfg.StatusInterval }},
+	} {
+		if f.v < 0 {
+			return nil, fmt.Errorf("%w: postgres-cdc source: %s %d < 0", flightline.ErrInvalidInput, f.name, f.v)
+		}
+		if f.v > 0 {
+			f.set()
+		}
+	}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -213,20 +212,27 @@ func New(dsn string, opts ...Option) (*Source, error) {
 	if !validSlot(o.slot) {
 		return nil, fmt.Errorf("%w: slot name %q: only lower-case letters, digits and _ (at most 63)", flightline.ErrInvalidInput, o.slot)
 	}
-	cfg, err := pgx.ParseConfig(dsn)
+	pcfg, err := pgx.ParseConfig(cfg.DSN)
 	if err != nil {
-		return nil, pgerr.ParseError(err, dsn)
+		return nil, pgerr.ParseError(err, cfg.DSN)
 	}
-	if cfg.RuntimeParams["application_name"] == "" {
-		cfg.RuntimeParams["application_name"] = "flightline-cdc"
+	if pcfg.RuntimeParams["application_name"] == "" {
+		pcfg.RuntimeParams["application_name"] = "flightline-cdc"
 	}
-	cfg.RuntimeParams["TimeZone"] = "UTC"
+	pcfg.RuntimeParams["TimeZone"] = "UTC"
 	lag, err := newLagGauge(o.reg)
 	if err != nil {
 		return nil, err
 	}
-	return &Source{o: o, cfg: cfg, password: cfg.Password, server: pgerr.Describe(&cfg.Config), id: id, lag: lag}, nil
+	return &Source{o: o, cfg: pcfg, password: pcfg.Password, server: pgerr.Describe(&pcfg.Config), id: id, lag: lag}, nil
 }
+
+// Close implements io.Closer for symmetry with the other sources: the
+// Source holds no connection of its own (each Reader closes its
+// replication connection), so it returns nil. The lag gauge stays
+// registered: a second source on the same registry shares it. Call Close
+// once, after every Reader is closed.
+func (s *Source) Close() error { return nil }
 
 func identPart(s string) string {
 	var b strings.Builder

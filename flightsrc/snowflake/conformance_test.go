@@ -47,7 +47,7 @@ func TestIntegrationSourceConformance(t *testing.T) {
 			require.NoError(t, err)
 		},
 		NewSource: func(t *testing.T, mem memory.Allocator, table string) flightsrc.Source {
-			s, err := snowflake.New(snowtest.Config(t), snowflake.Table(table, "WM", "ID"), snowflake.BatchRows(7),
+			s, err := snowflake.New(context.Background(), snowtest.Config(t), snowflake.Table(table, "WM", "ID"), snowflake.BatchRows(7),
 				snowflake.PollInterval(20*time.Millisecond), snowflake.Allocator(mem))
 			require.NoError(t, err)
 			t.Cleanup(func() { s.Close() })

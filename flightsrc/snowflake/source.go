@@ -100,9 +100,12 @@ type Source struct {
 	db  *sql.DB
 }
 
-// New returns a Source on the account cfg names. It does not connect.
-// Close releases its sessions.
-func New(cfg snowconn.Config, opts ...Option) (*Source, error) {
+// New returns a Source reading the tables its Table options name on the
+// account cfg names. It validates the options and sets up the session pool
+// but does not connect: ctx is not used today (the first Streams or Read
+// logs in and reports an unreachable account). Options apply only here.
+// Close releases the pool's sessions.
+func New(ctx context.Context, cfg snowconn.Config, opts ...Option) (*Source, error) {
 	o, err := incsrc.New("snowflake source", opts)
 	if err != nil {
 		return nil, err
@@ -114,7 +117,8 @@ func New(cfg snowconn.Config, opts ...Option) (*Source, error) {
 	return s, nil
 }
 
-// Close closes the source's sessions.
+// Close closes the source's sessions. Call it once, after every Reader is
+// closed.
 func (s *Source) Close() error { return s.db.Close() }
 
 func (s *Source) wrap(err error, format string, args ...any) error {
