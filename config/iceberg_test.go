@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flightline/flightline/internal/endpoint"
+	"github.com/flightline/flightline/internal/testkit/servicetest"
 )
 
 func TestIcebergSinkSpec(t *testing.T) {
@@ -71,4 +72,34 @@ pipelines:
 			require.NotContains(t, r.Err.Error(), "s3cr3t")
 		}
 	}
+}
+
+// flightline check on catalog: rest, against the REST catalog the
+// services script starts: the sink opens (the server's config fetched,
+// the credential exchanged for a token) and reads a checkpoint.
+func TestIntegrationRESTCheck(t *testing.T) {
+	uri := servicetest.Need(t, "FLIGHTLINE_ICEBERG_REST_URI", "the Iceberg REST catalog (services.sh up icebergrest)")
+	f, err := Parse("flightline.yaml", []byte(`
+sources:
+  gen: 'generator:?rows=10'
+sinks:
+  lake:
+    iceberg:
+      catalog: rest
+      uri: `+uri+`
+      table: restcheck.orders
+      credential: "${ICEBERG_CLIENT}"
+pipelines:
+  p: {source: gen, sink: lake}
+`), func(k string) (string, bool) { return "flightline:s3cr3t", k == "ICEBERG_CLIENT" })
+	require.NoError(t, err)
+	var sink *CheckResult
+	f.Check(context.Background(), 30*time.Second, false, slog.New(slog.DiscardHandler), func(r CheckResult) {
+		if r.Ref == "sinks.lake" {
+			sink = &r
+		}
+	})
+	require.NotNil(t, sink)
+	require.NoError(t, sink.Err)
+	require.Contains(t, sink.Detail, "checkpoint read")
 }

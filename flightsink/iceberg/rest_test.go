@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -48,10 +50,19 @@ func TestIntegrationRESTConformance(t *testing.T) {
 type commitRecorder struct {
 	mu        sync.Mutex
 	bodies    []string
-	conflicts int // answers 409 Conflict
+	conflicts int            // answers 409 Conflict
+	auth      map[string]int // Authorization headers of table requests
 }
 
 func (c *commitRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.Contains(r.URL.Path, "/namespaces") {
+		c.mu.Lock()
+		if c.auth == nil {
+			c.auth = map[string]int{}
+		}
+		c.auth[r.Header.Get("Authorization")]++
+		c.mu.Unlock()
+	}
 	if r.Method == http.MethodPost && strings.Contains(r.URL.Path, "/tables/") && r.Body != nil {
 		b, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -180,6 +191,30 @@ func TestIntegrationRESTCatalog(t *testing.T) {
 		require.Contains(t, got.Location, wh, "the table is in the server's warehouse")
 	}
 	t.Logf("pyiceberg: %d snapshots at %s, %s=%s", got.Snapshots, got.Location, key, got.Summary[key])
+}
+
+// With credential, the sink exchanges the client credentials at the
+// server's token endpoint (OAuth2 client_credentials) and sends the token
+// with every catalog request. The test server hands a token to anyone and
+// checks none, so this shows the client side only.
+func TestIntegrationRESTCredential(t *testing.T) {
+	uri := restURI(t)
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rec := &commitRecorder{}
+	s := newSink(t, "", icesink.REST(uri, map[string]string{"credential": "flightline:s3cr3t"}), icesink.RESTTransport(rec),
+		icesink.Table(restNamespace()+".events"), icesink.Allocator(mem))
+	w, _, err := s.Open(ctx, flightsink.Pipeline{ID: "p"})
+	require.NoError(t, err)
+	b := sinktest.Batch(mem, 0, 5)
+	defer b.Release()
+	require.NoError(t, w.WriteBatch(ctx, b, sinktest.CP(5)))
+	require.NoError(t, w.Close(ctx))
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	require.Equal(t, []string{"Bearer client-credentials-token:sub=flightline"}, slices.Collect(maps.Keys(rec.auth)),
+		"every catalog request carries the token the server issued for the credential")
 }
 
 func TestRESTOptionsChecked(t *testing.T) {
