@@ -342,8 +342,9 @@ type Sink struct {
 
 // New returns a sink writing tables under warehouse (a local path,
 // file:///path or s3://bucket/prefix), listed in the SQL catalog on
-// SQLite (SQLite) unless Catalog gives another. It creates the SQLite
-// catalog's tables when missing; it touches no Iceberg table.
+// SQLite (SQLite) unless Glue, REST or Catalog gives another (for REST
+// the warehouse is optional: the server places tables). It creates the
+// SQLite catalog's tables when missing; it touches no Iceberg table.
 func New(ctx context.Context, warehouse string, opts ...Option) (*Sink, error) {
 	o := options{catName: "flightline", props: map[string]string{}, ns: []string{DefaultNamespace}, table: DefaultTable,
 		mem: memory.DefaultAllocator, log: slog.Default(), attempts: 100, expireEvery: 10 * time.Minute}

@@ -20,8 +20,8 @@ SERVICES+=(icebergrest)
 #   * `down` stops only the JVM whose pid file this script wrote.
 #   * Start times on a 2-core machine under load: first `up` on an empty
 #     Maven repository 35 s (the download; 14 s with ~/.m2 already warm),
-#     then about 2 s (a fresh JVM; Jetty reports itself started 0.1-0.3 s
-#     into it), 0.5 s when the server is already running.
+#     then 2-6 s (a fresh JVM; Jetty reports itself started 0.1-0.3 s into
+#     it), 0.5 s when the server is already running.
 #   * Every 409 the sink provokes (a namespace that exists, a moved branch)
 #     is logged with its stack in server.log: a few MB per test run.
 #
