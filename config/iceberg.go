@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,22 +19,24 @@ import (
 //	iceberg:/data/warehouse?table=analytics.orders
 //	iceberg:s3://lake/warehouse?uri=/var/lib/flightline/catalog.db&table=analytics.orders&s3.endpoint=http://127.0.0.1:7070
 //	iceberg:s3://lake/warehouse?catalog=glue&table=analytics.orders&glue.region=eu-west-1
+//	iceberg:?catalog=rest&uri=https://catalog.example.com&table=analytics.orders&credential=ID:SECRET
 //
 // Put S3 credentials in the environment (AWS_ACCESS_KEY_ID, ...) rather
 // than on the command line.
 
 // icebergIOKeys are the iceberg-go file-IO properties the kind passes on.
 var icebergIOKeys = &spec.Extra{
-	Doc: "iceberg-go file-IO properties of an s3:// warehouse, and the glue.* properties of catalog=glue (credentials are better left to the environment)",
-	Keys: append([]string{"s3.endpoint", "s3.region", "s3.access-key-id", "s3.secret-access-key", "s3.session-token", "s3.force-virtual-addressing"},
-		sinkiceberg.GlueKeys...),
-	Secret: []string{"s3.secret-access-key", "s3.session-token", "glue.secret-access-key", "glue.session-token"},
+	Doc: "iceberg-go's properties: file IO of an s3:// warehouse (s3.*), catalog=glue's (glue.*) and catalog=rest's (credential, token, oauth2-server-uri, prefix, rest.*, …); credentials are better left to the environment",
+	Keys: slices.Concat([]string{"s3.endpoint", "s3.region", "s3.access-key-id", "s3.secret-access-key", "s3.session-token", "s3.force-virtual-addressing"},
+		sinkiceberg.GlueKeys, sinkiceberg.RESTKeys),
+	Secret: slices.Concat([]string{"s3.secret-access-key", "s3.session-token", "glue.secret-access-key", "glue.session-token"},
+		sinkiceberg.RESTSecretKeys),
 }
 
 // icebergSinkConfig is the iceberg: sink kind.
 type icebergSinkConfig struct {
-	Catalog         string            `spec:"catalog" default:"sql" enum:"sql,glue" doc:"the catalog: sql, iceberg-go's SQL (JDBC-layout) catalog on SQLite, which pyiceberg's SqlCatalog reads too; glue, the AWS Glue Data Catalog (a namespace is a Glue database; the warehouse must be s3://; glue.region, glue.endpoint, … keys), which Athena and pyiceberg's GlueCatalog read"`
-	URI             string            `spec:"uri" doc:"the SQLite file of the sql catalog (default: WAREHOUSE/catalog.db for a local warehouse; required for s3://)"`
+	Catalog         string            `spec:"catalog" default:"sql" enum:"sql,glue,rest" doc:"the catalog: sql, iceberg-go's SQL (JDBC-layout) catalog on SQLite, which pyiceberg's SqlCatalog reads too; glue, the AWS Glue Data Catalog (a namespace is a Glue database; the warehouse must be s3://; glue.region, glue.endpoint, … keys), which Athena and pyiceberg's GlueCatalog read; rest, an Iceberg REST catalog at uri (the server places new tables; the warehouse, optional, is sent as its warehouse property; credential, token, … keys)"`
+	URI             string            `spec:"uri" doc:"the SQLite file of the sql catalog (default: WAREHOUSE/catalog.db for a local warehouse; required for s3://); for catalog=rest, the REST catalog's endpoint http(s)://HOST[:PORT][/PATH] (required)"`
 	CatalogName     string            `spec:"catalog_name" default:"flightline" doc:"the catalog's name in the sql catalog's tables (pyiceberg's SqlCatalog name)"`
 	Table           string            `spec:"table" default:"flightline.events" doc:"the default table, namespace.table; a pipeline's target names a table in the same namespace"`
 	SchemaEvolution bool              `spec:"schema_evolution" default:"false" doc:"add new nullable columns to the table (and accept batches without optional columns) instead of refusing the batch"`
@@ -45,7 +49,7 @@ var icebergSinkSpec = spec.New[icebergSinkConfig]("iceberg", "iceberg:WAREHOUSE?
 	"exactly-once Apache Iceberg tables (checkpoint in the snapshot summary; a target is a table in the namespace)", icebergIOKeys)
 
 func init() {
-	sinkKinds["iceberg"] = sinkOf(icebergSinkSpec, openIcebergSink).at("warehouse", "the warehouse: a local path or s3://BUCKET/PREFIX")
+	sinkKinds["iceberg"] = sinkOf(icebergSinkSpec, openIcebergSink).at("warehouse", "the warehouse: a local path or s3://BUCKET/PREFIX; for catalog=rest, optional: the warehouse property the REST catalog is asked for (a location or a name, as the server takes it)")
 }
 
 func openIcebergSink(e env, u *url.URL, c icebergSinkConfig) (flightsink.Sink, func(), error) {
@@ -53,14 +57,17 @@ func openIcebergSink(e env, u *url.URL, c icebergSinkConfig) (flightsink.Sink, f
 	if u.Scheme == "iceberg" && u.Host != "" {
 		loc = "" // iceberg://x is not a warehouse
 	}
-	if loc == "" {
+	if loc == "" && c.Catalog != "rest" {
 		return nil, nil, fmt.Errorf("iceberg: want iceberg:PATH or iceberg:s3://BUCKET/PREFIX (the warehouse)")
 	}
-	io, glue := map[string]string{}, map[string]string{}
+	io, glue, rest := map[string]string{}, map[string]string{}, map[string]string{}
 	for k, v := range c.IO {
-		if strings.HasPrefix(k, "glue.") {
+		switch {
+		case strings.HasPrefix(k, "glue."):
 			glue[k] = v
-		} else {
+		case slices.Contains(sinkiceberg.RESTKeys, k):
+			rest[k] = v
+		default:
 			io[k] = v
 		}
 	}
@@ -73,7 +80,14 @@ func openIcebergSink(e env, u *url.URL, c icebergSinkConfig) (flightsink.Sink, f
 	case len(glue) > 0:
 		return nil, nil, fmt.Errorf("iceberg: the glue.* keys are for catalog=glue")
 	}
-	if c.URI != "" {
+	switch {
+	case c.Catalog == "rest" && c.URI == "":
+		return nil, nil, fmt.Errorf("iceberg: catalog=rest needs uri, the REST catalog's endpoint")
+	case c.Catalog == "rest":
+		opts = append(opts, sinkiceberg.REST(c.URI, rest))
+	case len(rest) > 0:
+		return nil, nil, fmt.Errorf("iceberg: the %s keys are for catalog=rest", strings.Join(slices.Sorted(maps.Keys(rest)), ", "))
+	case c.URI != "":
 		opts = append(opts, sinkiceberg.SQLite(c.URI))
 	}
 	s, err := sinkiceberg.New(e.ctx, loc, opts...)

@@ -1,6 +1,7 @@
 // Package iceberg is an exactly-once Apache Iceberg sink on iceberg-go: a
 // SQL catalog (SQLite, embedded, by default), the AWS Glue Data Catalog
-// (Glue) or any catalog.Catalog, and a warehouse on local disk or S3.
+// (Glue), an Iceberg REST catalog (REST) or any catalog.Catalog, and a
+// warehouse on local disk or S3.
 //
 // # Commit protocol
 //
@@ -112,6 +113,8 @@ type options struct {
 	// glue, when set, are the glue.* properties of the Glue catalog the
 	// sink lists its tables in.
 	glue map[string]string
+	// rest, when set, is the REST catalog the sink lists its tables in.
+	rest *restConf
 }
 
 // GlueKeys are the properties Glue takes (iceberg-go's catalog/glue).
@@ -332,14 +335,16 @@ func ExpireSnapshotsOlderThan(d time.Duration) Option {
 type Sink struct {
 	o     options
 	cat   catalog.Catalog
-	db    *sql.DB // the SQL catalog's, when the sink opened it
+	db    *sql.DB        // the SQL catalog's, when the sink opened it
+	owned catalog.Closer // the REST catalog, when the sink built it
 	where string
 }
 
 // New returns a sink writing tables under warehouse (a local path,
 // file:///path or s3://bucket/prefix), listed in the SQL catalog on
-// SQLite (SQLite) unless Catalog gives another. It creates the SQLite
-// catalog's tables when missing; it touches no Iceberg table.
+// SQLite (SQLite) unless Glue, REST or Catalog gives another (for REST
+// the warehouse is optional: the server places tables). It creates the
+// SQLite catalog's tables when missing; it touches no Iceberg table.
 func New(ctx context.Context, warehouse string, opts ...Option) (*Sink, error) {
 	o := options{catName: "flightline", props: map[string]string{}, ns: []string{DefaultNamespace}, table: DefaultTable,
 		mem: memory.DefaultAllocator, log: slog.Default(), attempts: 100, expireEvery: 10 * time.Minute}
@@ -352,6 +357,9 @@ func New(ctx context.Context, warehouse string, opts ...Option) (*Sink, error) {
 	if s.cat != nil {
 		s.where = fmt.Sprintf("%s catalog %s", s.cat.CatalogType(), warehouse)
 		return s, nil
+	}
+	if o.rest != nil {
+		return s.openREST(ctx, warehouse)
 	}
 	if warehouse == "" {
 		return nil, fmt.Errorf("%w: iceberg sink: empty warehouse", flightline.ErrInvalidInput)
@@ -426,8 +434,12 @@ func warehouseURL(w string) (string, bool, error) {
 	return "file://" + abs, true, nil
 }
 
-// Close closes the SQL catalog's database when New opened it.
+// Close closes the SQL catalog's database, or the REST catalog's
+// connections, when New opened them.
 func (s *Sink) Close() error {
+	if s.owned != nil {
+		return s.owned.Close()
+	}
 	if s.db != nil {
 		return s.db.Close()
 	}

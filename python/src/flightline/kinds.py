@@ -1336,14 +1336,19 @@ class SinkIceberg(Kind):
     URL form: ``iceberg:WAREHOUSE?table=NS.TABLE&uri=CATALOG.db``.
 
     Args:
-        warehouse: the warehouse: a local path or s3://BUCKET/PREFIX
+        warehouse: the warehouse: a local path or s3://BUCKET/PREFIX; for
+            catalog=rest, optional: the warehouse property the REST catalog is asked for
+            (a location or a name, as the server takes it)
         catalog: the catalog: sql, iceberg-go's SQL (JDBC-layout) catalog on SQLite,
             which pyiceberg's SqlCatalog reads too; glue, the AWS Glue Data Catalog (a
             namespace is a Glue database; the warehouse must be s3://; glue.region,
-            glue.endpoint, … keys), which Athena and pyiceberg's GlueCatalog read
+            glue.endpoint, … keys), which Athena and pyiceberg's GlueCatalog read; rest,
+            an Iceberg REST catalog at uri (the server places new tables; the warehouse,
+            optional, is sent as its warehouse property; credential, token, … keys)
             (default sql)
         uri: the SQLite file of the sql catalog (default: WAREHOUSE/catalog.db for a
-            local warehouse; required for s3://)
+            local warehouse; required for s3://); for catalog=rest, the REST catalog's
+            endpoint http(s)://HOST[:PORT][/PATH] (required)
         catalog_name: the catalog's name in the sql catalog's tables (pyiceberg's
             SqlCatalog name) (default flightline)
         table: the default table, namespace.table; a pipeline's target names a table
@@ -1356,48 +1361,105 @@ class SinkIceberg(Kind):
         expire_snapshots_older_than: expire snapshots older than this (keeping the
             current one), at most every ten minutes after a commit, so the table's
             metadata stays bounded; 0s: never (default 0s)
-        s3_endpoint: iceberg-go file-IO properties of an s3:// warehouse, and the
-            glue.* properties of catalog=glue (credentials are better left to the
-            environment)
-        s3_region: iceberg-go file-IO properties of an s3:// warehouse, and the
-            glue.* properties of catalog=glue (credentials are better left to the
-            environment)
-        s3_access_key_id: iceberg-go file-IO properties of an s3:// warehouse, and
-            the glue.* properties of catalog=glue (credentials are better left to the
-            environment)
-        s3_secret_access_key: iceberg-go file-IO properties of an s3:// warehouse,
-            and the glue.* properties of catalog=glue (credentials are better left to
-            the environment) (secret)
-        s3_session_token: iceberg-go file-IO properties of an s3:// warehouse, and
-            the glue.* properties of catalog=glue (credentials are better left to the
-            environment) (secret)
-        s3_force_virtual_addressing: iceberg-go file-IO properties of an s3://
-            warehouse, and the glue.* properties of catalog=glue (credentials are better
-            left to the environment)
-        glue_region: iceberg-go file-IO properties of an s3:// warehouse, and the
-            glue.* properties of catalog=glue (credentials are better left to the
-            environment)
-        glue_endpoint: iceberg-go file-IO properties of an s3:// warehouse, and the
-            glue.* properties of catalog=glue (credentials are better left to the
-            environment)
-        glue_id: iceberg-go file-IO properties of an s3:// warehouse, and the glue.*
-            properties of catalog=glue (credentials are better left to the environment)
-        glue_access_key_id: iceberg-go file-IO properties of an s3:// warehouse, and
-            the glue.* properties of catalog=glue (credentials are better left to the
-            environment)
-        glue_secret_access_key: iceberg-go file-IO properties of an s3:// warehouse,
-            and the glue.* properties of catalog=glue (credentials are better left to
-            the environment) (secret)
-        glue_session_token: iceberg-go file-IO properties of an s3:// warehouse, and
-            the glue.* properties of catalog=glue (credentials are better left to the
-            environment) (secret)
+        s3_endpoint: iceberg-go's properties: file IO of an s3:// warehouse (s3.*),
+            catalog=glue's (glue.*) and catalog=rest's (credential, token,
+            oauth2-server-uri, prefix, rest.*, …); credentials are better left to the
+            environment
+        s3_region: iceberg-go's properties: file IO of an s3:// warehouse (s3.*),
+            catalog=glue's (glue.*) and catalog=rest's (credential, token,
+            oauth2-server-uri, prefix, rest.*, …); credentials are better left to the
+            environment
+        s3_access_key_id: iceberg-go's properties: file IO of an s3:// warehouse
+            (s3.*), catalog=glue's (glue.*) and catalog=rest's (credential, token,
+            oauth2-server-uri, prefix, rest.*, …); credentials are better left to the
+            environment
+        s3_secret_access_key: iceberg-go's properties: file IO of an s3:// warehouse
+            (s3.*), catalog=glue's (glue.*) and catalog=rest's (credential, token,
+            oauth2-server-uri, prefix, rest.*, …); credentials are better left to the
+            environment (secret)
+        s3_session_token: iceberg-go's properties: file IO of an s3:// warehouse
+            (s3.*), catalog=glue's (glue.*) and catalog=rest's (credential, token,
+            oauth2-server-uri, prefix, rest.*, …); credentials are better left to the
+            environment (secret)
+        s3_force_virtual_addressing: iceberg-go's properties: file IO of an s3://
+            warehouse (s3.*), catalog=glue's (glue.*) and catalog=rest's (credential,
+            token, oauth2-server-uri, prefix, rest.*, …); credentials are better left to
+            the environment
+        glue_region: iceberg-go's properties: file IO of an s3:// warehouse (s3.*),
+            catalog=glue's (glue.*) and catalog=rest's (credential, token,
+            oauth2-server-uri, prefix, rest.*, …); credentials are better left to the
+            environment
+        glue_endpoint: iceberg-go's properties: file IO of an s3:// warehouse
+            (s3.*), catalog=glue's (glue.*) and catalog=rest's (credential, token,
+            oauth2-server-uri, prefix, rest.*, …); credentials are better left to the
+            environment
+        glue_id: iceberg-go's properties: file IO of an s3:// warehouse (s3.*),
+            catalog=glue's (glue.*) and catalog=rest's (credential, token,
+            oauth2-server-uri, prefix, rest.*, …); credentials are better left to the
+            environment
+        glue_access_key_id: iceberg-go's properties: file IO of an s3:// warehouse
+            (s3.*), catalog=glue's (glue.*) and catalog=rest's (credential, token,
+            oauth2-server-uri, prefix, rest.*, …); credentials are better left to the
+            environment
+        glue_secret_access_key: iceberg-go's properties: file IO of an s3://
+            warehouse (s3.*), catalog=glue's (glue.*) and catalog=rest's (credential,
+            token, oauth2-server-uri, prefix, rest.*, …); credentials are better left to
+            the environment (secret)
+        glue_session_token: iceberg-go's properties: file IO of an s3:// warehouse
+            (s3.*), catalog=glue's (glue.*) and catalog=rest's (credential, token,
+            oauth2-server-uri, prefix, rest.*, …); credentials are better left to the
+            environment (secret)
+        credential: iceberg-go's properties: file IO of an s3:// warehouse (s3.*),
+            catalog=glue's (glue.*) and catalog=rest's (credential, token,
+            oauth2-server-uri, prefix, rest.*, …); credentials are better left to the
+            environment (secret)
+        token: iceberg-go's properties: file IO of an s3:// warehouse (s3.*),
+            catalog=glue's (glue.*) and catalog=rest's (credential, token,
+            oauth2-server-uri, prefix, rest.*, …); credentials are better left to the
+            environment (secret)
+        scope: iceberg-go's properties: file IO of an s3:// warehouse (s3.*),
+            catalog=glue's (glue.*) and catalog=rest's (credential, token,
+            oauth2-server-uri, prefix, rest.*, …); credentials are better left to the
+            environment
+        audience: iceberg-go's properties: file IO of an s3:// warehouse (s3.*),
+            catalog=glue's (glue.*) and catalog=rest's (credential, token,
+            oauth2-server-uri, prefix, rest.*, …); credentials are better left to the
+            environment
+        resource: iceberg-go's properties: file IO of an s3:// warehouse (s3.*),
+            catalog=glue's (glue.*) and catalog=rest's (credential, token,
+            oauth2-server-uri, prefix, rest.*, …); credentials are better left to the
+            environment
+        oauth2_server_uri: iceberg-go's properties: file IO of an s3:// warehouse
+            (s3.*), catalog=glue's (glue.*) and catalog=rest's (credential, token,
+            oauth2-server-uri, prefix, rest.*, …); credentials are better left to the
+            environment
+        prefix: iceberg-go's properties: file IO of an s3:// warehouse (s3.*),
+            catalog=glue's (glue.*) and catalog=rest's (credential, token,
+            oauth2-server-uri, prefix, rest.*, …); credentials are better left to the
+            environment
+        rest_sigv4_enabled: iceberg-go's properties: file IO of an s3:// warehouse
+            (s3.*), catalog=glue's (glue.*) and catalog=rest's (credential, token,
+            oauth2-server-uri, prefix, rest.*, …); credentials are better left to the
+            environment
+        rest_signing_region: iceberg-go's properties: file IO of an s3:// warehouse
+            (s3.*), catalog=glue's (glue.*) and catalog=rest's (credential, token,
+            oauth2-server-uri, prefix, rest.*, …); credentials are better left to the
+            environment
+        rest_signing_name: iceberg-go's properties: file IO of an s3:// warehouse
+            (s3.*), catalog=glue's (glue.*) and catalog=rest's (credential, token,
+            oauth2-server-uri, prefix, rest.*, …); credentials are better left to the
+            environment
+        rest_tls_skip_verify: iceberg-go's properties: file IO of an s3:// warehouse
+            (s3.*), catalog=glue's (glue.*) and catalog=rest's (credential, token,
+            oauth2-server-uri, prefix, rest.*, …); credentials are better left to the
+            environment
     """
 
     section = 'sinks'
     kind = 'iceberg'
     _keys = {
         'warehouse': ('string', False, ()),
-        'catalog': ('enum', False, ('sql', 'glue')),
+        'catalog': ('enum', False, ('sql', 'glue', 'rest')),
         'uri': ('string', False, ()),
         'catalog_name': ('string', False, ()),
         'table': ('string', False, ()),
@@ -1416,14 +1478,25 @@ class SinkIceberg(Kind):
         'glue.access-key-id': ('string', False, ()),
         'glue.secret-access-key': ('string', True, ()),
         'glue.session-token': ('string', True, ()),
+        'credential': ('string', True, ()),
+        'token': ('string', True, ()),
+        'scope': ('string', False, ()),
+        'audience': ('string', False, ()),
+        'resource': ('string', False, ()),
+        'oauth2-server-uri': ('string', False, ()),
+        'prefix': ('string', False, ()),
+        'rest.sigv4-enabled': ('string', False, ()),
+        'rest.signing-region': ('string', False, ()),
+        'rest.signing-name': ('string', False, ()),
+        'rest.tls.skip-verify': ('string', False, ()),
     }
-    _names = {'s3_endpoint': 's3.endpoint', 's3_region': 's3.region', 's3_access_key_id': 's3.access-key-id', 's3_secret_access_key': 's3.secret-access-key', 's3_session_token': 's3.session-token', 's3_force_virtual_addressing': 's3.force-virtual-addressing', 'glue_region': 'glue.region', 'glue_endpoint': 'glue.endpoint', 'glue_id': 'glue.id', 'glue_access_key_id': 'glue.access-key-id', 'glue_secret_access_key': 'glue.secret-access-key', 'glue_session_token': 'glue.session-token'}
+    _names = {'s3_endpoint': 's3.endpoint', 's3_region': 's3.region', 's3_access_key_id': 's3.access-key-id', 's3_secret_access_key': 's3.secret-access-key', 's3_session_token': 's3.session-token', 's3_force_virtual_addressing': 's3.force-virtual-addressing', 'glue_region': 'glue.region', 'glue_endpoint': 'glue.endpoint', 'glue_id': 'glue.id', 'glue_access_key_id': 'glue.access-key-id', 'glue_secret_access_key': 'glue.secret-access-key', 'glue_session_token': 'glue.session-token', 'oauth2_server_uri': 'oauth2-server-uri', 'rest_sigv4_enabled': 'rest.sigv4-enabled', 'rest_signing_region': 'rest.signing-region', 'rest_signing_name': 'rest.signing-name', 'rest_tls_skip_verify': 'rest.tls.skip-verify'}
 
     def __init__(
         self,
         warehouse: Optional[str] = None,
         *,
-        catalog: Optional[Union[Literal['sql', 'glue'], EnvRef]] = None,
+        catalog: Optional[Union[Literal['sql', 'glue', 'rest'], EnvRef]] = None,
         uri: Optional[Union[str, EnvRef]] = None,
         catalog_name: Optional[Union[str, EnvRef]] = None,
         table: Optional[Union[str, EnvRef]] = None,
@@ -1442,6 +1515,17 @@ class SinkIceberg(Kind):
         glue_access_key_id: Optional[Union[str, EnvRef]] = None,
         glue_secret_access_key: Optional[EnvRef] = None,
         glue_session_token: Optional[EnvRef] = None,
+        credential: Optional[EnvRef] = None,
+        token: Optional[EnvRef] = None,
+        scope: Optional[Union[str, EnvRef]] = None,
+        audience: Optional[Union[str, EnvRef]] = None,
+        resource: Optional[Union[str, EnvRef]] = None,
+        oauth2_server_uri: Optional[Union[str, EnvRef]] = None,
+        prefix: Optional[Union[str, EnvRef]] = None,
+        rest_sigv4_enabled: Optional[Union[str, EnvRef]] = None,
+        rest_signing_region: Optional[Union[str, EnvRef]] = None,
+        rest_signing_name: Optional[Union[str, EnvRef]] = None,
+        rest_tls_skip_verify: Optional[Union[str, EnvRef]] = None,
     ) -> None:
         self._init(dict(locals()))
 
