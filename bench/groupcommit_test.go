@@ -226,7 +226,7 @@ func gcSinks(t *testing.T, kind string) (func() (flightsink.Sink, flightsink.Pip
 		}
 		return func() (flightsink.Sink, flightsink.Pipeline, func()) {
 			nm := name()
-			s, err := kafkasink.New(strings.Split(v, ","), kafkasink.Topic(nm), kafkasink.CreateMissingTopics(3, 1))
+			s, err := kafkasink.New(context.Background(), kafkasink.Config{Brokers: strings.Split(v, ","), Topic: nm, CreateTopics: 3, CreateReplicationFactor: 1})
 			require.NoError(t, err)
 			return s, flightsink.Pipeline{ID: nm}, func() { s.Close() }
 		}, true
