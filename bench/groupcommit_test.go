@@ -213,7 +213,7 @@ func gcSinks(t *testing.T, kind string) (func() (flightsink.Sink, flightsink.Pip
 			return nil, false
 		}
 		return func() (flightsink.Sink, flightsink.Pipeline, func()) {
-			s, err := postgres.New(dsn, postgres.MaxConns(2))
+			s, err := postgres.New(context.Background(), postgres.Config{DSN: dsn, MaxConns: 2})
 			require.NoError(t, err)
 			nm := name()
 			return s, flightsink.Pipeline{ID: nm, Target: nm}, func() { s.Close() }
