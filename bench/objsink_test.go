@@ -146,7 +146,7 @@ func (t *timedBackend) Delete(ctx context.Context, key string) error {
 // the wrapper.
 func newSink(b *testing.B, be objsink.Backend, name string, mem memory.Allocator) (*objsink.Sink, *timedBackend) {
 	tb := newTimedBackend(be)
-	s, err := objsink.New(tb, name, objsink.Allocator(mem))
+	s, err := objsink.New(context.Background(), objsink.Config{Backend: tb, Name: name}, objsink.Allocator(mem))
 	if err != nil {
 		b.Fatal(err)
 	}

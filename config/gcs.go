@@ -30,7 +30,7 @@ func openGCS(e env, u *url.URL, c gcsSinkConfig) (flightsink.Sink, func(), error
 		return nil, nil, fmt.Errorf("gcs: want gcs:BUCKET/PREFIX (no //), e.g. gcs:my-bucket/events")
 	}
 	bucket, prefix, _ := strings.Cut(strings.Trim(loc, "/"), "/")
-	opts, err := c.options()
+	cfg, err := c.layout()
 	if err != nil {
 		return nil, nil, fmt.Errorf("gcs: %w", err)
 	}
@@ -42,7 +42,8 @@ func openGCS(e env, u *url.URL, c gcsSinkConfig) (flightsink.Sink, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := objsink.New(b, "gcs sink", opts...)
+	cfg.Backend, cfg.Name = b, "gcs sink"
+	s, err := objsink.New(e.ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -77,7 +77,7 @@ func openS3Sink(e env, u *url.URL, c s3SinkConfig) (flightsink.Sink, func(), err
 			return nil, nil, fmt.Errorf("%w: s3 sink: unknown storage option %q (known: %s)", flightline.ErrInvalidInput, k, strings.Join(objstore.OptionKeys(), ", "))
 		}
 	}
-	opts, err := c.options()
+	cfg, err := c.layout()
 	if err != nil {
 		return nil, nil, fmt.Errorf("s3: %w", err)
 	}
@@ -86,7 +86,8 @@ func openS3Sink(e env, u *url.URL, c s3SinkConfig) (flightsink.Sink, func(), err
 		return nil, nil, fmt.Errorf("s3 sink %s: %w", u.Opaque, err)
 	}
 	b.Store().SetPartSize(int(c.PartSize), int(c.MultipartThreshold))
-	s, err := objsink.New(b, "s3 sink", opts...)
+	cfg.Backend, cfg.Name = b, "s3 sink"
+	s, err := objsink.New(e.ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}

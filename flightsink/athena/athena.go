@@ -212,17 +212,14 @@ func New(ctx context.Context, location string, opts ...Option) (*Sink, error) {
 	if id, secret := st[objstore.AccessKeyID], st[objstore.SecretAccessKey]; id != "" && secret != "" {
 		s.creds = credentials.NewStaticCredentialsProvider(id, secret, st[objstore.SessionToken])
 	}
-	objOpts := []objsink.Option{objsink.DataDir(DataDir), objsink.Allocator(o.mem), objsink.BeforeCommit(s.beforeCommit)}
+	objCfg := objsink.Config{Backend: b, Name: "athena sink", SchemaEvolution: o.evolve}
 	switch {
 	case o.partitionBy != "":
-		objOpts = append(objOpts, objsink.PartitionBy(o.partitionBy))
+		objCfg.PartitionBy = o.partitionBy
 	case o.partitionByDay != "":
-		objOpts = append(objOpts, objsink.PartitionByDay(o.partitionByDay))
+		objCfg.PartitionByDay = o.partitionByDay
 	}
-	if o.evolve {
-		objOpts = append(objOpts, objsink.SchemaEvolution())
-	}
-	if s.obj, err = objsink.New(b, "athena sink", objOpts...); err != nil {
+	if s.obj, err = objsink.New(ctx, objCfg, objsink.DataDir(DataDir), objsink.Allocator(o.mem), objsink.BeforeCommit(s.beforeCommit)); err != nil {
 		return nil, err
 	}
 	return s, nil

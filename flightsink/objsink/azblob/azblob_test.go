@@ -102,7 +102,7 @@ func TestIntegrationAzblobConformance(t *testing.T) {
 		NewSink: func(t *testing.T) flightsink.Sink {
 			b, err := azblob.New(cont, "lake", a.opts()...)
 			require.NoError(t, err)
-			s, err := objsink.New(b, "azblob sink")
+			s, err := objsink.New(context.Background(), objsink.Config{Backend: b, Name: "azblob sink"})
 			require.NoError(t, err)
 			return s
 		},
@@ -258,7 +258,7 @@ func TestIntegrationAzblobPythonRead(t *testing.T) {
 	open := func() flightsink.Writer {
 		b, err := azblob.New(cont, "lake", a.opts()...)
 		require.NoError(t, err)
-		s, err := objsink.New(b, "azblob sink", objsink.Allocator(mem))
+		s, err := objsink.New(context.Background(), objsink.Config{Backend: b, Name: "azblob sink"}, objsink.Allocator(mem))
 		require.NoError(t, err)
 		w, _, err := s.Open(ctx, p)
 		require.NoError(t, err)

@@ -73,7 +73,7 @@ func TestIntegrationGCSConformance(t *testing.T) {
 		NewSink: func(t *testing.T) flightsink.Sink {
 			b, err := gcs.New(context.Background(), bucket, "lake", gcs.Endpoint(endpoint))
 			require.NoError(t, err)
-			s, err := objsink.New(b, "gcs sink")
+			s, err := objsink.New(context.Background(), objsink.Config{Backend: b, Name: "gcs sink"})
 			require.NoError(t, err)
 			return s
 		},

@@ -74,7 +74,7 @@ func TestIntegrationS3Conformance(t *testing.T) {
 		NewSink: func(t *testing.T) flightsink.Sink {
 			b, err := s3.New(context.Background(), s3test.Bucket, prefix, opts)
 			require.NoError(t, err)
-			s, err := objsink.New(b, "s3 objsink")
+			s, err := objsink.New(context.Background(), objsink.Config{Backend: b, Name: "s3 objsink"})
 			require.NoError(t, err)
 			return s
 		},
@@ -203,7 +203,7 @@ func TestIntegrationS3ProbeRefusesStoreIgnoringIfNoneMatch(t *testing.T) {
 	good, err := s3.New(context.Background(), s3test.Bucket, prefix, opts)
 	require.NoError(t, err)
 	bad := good.WithClientOptions(ignoreIfNoneMatch)
-	sink, err := objsink.New(bad, "s3 sink")
+	sink, err := objsink.New(context.Background(), objsink.Config{Backend: bad, Name: "s3 sink"})
 	require.NoError(t, err)
 	_, _, err = sink.Open(context.Background(), flightsink.Pipeline{ID: "p"})
 	require.ErrorIs(t, err, flightline.ErrFailedPrecondition)
@@ -218,7 +218,7 @@ func TestIntegrationS3ProbeRefusesStoreIgnoringIfNoneMatch(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, keys, "the refused Open left nothing: no probe object, no commit record")
 
-	sink, err = objsink.New(good, "s3 sink")
+	sink, err = objsink.New(context.Background(), objsink.Config{Backend: good, Name: "s3 sink"})
 	require.NoError(t, err)
 	w, _, err := sink.Open(context.Background(), flightsink.Pipeline{ID: "p"})
 	require.NoError(t, err)

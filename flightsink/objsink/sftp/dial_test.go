@@ -143,7 +143,7 @@ func TestIntegrationSFTPConnectionCut(t *testing.T) {
 	b, err := sftp.Dial(ctx, proxy.l.Addr().String(), s.User, root, sftp.KeyFile(s.Key, ""), sftp.KnownHosts(hosts))
 	require.NoError(t, err)
 	defer b.Close()
-	sink, err := objsink.New(b, "sftp sink")
+	sink, err := objsink.New(context.Background(), objsink.Config{Backend: b, Name: "sftp sink"})
 	require.NoError(t, err)
 	p := flightsink.Pipeline{ID: "cut"}
 	write := func(w flightsink.Writer, from, to int64) error {

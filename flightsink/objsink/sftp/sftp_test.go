@@ -98,7 +98,7 @@ func TestSFTPConformance(t *testing.T) {
 			c, _ := serve(t)
 			b, err := sftp.New(c, root, nil)
 			require.NoError(t, err)
-			s, err := objsink.New(b, "sftp sink")
+			s, err := objsink.New(context.Background(), objsink.Config{Backend: b, Name: "sftp sink"})
 			require.NoError(t, err)
 			return s
 		},
