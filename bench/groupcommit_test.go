@@ -233,7 +233,7 @@ func gcSinks(t *testing.T, kind string) (func() (flightsink.Sink, flightsink.Pip
 	case "delta":
 		root := t.TempDir()
 		return func() (flightsink.Sink, flightsink.Pipeline, func()) {
-			s, err := sinkdelta.New(context.Background(), root)
+			s, err := sinkdelta.New(context.Background(), sinkdelta.Config{URI: root})
 			require.NoError(t, err)
 			nm := name()
 			return s, flightsink.Pipeline{ID: nm, Target: nm}, func() {}

@@ -170,7 +170,7 @@ func (r *scaleRun) committed(ctx context.Context) checkpoint.Positions {
 		cp, err = r.pgSink.Checkpoint(ctx, r.pl)
 	} else {
 		var s *sinkdelta.Sink
-		if s, err = sinkdelta.New(ctx, r.table); err != nil {
+		if s, err = sinkdelta.New(ctx, sinkdelta.Config{URI: r.table}); err != nil {
 			return nil
 		}
 		cp, err = s.Checkpoint(ctx, r.pl)
