@@ -64,19 +64,15 @@ func openIcebergSink(e env, u *url.URL, c icebergSinkConfig) (flightsink.Sink, f
 			io[k] = v
 		}
 	}
-	opts := []sinkiceberg.Option{sinkiceberg.Table(c.Table), sinkiceberg.CatalogName(c.CatalogName),
-		sinkiceberg.SchemaEvolution(c.SchemaEvolution), sinkiceberg.Properties(io), sinkiceberg.Logger(e.log),
-		sinkiceberg.ExpireSnapshotsOlderThan(c.ExpireOlderThan), sinkiceberg.Partition(c.Partition)}
+	cfg := sinkiceberg.Config{Warehouse: loc, Table: c.Table, CatalogName: c.CatalogName, SchemaEvolution: c.SchemaEvolution,
+		Properties: io, ExpireSnapshotsOlderThan: c.ExpireOlderThan, Partition: c.Partition, SQLite: c.URI}
 	switch {
 	case c.Catalog == "glue":
-		opts = append(opts, sinkiceberg.Glue(glue))
+		cfg.Catalog, cfg.Glue = "glue", glue
 	case len(glue) > 0:
 		return nil, nil, fmt.Errorf("iceberg: the glue.* keys are for catalog=glue")
 	}
-	if c.URI != "" {
-		opts = append(opts, sinkiceberg.SQLite(c.URI))
-	}
-	s, err := sinkiceberg.New(e.ctx, loc, opts...)
+	s, err := sinkiceberg.New(e.ctx, cfg, sinkiceberg.Logger(e.log))
 	if err != nil {
 		return nil, nil, err
 	}
