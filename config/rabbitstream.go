@@ -58,7 +58,7 @@ func openRabbitStream(e env, u *url.URL, c rabbitStreamConfig) (flightsink.Sink,
 	if c.ConfirmTimeout != nil {
 		cfg.ConfirmTimeout = *c.ConfirmTimeout
 	}
-	s, err := rabbitstream.New(e.ctx, cfg, rabbitstream.WithLogger(e.log))
+	s, err := rabbitstream.New(e.ctx, cfg, rabbitstream.Logger(e.log))
 	if err != nil {
 		return nil, nil, err
 	}

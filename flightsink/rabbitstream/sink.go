@@ -44,9 +44,9 @@ type options struct {
 	log *slog.Logger
 }
 
-// WithLogger sets the logger that receives the warning about a batch that
+// Logger sets the logger that receives the warning about a batch that
 // came back different after a crash (default slog.Default()).
-func WithLogger(l *slog.Logger) Option {
+func Logger(l *slog.Logger) Option {
 	return func(o *options) { o.log = l }
 }
 
