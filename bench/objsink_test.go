@@ -311,7 +311,7 @@ func BenchmarkObjsinkAzblob(b *testing.B) {
 	defer mem.AssertSize(b, 0)
 	sb := newStoreBench(b, mem)
 	defer sb.release()
-	be, err := azblob.New(cont, "sink", azblob.Endpoint(a.Endpoint), azblob.Account(a.Account), azblob.SharedKey(a.Account, a.Key))
+	be, err := azblob.New(context.Background(), azblob.Config{Container: cont, Prefix: "sink", Endpoint: a.Endpoint, Account: a.Account, Key: a.Key})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -55,17 +55,7 @@ func openAzblob(e env, u *url.URL, c azblobSinkConfig) (flightsink.Sink, func(),
 			sas = "" // both in the environment: the key
 		}
 	}
-	aopts := []azblob.Option{azblob.Account(account)}
-	if key != "" {
-		aopts = append(aopts, azblob.SharedKey(account, key))
-	}
-	if sas != "" {
-		aopts = append(aopts, azblob.SAS(sas)) // with a key: refused by New
-	}
-	if c.Endpoint != "" {
-		aopts = append(aopts, azblob.Endpoint(c.Endpoint))
-	}
-	b, err := azblob.New(cont, prefix, aopts...)
+	b, err := azblob.New(e.ctx, azblob.Config{Container: cont, Prefix: prefix, Account: account, Key: key, SAS: sas, Endpoint: c.Endpoint})
 	if err != nil {
 		return nil, nil, err
 	}
