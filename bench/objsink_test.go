@@ -275,7 +275,7 @@ func BenchmarkObjsinkGCS(b *testing.B) {
 	defer mem.AssertSize(b, 0)
 	sb := newStoreBench(b, mem)
 	defer sb.release()
-	be, err := gcs.New(context.Background(), bucket, "sink", gcs.Endpoint(endpoint))
+	be, err := gcs.New(context.Background(), gcs.Config{Bucket: bucket, Prefix: "sink", Endpoint: endpoint})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -34,11 +34,7 @@ func openGCS(e env, u *url.URL, c gcsSinkConfig) (flightsink.Sink, func(), error
 	if err != nil {
 		return nil, nil, fmt.Errorf("gcs: %w", err)
 	}
-	var gopts []gcs.Option
-	if c.Endpoint != "" {
-		gopts = append(gopts, gcs.Endpoint(c.Endpoint))
-	}
-	b, err := gcs.New(e.ctx, bucket, prefix, gopts...)
+	b, err := gcs.New(e.ctx, gcs.Config{Bucket: bucket, Prefix: prefix, Endpoint: c.Endpoint})
 	if err != nil {
 		return nil, nil, err
 	}
