@@ -81,11 +81,11 @@ func openS3Sink(e env, u *url.URL, c s3SinkConfig) (flightsink.Sink, func(), err
 	if err != nil {
 		return nil, nil, fmt.Errorf("s3: %w", err)
 	}
-	b, err := objs3.New(e.ctx, bucket, prefix, objstore.Options(c.Storage))
+	b, err := objs3.New(e.ctx, objs3.Config{Bucket: bucket, Prefix: prefix, Storage: objstore.Options(c.Storage),
+		PartSize: int(c.PartSize), MultipartThreshold: int(c.MultipartThreshold)})
 	if err != nil {
 		return nil, nil, fmt.Errorf("s3 sink %s: %w", u.Opaque, err)
 	}
-	b.Store().SetPartSize(int(c.PartSize), int(c.MultipartThreshold))
 	cfg.Backend, cfg.Name = b, "s3 sink"
 	s, err := objsink.New(e.ctx, cfg)
 	if err != nil {

@@ -193,7 +193,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Sink, error) {
 	if o.region == "" {
 		o.region = st[objstore.Region]
 	}
-	b, err := objs3.New(ctx, bucket, prefix, st)
+	b, err := objs3.New(ctx, objs3.Config{Bucket: bucket, Prefix: prefix, Storage: st})
 	if err != nil {
 		return nil, fmt.Errorf("athena sink: %w", err)
 	}
