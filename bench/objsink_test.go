@@ -350,8 +350,8 @@ func BenchmarkObjsinkSFTP(b *testing.B) {
 	sb := newStoreBench(b, mem)
 	defer sb.release()
 	ctx := context.Background()
-	be, err := sftpsink.Dial(ctx, sshd.Addr, sshd.User, path.Join(root, "sink"),
-		sftpsink.KeyFile(sshd.Key, ""), sftpsink.KnownHosts(sshd.KnownHosts))
+	be, err := sftpsink.New(ctx, sftpsink.Config{Addr: sshd.Addr, User: sshd.User, Root: path.Join(root, "sink"),
+		KeyFile: sshd.Key, KnownHosts: sshd.KnownHosts})
 	if err != nil {
 		b.Fatal(err)
 	}

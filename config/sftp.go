@@ -46,22 +46,14 @@ func openSFTP(e env, u *url.URL, c sftpSinkConfig) (flightsink.Sink, func(), err
 	if u.Port() == "" {
 		addr = net.JoinHostPort(u.Hostname(), "22")
 	}
-	var dopts []sftp.Option
+	scfg := sftp.Config{Addr: addr, User: u.User.Username(), Root: location(u), KnownHosts: c.KnownHosts,
+		InsecureIgnoreHostKey: c.InsecureIgnoreHostKey, Password: os.Getenv("FLIGHTLINE_SFTP_PASSWORD")}
 	if c.KeyFile != "" {
-		dopts = append(dopts, sftp.KeyFile(c.KeyFile, os.Getenv("FLIGHTLINE_SFTP_PASSPHRASE")))
-	}
-	if pw := os.Getenv("FLIGHTLINE_SFTP_PASSWORD"); pw != "" {
-		dopts = append(dopts, sftp.Password(pw))
-	}
-	if c.KnownHosts != "" {
-		dopts = append(dopts, sftp.KnownHosts(c.KnownHosts))
-	}
-	if c.InsecureIgnoreHostKey {
-		dopts = append(dopts, sftp.InsecureIgnoreHostKey())
+		scfg.KeyFile, scfg.Passphrase = c.KeyFile, os.Getenv("FLIGHTLINE_SFTP_PASSPHRASE")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	b, err := sftp.Dial(ctx, addr, u.User.Username(), location(u), dopts...)
+	b, err := sftp.New(ctx, scfg)
 	if err != nil {
 		return nil, nil, err
 	}
