@@ -238,7 +238,7 @@ type topicInfo struct {
 }
 
 // targetTopic checks that topic exists (creating it with
-// CreateMissingTopics) and reads its partition count and
+// Config.CreateTopics) and reads its partition count and
 // max.message.bytes.
 func (s *Sink) targetTopic(ctx context.Context, topic string) (topicInfo, error) {
 	n, err := s.partitions(ctx, topic)

@@ -162,7 +162,7 @@ func write(t *testing.T, mem memory.Allocator, w flightsink.Writer, from, to int
 }
 
 // TestIntegrationConformance runs the shared sink suite against the real
-// broker. Target topics are created on Open (CreateMissingTopics); rows
+// broker. Target topics are created on Open (Config.CreateTopics); rows
 // are read back with kcat, read_committed.
 func TestIntegrationConformance(t *testing.T) {
 	brokers(t)
