@@ -99,8 +99,8 @@ type options struct {
 }
 
 // fits says whether a batch of schema got may be written to a target of
-// schema want: the same schema, or, with Config.SchemaEvolution, one of the two
-// the other with nullable columns added at its end.
+// schema want: the same schema, or, with Config.SchemaEvolution, one of
+// the two the other with nullable columns added at its end.
 func (s *Sink) fits(want, got *arrow.Schema) bool {
 	if flightsink.SameSchema(want, got) {
 		return true
