@@ -59,15 +59,15 @@ func Timeout(d time.Duration) Option { return func(c *dialConfig) { c.timeout = 
 // New connects to the SSH server at cfg.Addr as cfg.User at construction,
 // starts the sftp subsystem and returns the Backend of cfg.Root, which
 // dials again (with the same Config) at its next call after the connection
-// is lost: a
-// server restart or a cut connection fails the calls in flight with
-// flightline.ErrUnavailable, and the coordinator's retry reaches a new
-// connection. Errors of the first dial: no credentials
-// or a bad key file → flightline.ErrInvalidInput; a host key not in
-// known_hosts or refused credentials → flightline.ErrUnauthenticated; an
-// unreachable server → flightline.ErrUnavailable; a server without the
-// extensions → flightline.ErrFailedPrecondition (see NewOn). Secrets never
-// appear in an error. Close releases the connection.
+// is lost: a server restart or a cut connection fails the calls in flight
+// with flightline.ErrUnavailable, and the coordinator's retry reaches a new
+// connection. It validates cfg (a user, credentials, a readable key file
+// and known_hosts). Errors of the first dial: no credentials or a bad key
+// file → flightline.ErrInvalidInput; a host key not in known_hosts or
+// refused credentials → flightline.ErrUnauthenticated; an unreachable
+// server → flightline.ErrUnavailable; a server without the extensions →
+// flightline.ErrFailedPrecondition (see NewOn). Secrets never appear in an
+// error. Close releases the connection.
 func New(ctx context.Context, cfg Config, opts ...Option) (*Redialing, error) {
 	c := dialConfig{timeout: 30 * time.Second, keyFile: cfg.KeyFile, passphrase: cfg.Passphrase, password: cfg.Password,
 		knownHosts: cfg.KnownHosts, insecure: cfg.InsecureIgnoreHostKey}
