@@ -79,7 +79,7 @@ func BenchmarkADBCPostgres(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer asink.Close()
-	psink, err := postgres.New(dsn, postgres.MaxConns(2))
+	psink, err := postgres.New(context.Background(), postgres.Config{DSN: dsn, MaxConns: 2})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -185,7 +185,7 @@ func BenchmarkAMQPSink(b *testing.B) {
 		b.ReportMetric(amqpRows, "rows/op")
 	}}
 	sink := side{"sink", func(b *testing.B) {
-		s, err := amqp.New(amqp.Config{URL: u, Exchange: name})
+		s, err := amqp.New(context.Background(), amqp.Config{URL: u, Exchange: name})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -41,7 +41,7 @@ func BenchmarkClickHouseSink(b *testing.B) {
 	}()
 	ctx := context.Background()
 	b.Run("sink", func(b *testing.B) {
-		s, err := clickhouse.New(f.URL, clickhouse.Credentials(f.User, f.Password), clickhouse.Logger(slog.New(slog.DiscardHandler)))
+		s, err := clickhouse.New(context.Background(), clickhouse.Config{Endpoint: f.URL, User: f.User, Password: f.Password}, clickhouse.Logger(slog.New(slog.DiscardHandler)))
 		if err != nil {
 			b.Fatal(err)
 		}

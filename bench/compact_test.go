@@ -39,7 +39,7 @@ func smallFileTable(b *testing.B, dir string) (string, int64) {
 	b.Helper()
 	ctx := context.Background()
 	mem := memory.NewGoAllocator()
-	s, err := sinkdelta.New(ctx, dir, sinkdelta.Compaction("off"), sinkdelta.Vacuum("off"))
+	s, err := sinkdelta.New(ctx, sinkdelta.Config{URI: dir, Compaction: "off", Vacuum: "off"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func BenchmarkDeltaCompaction(b *testing.B) {
 			b.StopTimer()
 			dir := filepath.Join(b.TempDir(), fmt.Sprint("t", i))
 			copyDir(b, tmpl, dir)
-			s, err := sinkdelta.New(ctx, dir)
+			s, err := sinkdelta.New(ctx, sinkdelta.Config{URI: dir})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -171,7 +171,7 @@ func BenchmarkDeltaReadCompacted(b *testing.B) {
 	small, _ := smallFileTable(b, filepath.Join(b.TempDir(), "small"))
 	big := filepath.Join(b.TempDir(), "compacted")
 	copyDir(b, small, big)
-	s, err := sinkdelta.New(context.Background(), big)
+	s, err := sinkdelta.New(context.Background(), sinkdelta.Config{URI: big})
 	if err != nil {
 		b.Fatal(err)
 	}

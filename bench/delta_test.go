@@ -112,7 +112,7 @@ func BenchmarkDeltaSink(b *testing.B) {
 		defer recs[i].Release()
 	}
 	dir := b.TempDir()
-	s, err := sinkdelta.New(ctx, dir, sinkdelta.Allocator(mem))
+	s, err := sinkdelta.New(ctx, sinkdelta.Config{URI: dir}, sinkdelta.Allocator(mem))
 	if err != nil {
 		b.Fatal(err)
 	}

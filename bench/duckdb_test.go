@@ -47,7 +47,7 @@ func BenchmarkDuckDB(b *testing.B) {
 		}
 	}()
 	path := filepath.Join(b.TempDir(), "bench.duckdb")
-	sink, err := duckdb.New(ctx, path, duckdb.Library(lib))
+	sink, err := duckdb.New(ctx, duckdb.Config{Path: path, Library: lib})
 	if err != nil {
 		b.Fatal(err)
 	}

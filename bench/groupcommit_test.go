@@ -213,7 +213,7 @@ func gcSinks(t *testing.T, kind string) (func() (flightsink.Sink, flightsink.Pip
 			return nil, false
 		}
 		return func() (flightsink.Sink, flightsink.Pipeline, func()) {
-			s, err := postgres.New(dsn, postgres.MaxConns(2))
+			s, err := postgres.New(context.Background(), postgres.Config{DSN: dsn, MaxConns: 2})
 			require.NoError(t, err)
 			nm := name()
 			return s, flightsink.Pipeline{ID: nm, Target: nm}, func() { s.Close() }
@@ -226,14 +226,14 @@ func gcSinks(t *testing.T, kind string) (func() (flightsink.Sink, flightsink.Pip
 		}
 		return func() (flightsink.Sink, flightsink.Pipeline, func()) {
 			nm := name()
-			s, err := kafkasink.New(strings.Split(v, ","), kafkasink.Topic(nm), kafkasink.CreateMissingTopics(3, 1))
+			s, err := kafkasink.New(context.Background(), kafkasink.Config{Brokers: strings.Split(v, ","), Topic: nm, CreateTopics: 3, CreateReplicationFactor: 1})
 			require.NoError(t, err)
 			return s, flightsink.Pipeline{ID: nm}, func() { s.Close() }
 		}, true
 	case "delta":
 		root := t.TempDir()
 		return func() (flightsink.Sink, flightsink.Pipeline, func()) {
-			s, err := sinkdelta.New(context.Background(), root)
+			s, err := sinkdelta.New(context.Background(), sinkdelta.Config{URI: root})
 			require.NoError(t, err)
 			nm := name()
 			return s, flightsink.Pipeline{ID: nm, Target: nm}, func() {}

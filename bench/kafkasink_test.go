@@ -157,7 +157,7 @@ func BenchmarkKafkaSink(b *testing.B) {
 		for range b.N {
 			b.StopTimer()
 			topic := newBenchTopic(b, adm, "bench-sink")
-			s, err := kafkasink.New(brokers, kafkasink.Topic(topic))
+			s, err := kafkasink.New(context.Background(), kafkasink.Config{Brokers: brokers, Topic: topic})
 			if err != nil {
 				b.Fatal(err)
 			}

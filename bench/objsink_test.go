@@ -146,7 +146,7 @@ func (t *timedBackend) Delete(ctx context.Context, key string) error {
 // the wrapper.
 func newSink(b *testing.B, be objsink.Backend, name string, mem memory.Allocator) (*objsink.Sink, *timedBackend) {
 	tb := newTimedBackend(be)
-	s, err := objsink.New(tb, name, objsink.Allocator(mem))
+	s, err := objsink.New(context.Background(), objsink.Config{Backend: tb, Name: name}, objsink.Allocator(mem))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func BenchmarkObjsinkGCS(b *testing.B) {
 	defer mem.AssertSize(b, 0)
 	sb := newStoreBench(b, mem)
 	defer sb.release()
-	be, err := gcs.New(context.Background(), bucket, "sink", gcs.Endpoint(endpoint))
+	be, err := gcs.New(context.Background(), gcs.Config{Bucket: bucket, Prefix: "sink", Endpoint: endpoint})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func BenchmarkObjsinkAzblob(b *testing.B) {
 	defer mem.AssertSize(b, 0)
 	sb := newStoreBench(b, mem)
 	defer sb.release()
-	be, err := azblob.New(cont, "sink", azblob.Endpoint(a.Endpoint), azblob.Account(a.Account), azblob.SharedKey(a.Account, a.Key))
+	be, err := azblob.New(context.Background(), azblob.Config{Container: cont, Prefix: "sink", Endpoint: a.Endpoint, Account: a.Account, Key: a.Key})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -350,8 +350,8 @@ func BenchmarkObjsinkSFTP(b *testing.B) {
 	sb := newStoreBench(b, mem)
 	defer sb.release()
 	ctx := context.Background()
-	be, err := sftpsink.Dial(ctx, sshd.Addr, sshd.User, path.Join(root, "sink"),
-		sftpsink.KeyFile(sshd.Key, ""), sftpsink.KnownHosts(sshd.KnownHosts))
+	be, err := sftpsink.New(ctx, sftpsink.Config{Addr: sshd.Addr, User: sshd.User, Root: path.Join(root, "sink"),
+		KeyFile: sshd.Key, KnownHosts: sshd.KnownHosts})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -152,7 +152,7 @@ func BenchmarkPostgres(b *testing.B) {
 
 	side1 := side{"sink", func(b *testing.B) {
 		b.SetBytes(int64(len(stream)))
-		sink, err := postgres.New(dsn, postgres.MaxConns(2))
+		sink, err := postgres.New(context.Background(), postgres.Config{DSN: dsn, MaxConns: 2})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -177,7 +177,7 @@ func BenchmarkPostgresCDCStream(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		sink, err := postgres.New(dsn, postgres.Mode(postgres.ModeUpsert), postgres.Key("id"), postgres.Table(table+"_copy"), postgres.MaxConns(2))
+		sink, err := postgres.New(context.Background(), postgres.Config{DSN: dsn, Mode: postgres.ModeUpsert, Key: []string{"id"}, Table: table + "_copy", MaxConns: 2})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -85,7 +85,7 @@ func BenchmarkS3(b *testing.B) {
 	}}
 
 	side1 := side{"sink", func(b *testing.B) {
-		s, err := s3sink.New(s3test.Bucket+"/"+prefix, s3sink.StorageOptions(opts), s3sink.Allocator(mem))
+		s, err := s3sink.New(context.Background(), s3sink.Config{Location: s3test.Bucket + "/" + prefix, Storage: opts}, s3sink.Allocator(mem))
 		if err != nil {
 			b.Fatal(err)
 		}

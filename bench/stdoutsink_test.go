@@ -67,7 +67,7 @@ func BenchmarkStdoutJSONL(b *testing.B) {
 		}
 	}}
 	sink := side{"sink", func(b *testing.B) {
-		s, err := stdout.New(io.Discard, stdout.WithFormat(stdout.JSONL))
+		s, err := stdout.New(context.Background(), stdout.Config{Format: stdout.JSONL}, stdout.WithWriter(io.Discard))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -56,7 +56,7 @@ func (c amqpSinkConfig) amqpURL(u *url.URL) (string, error) {
 	return b.String(), nil
 }
 
-func openAMQP(_ env, u *url.URL, c amqpSinkConfig) (flightsink.Sink, func(), error) {
+func openAMQP(e env, u *url.URL, c amqpSinkConfig) (flightsink.Sink, func(), error) {
 	addr, err := c.amqpURL(u)
 	if err != nil {
 		return nil, nil, err
@@ -75,11 +75,11 @@ func openAMQP(_ env, u *url.URL, c amqpSinkConfig) (flightsink.Sink, func(), err
 	if c.ConfirmTimeout != nil {
 		cfg.ConfirmTimeout = *c.ConfirmTimeout
 	}
-	s, err := amqpsink.New(cfg)
+	s, err := amqpsink.New(e.ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	return amqpSink{s}, func() {}, nil
+	return amqpSink{s}, func() { _ = s.Close() }, nil
 }
 
 // amqpSink says on its `flightline check` line what it guarantees.

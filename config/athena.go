@@ -43,23 +43,24 @@ func init() {
 	sinkKinds["athena"] = sinkOf(athenaSinkSpec, openAthenaSink).at("prefix", "BUCKET/PREFIX the tables go under")
 }
 
-// athenaOptions are c's sink options, the storage options aside.
-func athenaOptions(c athenaSinkConfig) []athena.Option {
-	return []athena.Option{athena.Database(c.Database), athena.Table(c.Table), athena.Region(c.Region),
-		athena.GlueEndpoint(c.GlueEndpoint), athena.PartitionBy(c.PartitionBy), athena.PartitionByDay(c.PartitionByDay),
-		athena.WithPartitions(athena.Partitions(c.Partitions), c.ProjectionStart), athena.SchemaEvolution(c.SchemaEvolution)}
+// athenaConfig is c's sink Config at location, the storage options aside.
+func athenaConfig(location string, c athenaSinkConfig) athena.Config {
+	return athena.Config{Location: location, Database: c.Database, Table: c.Table, Region: c.Region,
+		GlueEndpoint: c.GlueEndpoint, PartitionBy: c.PartitionBy, PartitionByDay: c.PartitionByDay,
+		Partitions: athena.Partitions(c.Partitions), ProjectionFrom: c.ProjectionStart, SchemaEvolution: c.SchemaEvolution}
 }
 
 func openAthenaSink(e env, u *url.URL, c athenaSinkConfig) (flightsink.Sink, func(), error) {
 	if u.Host != "" || u.Opaque == "" {
 		return nil, nil, fmt.Errorf("athena: want athena:BUCKET/PREFIX (no //), e.g. athena:my-bucket/lake")
 	}
-	opts := append(athenaOptions(c), athena.Storage(objstore.Options(c.Storage)), athena.Logger(e.log))
-	s, err := athena.New(e.ctx, u.Opaque, opts...)
+	cfg := athenaConfig(u.Opaque, c)
+	cfg.Storage = objstore.Options(c.Storage)
+	s, err := athena.New(e.ctx, cfg, athena.Logger(e.log))
 	if err != nil {
 		return nil, nil, err
 	}
-	return athenaSink{s}, func() {}, nil
+	return athenaSink{s}, func() { _ = s.Close() }, nil
 }
 
 // athenaSink is the athena kind as `flightline check` describes it.
@@ -91,7 +92,7 @@ func pairedGlueConfig(ctx context.Context, p *pipelineConf, c glue.Config) (glue
 		if err != nil {
 			return c, err
 		}
-		s, err := athena.New(ctx, p.sink.loc, athenaOptions(ac)...)
+		s, err := athena.New(ctx, athenaConfig(p.sink.loc, ac))
 		if err != nil {
 			return c, err
 		}

@@ -31,13 +31,13 @@ func init() {
 	sinkKinds["azblob"] = sinkOf(azblobSpec, openAzblob).at("prefix", "CONTAINER/PREFIX the blobs go under")
 }
 
-func openAzblob(_ env, u *url.URL, c azblobSinkConfig) (flightsink.Sink, func(), error) {
+func openAzblob(e env, u *url.URL, c azblobSinkConfig) (flightsink.Sink, func(), error) {
 	loc := location(u)
 	if u.Host != "" || loc == "" {
 		return nil, nil, fmt.Errorf("azblob: want azblob:CONTAINER/PREFIX (no //), e.g. azblob:my-container/events")
 	}
 	cont, prefix, _ := strings.Cut(strings.Trim(loc, "/"), "/")
-	opts, err := c.options()
+	cfg, err := c.layout()
 	if err != nil {
 		return nil, nil, fmt.Errorf("azblob: %w", err)
 	}
@@ -55,21 +55,12 @@ func openAzblob(_ env, u *url.URL, c azblobSinkConfig) (flightsink.Sink, func(),
 			sas = "" // both in the environment: the key
 		}
 	}
-	aopts := []azblob.Option{azblob.Account(account)}
-	if key != "" {
-		aopts = append(aopts, azblob.SharedKey(account, key))
-	}
-	if sas != "" {
-		aopts = append(aopts, azblob.SAS(sas)) // with a key: refused by New
-	}
-	if c.Endpoint != "" {
-		aopts = append(aopts, azblob.Endpoint(c.Endpoint))
-	}
-	b, err := azblob.New(cont, prefix, aopts...)
+	b, err := azblob.New(e.ctx, azblob.Config{Container: cont, Prefix: prefix, Account: account, Key: key, SAS: sas, Endpoint: c.Endpoint})
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := objsink.New(b, "azblob sink", opts...)
+	cfg.Backend, cfg.Name = b, "azblob sink"
+	s, err := objsink.New(e.ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -115,22 +115,22 @@ func openBQSink(e env, u *url.URL, c bqSinkConfig) (flightsink.Sink, func(), err
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := []bqsink.Option{bqsink.Key(c.Key...), bqsink.CheckpointTable(c.CheckpointTable), bqsink.Logger(e.log)}
+	cfg := bqsink.Config{Project: project, Dataset: dataset, Key: c.Key, CheckpointTable: c.CheckpointTable}
 	if c.Table != nil {
-		opts = append(opts, bqsink.Table(*c.Table))
+		cfg.Table = *c.Table
 	}
 	if c.CredentialsFile != nil {
-		opts = append(opts, bqsink.CredentialsFile(*c.CredentialsFile))
+		cfg.CredentialsFile = *c.CredentialsFile
 	}
 	if c.EmulatorHTTP != nil || c.EmulatorGRPC != nil {
 		if c.EmulatorHTTP == nil || c.EmulatorGRPC == nil {
 			return nil, nil, fmt.Errorf("bigquery: emulator_endpoint and emulator_grpc go together")
 		}
-		opts = append(opts, bqsink.Emulator(*c.EmulatorHTTP, *c.EmulatorGRPC))
+		cfg.EmulatorEndpoint, cfg.EmulatorGRPC = *c.EmulatorHTTP, *c.EmulatorGRPC
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s, err := bqsink.New(ctx, project, dataset, opts...)
+	s, err := bqsink.New(ctx, cfg, bqsink.Logger(e.log))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
 	chsink "github.com/flightline/flightline/flightsink/clickhouse"
 	"github.com/flightline/flightline/internal/spec"
@@ -46,15 +47,19 @@ func openClickHouse(e env, u *url.URL, c chSinkConfig) (flightsink.Sink, func(),
 	if u.User != nil && u.User.Username() != "" {
 		user = u.User.Username()
 	}
-	opts := []chsink.Option{chsink.Credentials(user, os.Getenv(c.PasswordEnv)), chsink.Logger(e.log),
-		chsink.OrderBy(c.OrderBy), chsink.DedupWindow(c.DedupWindow), chsink.CheckpointTable(c.CheckpointTable)}
-	if db := strings.Trim(location(u), "/"); db != "" {
-		opts = append(opts, chsink.Database(db))
+	if c.DedupWindow < 1 { // the sink reads 0 as its default; a URL's 0 is a mistake
+		return nil, nil, fmt.Errorf("%w: dedup window %d < 1", flightline.ErrInvalidInput, c.DedupWindow)
 	}
+	if c.CheckpointTable == "" {
+		return nil, nil, fmt.Errorf("%w: empty checkpoint table", flightline.ErrInvalidInput)
+	}
+	cfg := chsink.Config{Endpoint: scheme + "://" + u.Host, User: user, Password: os.Getenv(c.PasswordEnv),
+		OrderBy: c.OrderBy, DedupWindow: c.DedupWindow, CheckpointTable: c.CheckpointTable,
+		Database: strings.Trim(location(u), "/")}
 	if c.Table != nil {
-		opts = append(opts, chsink.Table(*c.Table))
+		cfg.Table = *c.Table
 	}
-	s, err := chsink.New(scheme+"://"+u.Host, opts...)
+	s, err := chsink.New(e.ctx, cfg, chsink.Logger(e.log))
 	if err != nil {
 		return nil, nil, err
 	}

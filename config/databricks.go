@@ -9,7 +9,6 @@ import (
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
 	sinkdbx "github.com/flightline/flightline/flightsink/databricks"
-	sinkdelta "github.com/flightline/flightline/flightsink/delta"
 	"github.com/flightline/flightline/flightsrc"
 	srcdbx "github.com/flightline/flightline/flightsrc/databricks"
 	"github.com/flightline/flightline/internal/objstore"
@@ -114,8 +113,11 @@ func openDatabricksSink(e env, u *url.URL, c databricksSinkConfig) (flightsink.S
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := sinkdbx.New(e.ctx, name, sinkdbx.Workspace(cfg), sinkdbx.Vend(vo), sinkdbx.StorageOptions(c.Storage), sinkdbx.Logger(e.log),
-		sinkdbx.DeltaOptions(sinkdelta.Instance(c.Instance), sinkdelta.CheckpointInterval(c.CheckpointInterval), sinkdelta.SchemaEvolution(c.SchemaEvolution)))
+	dc, err := deltaTableConfig(c.Instance, c.CheckpointInterval, c.SchemaEvolution)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := sinkdbx.New(e.ctx, sinkdbx.Config{Table: name, Workspace: cfg, Storage: c.Storage, Delta: dc}, sinkdbx.Vend(vo), sinkdbx.Logger(e.log))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -71,11 +71,39 @@ func openDeltaSink(e env, u *url.URL, c deltaSinkConfig) (flightsink.Sink, func(
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := sinkdelta.New(e.ctx, loc, sinkdelta.StorageOptions(c.Storage), sinkdelta.Instance(c.Instance),
-		sinkdelta.CheckpointInterval(c.CheckpointInterval), sinkdelta.SchemaEvolution(c.SchemaEvolution), sinkdelta.Logger(e.log),
-		sinkdelta.TargetFileSize(int64(c.TargetFileSize)), sinkdelta.Compaction(c.Compact), sinkdelta.CompactMinFiles(c.CompactMinFiles),
-		sinkdelta.Vacuum(c.Vacuum))
-	return s, func() {}, err
+	if c.TargetFileSize < 1 { // the sink reads 0 as its default; a URL's 0 is a mistake
+		return nil, nil, fmt.Errorf("%w: target file size %d < 1", flightline.ErrInvalidInput, c.TargetFileSize)
+	}
+	if c.CompactMinFiles < 2 {
+		return nil, nil, fmt.Errorf("%w: compact_min_files %d < 2", flightline.ErrInvalidInput, c.CompactMinFiles)
+	}
+	cfg, err := deltaTableConfig(c.Instance, c.CheckpointInterval, c.SchemaEvolution)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.URI, cfg.Storage = loc, c.Storage
+	cfg.TargetFileSize, cfg.Compaction, cfg.CompactMinFiles, cfg.Vacuum = int64(c.TargetFileSize), c.Compact, c.CompactMinFiles, c.Vacuum
+	s, err := sinkdelta.New(e.ctx, cfg, sinkdelta.Logger(e.log))
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, func() { _ = s.Close() }, nil
+}
+
+// deltaTableConfig is the part of a Delta sink's Config the delta and
+// databricks kinds share. An interval of 0 turns checkpoints off (the
+// sink's Config reads 0 as its default); an empty instance is refused.
+func deltaTableConfig(instance string, interval int, evolve bool) (sinkdelta.Config, error) {
+	if instance == "" {
+		return sinkdelta.Config{}, fmt.Errorf("%w: empty instance name", flightline.ErrInvalidInput)
+	}
+	if interval < 0 {
+		return sinkdelta.Config{}, fmt.Errorf("%w: checkpoint interval %d < 0", flightline.ErrInvalidInput, interval)
+	}
+	if interval == 0 {
+		interval = -1
+	}
+	return sinkdelta.Config{Instance: instance, CheckpointInterval: interval, SchemaEvolution: evolve}, nil
 }
 
 func openDeltaSource(e env, u *url.URL, c deltaSourceConfig) (flightsrc.Source, func(), error) {

@@ -35,17 +35,14 @@ func openDuckDB(e env, u *url.URL, c duckdbSinkConfig) (flightsink.Sink, func(),
 	if path == "" {
 		return nil, nil, fmt.Errorf("%w: duckdb: want duckdb:PATH (a database file) or duckdb:md:NAME", flightline.ErrInvalidInput)
 	}
-	opts := []duckdb.Option{duckdb.CheckpointTable(c.CheckpointTable), duckdb.Logger(e.log)}
+	cfg := duckdb.Config{Path: path, CheckpointTable: c.CheckpointTable, NoNewColumns: !c.NewColumns}
 	if c.Table != nil {
-		opts = append(opts, duckdb.Table(*c.Table))
+		cfg.Table = *c.Table
 	}
 	if c.Library != nil {
-		opts = append(opts, duckdb.Library(*c.Library))
+		cfg.Library = *c.Library
 	}
-	if !c.NewColumns {
-		opts = append(opts, duckdb.NoNewColumns())
-	}
-	s, err := duckdb.New(e.ctx, path, opts...)
+	s, err := duckdb.New(e.ctx, cfg, duckdb.Logger(e.log))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -17,17 +17,12 @@ type objLayout struct {
 	PartitionByDay string `spec:"partition_by_day" doc:"Hive-style partitions by the UTC day of this timestamp or date column: <target>/COLUMN_day=YYYY-MM-DD/"`
 }
 
-func (c objLayout) options() ([]objsink.Option, error) {
-	opts := []objsink.Option{objsink.WithFormat(objsink.Format(c.Format))}
-	switch {
-	case c.PartitionBy != "" && c.PartitionByDay != "":
-		return nil, fmt.Errorf("partition_by and partition_by_day: give one")
-	case c.PartitionBy != "":
-		opts = append(opts, objsink.PartitionBy(c.PartitionBy))
-	case c.PartitionByDay != "":
-		opts = append(opts, objsink.PartitionByDay(c.PartitionByDay))
+// layout is the objsink Config of c, without its Backend and Name.
+func (c objLayout) layout() (objsink.Config, error) {
+	if c.PartitionBy != "" && c.PartitionByDay != "" {
+		return objsink.Config{}, fmt.Errorf("partition_by and partition_by_day: give one")
 	}
-	return opts, nil
+	return objsink.Config{Format: objsink.Format(c.Format), PartitionBy: c.PartitionBy, PartitionByDay: c.PartitionByDay}, nil
 }
 
 // fileSinkConfig is the file: sink kind.
@@ -42,12 +37,12 @@ func init() {
 	sinkKinds["file"] = sinkOf(fileSpec, openFile).at("path", "the directory")
 }
 
-func openFile(_ env, u *url.URL, c fileSinkConfig) (flightsink.Sink, func(), error) {
+func openFile(e env, u *url.URL, c fileSinkConfig) (flightsink.Sink, func(), error) {
 	dir := location(u)
 	if dir == "" || u.Host != "" {
 		return nil, nil, fmt.Errorf("file: want file:DIR (no //), e.g. file:/data/out or file:out")
 	}
-	opts, err := c.options()
+	cfg, err := c.layout()
 	if err != nil {
 		return nil, nil, fmt.Errorf("file: %w", err)
 	}
@@ -55,7 +50,8 @@ func openFile(_ env, u *url.URL, c fileSinkConfig) (flightsink.Sink, func(), err
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := objsink.New(b, "file sink", opts...)
+	cfg.Backend, cfg.Name = b, "file sink"
+	s, err := objsink.New(e.ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -30,19 +30,16 @@ func openGCS(e env, u *url.URL, c gcsSinkConfig) (flightsink.Sink, func(), error
 		return nil, nil, fmt.Errorf("gcs: want gcs:BUCKET/PREFIX (no //), e.g. gcs:my-bucket/events")
 	}
 	bucket, prefix, _ := strings.Cut(strings.Trim(loc, "/"), "/")
-	opts, err := c.options()
+	cfg, err := c.layout()
 	if err != nil {
 		return nil, nil, fmt.Errorf("gcs: %w", err)
 	}
-	var gopts []gcs.Option
-	if c.Endpoint != "" {
-		gopts = append(gopts, gcs.Endpoint(c.Endpoint))
-	}
-	b, err := gcs.New(e.ctx, bucket, prefix, gopts...)
+	b, err := gcs.New(e.ctx, gcs.Config{Bucket: bucket, Prefix: prefix, Endpoint: c.Endpoint})
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := objsink.New(b, "gcs sink", opts...)
+	cfg.Backend, cfg.Name = b, "gcs sink"
+	s, err := objsink.New(e.ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -71,12 +71,11 @@ func openIcebergSink(e env, u *url.URL, c icebergSinkConfig) (flightsink.Sink, f
 			io[k] = v
 		}
 	}
-	opts := []sinkiceberg.Option{sinkiceberg.Table(c.Table), sinkiceberg.CatalogName(c.CatalogName),
-		sinkiceberg.SchemaEvolution(c.SchemaEvolution), sinkiceberg.Properties(io), sinkiceberg.Logger(e.log),
-		sinkiceberg.ExpireSnapshotsOlderThan(c.ExpireOlderThan), sinkiceberg.Partition(c.Partition)}
+	cfg := sinkiceberg.Config{Warehouse: loc, Table: c.Table, CatalogName: c.CatalogName, SchemaEvolution: c.SchemaEvolution,
+		Properties: io, ExpireSnapshotsOlderThan: c.ExpireOlderThan, Partition: c.Partition, SQLite: c.URI}
 	switch {
 	case c.Catalog == "glue":
-		opts = append(opts, sinkiceberg.Glue(glue))
+		cfg.Catalog, cfg.Glue = "glue", glue
 	case len(glue) > 0:
 		return nil, nil, fmt.Errorf("iceberg: the glue.* keys are for catalog=glue")
 	}
@@ -84,13 +83,11 @@ func openIcebergSink(e env, u *url.URL, c icebergSinkConfig) (flightsink.Sink, f
 	case c.Catalog == "rest" && c.URI == "":
 		return nil, nil, fmt.Errorf("iceberg: catalog=rest needs uri, the REST catalog's endpoint")
 	case c.Catalog == "rest":
-		opts = append(opts, sinkiceberg.REST(c.URI, rest))
+		cfg.Catalog, cfg.URI, cfg.REST, cfg.SQLite = "rest", c.URI, rest, ""
 	case len(rest) > 0:
 		return nil, nil, fmt.Errorf("iceberg: the %s keys are for catalog=rest", strings.Join(slices.Sorted(maps.Keys(rest)), ", "))
-	case c.URI != "":
-		opts = append(opts, sinkiceberg.SQLite(c.URI))
 	}
-	s, err := sinkiceberg.New(e.ctx, loc, opts...)
+	s, err := sinkiceberg.New(e.ctx, cfg, sinkiceberg.Logger(e.log))
 	if err != nil {
 		return nil, nil, err
 	}

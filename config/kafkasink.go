@@ -1,10 +1,12 @@
 package config
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
 	kafkasink "github.com/flightline/flightline/flightsink/kafka"
 	"github.com/flightline/flightline/internal/spec"
@@ -30,52 +32,59 @@ func init() {
 	sinkKinds["kafka"] = sinkOf(kafkaSinkSpec, openKafkaSink)
 }
 
-func (c kafkaSinkConfig) options(e env) ([]kafkasink.Option, error) {
-	var opts []kafkasink.Option
-	if c.Topic != nil {
-		opts = append(opts, kafkasink.Topic(*c.Topic))
+func (c kafkaSinkConfig) sinkConfig() (kafkasink.Config, error) {
+	cfg := kafkasink.Config{Brokers: c.Brokers, CheckpointTopic: c.CheckpointTopic, TransactionalIDPrefix: c.TransactionalIDPrefix}
+	if c.CheckpointTopic == "" {
+		return cfg, fmt.Errorf("%w: empty checkpoint topic", flightline.ErrInvalidInput)
 	}
-	opts = append(opts, kafkasink.CheckpointTopic(c.CheckpointTopic), kafkasink.TransactionalIDPrefix(c.TransactionalIDPrefix))
+	if c.Topic != nil {
+		cfg.Topic = *c.Topic
+	}
 	if c.ValueFormat != nil {
-		opts = append(opts, kafkasink.ValueFormat(*c.ValueFormat))
+		if *c.ValueFormat != "raw" { // "" too: the sink reads it as raw
+			return cfg, fmt.Errorf("%w: kafka sink value_format %q: only raw is supported", flightline.ErrInvalidInput, *c.ValueFormat)
+		}
+		cfg.ValueFormat = *c.ValueFormat
 	}
 	if c.PartitionColumn != nil {
-		opts = append(opts, kafkasink.PartitionColumn(*c.PartitionColumn))
+		cfg.PartitionColumn = *c.PartitionColumn
 	}
 	if c.CreateTopics != nil {
-		opts = append(opts, kafkasink.CreateMissingTopics(*c.CreateTopics, -1))
+		if *c.CreateTopics < 1 {
+			return cfg, fmt.Errorf("%w: CreateMissingTopics partitions %d < 1", flightline.ErrInvalidInput, *c.CreateTopics)
+		}
+		cfg.CreateTopics, cfg.CreateReplicationFactor = *c.CreateTopics, -1
 	}
 	if c.BatchTimeout != nil {
-		opts = append(opts, kafkasink.BatchTimeout(*c.BatchTimeout))
+		if *c.BatchTimeout <= 0 {
+			return cfg, fmt.Errorf("%w: batch timeout %v <= 0", flightline.ErrInvalidInput, *c.BatchTimeout)
+		}
+		cfg.BatchTimeout = *c.BatchTimeout
 	}
 	if c.TransactionTimeout != nil {
-		opts = append(opts, kafkasink.TransactionTimeout(*c.TransactionTimeout))
+		cfg.TransactionTimeout = *c.TransactionTimeout
 	}
 	if c.ClientID != nil {
-		opts = append(opts, kafkasink.ClientID(*c.ClientID))
+		cfg.ClientID = *c.ClientID
 	}
 	pass, tc, err := c.settings("kafka sink")
 	if err != nil {
-		return nil, err
+		return cfg, err
 	}
 	switch c.SASL {
-	case "plain":
-		opts = append(opts, kafkasink.SASLPlain(c.User, pass))
-	case "scram-sha-256", "scram-sha-512":
-		opts = append(opts, kafkasink.SASLScram(strings.ToUpper(c.SASL), c.User, pass))
+	case "plain", "scram-sha-256", "scram-sha-512":
+		cfg.SASL, cfg.User, cfg.Password = strings.ToUpper(c.SASL), c.User, pass
 	}
-	if tc != nil {
-		opts = append(opts, kafkasink.TLS(tc))
-	}
-	return append(opts, kafkasink.Logger(e.log)), nil
+	cfg.TLS = tc
+	return cfg, nil
 }
 
 func openKafkaSink(e env, _ *url.URL, c kafkaSinkConfig) (flightsink.Sink, func(), error) {
-	opts, err := c.options(e)
+	cfg, err := c.sinkConfig()
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := kafkasink.New(c.Brokers, opts...)
+	s, err := kafkasink.New(e.ctx, cfg, kafkasink.Logger(e.log))
 	if err != nil {
 		return nil, nil, err
 	}

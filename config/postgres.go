@@ -71,23 +71,26 @@ func pgDSN(u *url.URL, conn map[string]string) string {
 }
 
 func openPgSink(e env, u *url.URL, c pgSinkConfig) (flightsink.Sink, func(), error) {
-	opts := []pgsink.Option{pgsink.CheckpointTable(c.CheckpointTable), pgsink.Logger(e.log)}
+	cfg := pgsink.Config{DSN: pgDSN(u, c.Conn), CheckpointTable: c.CheckpointTable, Key: c.Key}
 	if c.Table != nil {
-		opts = append(opts, pgsink.Table(*c.Table))
+		cfg.Table = *c.Table
 	}
 	if c.MaxConns != nil {
-		opts = append(opts, pgsink.MaxConns(*c.MaxConns))
+		if *c.MaxConns < 1 {
+			return nil, nil, fmt.Errorf("%w: MaxConns %d < 1", flightline.ErrInvalidInput, *c.MaxConns)
+		}
+		cfg.MaxConns = *c.MaxConns
 	}
 	if c.Instance != nil {
-		opts = append(opts, pgsink.Instance(*c.Instance))
+		if *c.Instance == "" { // the sink reads "" as the unnamed instance
+			return nil, nil, fmt.Errorf("%w: empty instance name", flightline.ErrInvalidInput)
+		}
+		cfg.Instance = *c.Instance
 	}
 	if c.Mode != nil {
-		opts = append(opts, pgsink.Mode(*c.Mode))
+		cfg.Mode = *c.Mode
 	}
-	if len(c.Key) > 0 {
-		opts = append(opts, pgsink.Key(c.Key...))
-	}
-	s, err := pgsink.New(pgDSN(u, c.Conn), opts...)
+	s, err := pgsink.New(e.ctx, cfg, pgsink.Logger(e.log))
 	if err != nil {
 		return nil, nil, err
 	}

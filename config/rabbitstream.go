@@ -48,7 +48,7 @@ func openRabbitStream(e env, u *url.URL, c rabbitStreamConfig) (flightsink.Sink,
 	if c.Vhost != "/" {
 		b.RawQuery = url.Values{"vhost": {c.Vhost}}.Encode()
 	}
-	cfg := rabbitstream.Config{URL: b.String(), NoDeclare: !c.Declare, Logger: e.log}
+	cfg := rabbitstream.Config{URL: b.String(), NoDeclare: !c.Declare}
 	if c.Stream != nil {
 		if strings.Trim(u.Path, "/") != "" {
 			return nil, nil, fmt.Errorf("rabbitmq-stream: the stream is named twice, in the URL's path and as stream")
@@ -58,11 +58,11 @@ func openRabbitStream(e env, u *url.URL, c rabbitStreamConfig) (flightsink.Sink,
 	if c.ConfirmTimeout != nil {
 		cfg.ConfirmTimeout = *c.ConfirmTimeout
 	}
-	s, err := rabbitstream.New(cfg)
+	s, err := rabbitstream.New(e.ctx, cfg, rabbitstream.Logger(e.log))
 	if err != nil {
 		return nil, nil, err
 	}
-	return rabbitStreamSink{s}, func() {}, nil
+	return rabbitStreamSink{s}, func() { _ = s.Close() }, nil
 }
 
 // rabbitStreamSink says on its `flightline check` line what it guarantees.

@@ -61,12 +61,12 @@ func openS3Sink(e env, u *url.URL, c s3SinkConfig) (flightsink.Sink, func(), err
 		if c.Format != string(objsink.Parquet) || c.PartitionBy != "" || c.PartitionByDay != "" {
 			return nil, nil, fmt.Errorf("s3: commit=at-least-once writes Parquet objects without partitions: leave out format, partition_by and partition_by_day")
 		}
-		s, err := s3sink.New(u.Opaque, s3sink.StorageOptions(c.Storage),
-			s3sink.Multipart(int(c.PartSize), int(c.MultipartThreshold)), s3sink.Logger(e.log))
+		s, err := s3sink.New(e.ctx, s3sink.Config{Location: u.Opaque, Storage: c.Storage,
+			PartSize: int(c.PartSize), MultipartThreshold: int(c.MultipartThreshold)}, s3sink.Logger(e.log))
 		if err != nil {
 			return nil, nil, err
 		}
-		return s3AtLeastOnceSink{s}, func() {}, nil
+		return s3AtLeastOnceSink{s}, func() { _ = s.Close() }, nil
 	}
 	bucket, prefix, err := s3sink.ParseLocation(u.Opaque)
 	if err != nil {
@@ -77,16 +77,17 @@ func openS3Sink(e env, u *url.URL, c s3SinkConfig) (flightsink.Sink, func(), err
 			return nil, nil, fmt.Errorf("%w: s3 sink: unknown storage option %q (known: %s)", flightline.ErrInvalidInput, k, strings.Join(objstore.OptionKeys(), ", "))
 		}
 	}
-	opts, err := c.options()
+	cfg, err := c.layout()
 	if err != nil {
 		return nil, nil, fmt.Errorf("s3: %w", err)
 	}
-	b, err := objs3.New(e.ctx, bucket, prefix, objstore.Options(c.Storage))
+	b, err := objs3.New(e.ctx, objs3.Config{Bucket: bucket, Prefix: prefix, Storage: objstore.Options(c.Storage),
+		PartSize: int(c.PartSize), MultipartThreshold: int(c.MultipartThreshold)})
 	if err != nil {
 		return nil, nil, fmt.Errorf("s3 sink %s: %w", u.Opaque, err)
 	}
-	b.Store().SetPartSize(int(c.PartSize), int(c.MultipartThreshold))
-	s, err := objsink.New(b, "s3 sink", opts...)
+	cfg.Backend, cfg.Name = b, "s3 sink"
+	s, err := objsink.New(e.ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}

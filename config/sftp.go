@@ -31,14 +31,14 @@ func init() {
 	sinkKinds["sftp"] = sinkOf(sftpSpec, openSFTP).at("path", "USER@HOST[:PORT]/PATH, the existing directory the files go under")
 }
 
-func openSFTP(_ env, u *url.URL, c sftpSinkConfig) (flightsink.Sink, func(), error) {
+func openSFTP(e env, u *url.URL, c sftpSinkConfig) (flightsink.Sink, func(), error) {
 	if u.Host == "" || u.User == nil || u.User.Username() == "" || location(u) == "" {
 		return nil, nil, fmt.Errorf("sftp: want sftp://USER@HOST[:PORT]/PATH, e.g. sftp://drop@files.example.com/incoming")
 	}
 	if _, ok := u.User.Password(); ok {
 		return nil, nil, fmt.Errorf("sftp: no password in the URL: set FLIGHTLINE_SFTP_PASSWORD in the environment")
 	}
-	opts, err := c.options()
+	cfg, err := c.layout()
 	if err != nil {
 		return nil, nil, fmt.Errorf("sftp: %w", err)
 	}
@@ -46,26 +46,19 @@ func openSFTP(_ env, u *url.URL, c sftpSinkConfig) (flightsink.Sink, func(), err
 	if u.Port() == "" {
 		addr = net.JoinHostPort(u.Hostname(), "22")
 	}
-	var dopts []sftp.Option
+	scfg := sftp.Config{Addr: addr, User: u.User.Username(), Root: location(u), KnownHosts: c.KnownHosts,
+		InsecureIgnoreHostKey: c.InsecureIgnoreHostKey, Password: os.Getenv("FLIGHTLINE_SFTP_PASSWORD")}
 	if c.KeyFile != "" {
-		dopts = append(dopts, sftp.KeyFile(c.KeyFile, os.Getenv("FLIGHTLINE_SFTP_PASSPHRASE")))
-	}
-	if pw := os.Getenv("FLIGHTLINE_SFTP_PASSWORD"); pw != "" {
-		dopts = append(dopts, sftp.Password(pw))
-	}
-	if c.KnownHosts != "" {
-		dopts = append(dopts, sftp.KnownHosts(c.KnownHosts))
-	}
-	if c.InsecureIgnoreHostKey {
-		dopts = append(dopts, sftp.InsecureIgnoreHostKey())
+		scfg.KeyFile, scfg.Passphrase = c.KeyFile, os.Getenv("FLIGHTLINE_SFTP_PASSPHRASE")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	b, err := sftp.Dial(ctx, addr, u.User.Username(), location(u), dopts...)
+	b, err := sftp.New(ctx, scfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := objsink.New(b, "sftp sink", opts...)
+	cfg.Backend, cfg.Name = b, "sftp sink"
+	s, err := objsink.New(e.ctx, cfg)
 	if err != nil {
 		b.Close()
 		return nil, nil, err

@@ -113,7 +113,7 @@ func openSfSink(e env, u *url.URL, c sfSinkConfig) (flightsink.Sink, func(), err
 	if c.MaxConns != nil {
 		opts = append(opts, sfsink.MaxConns(*c.MaxConns))
 	}
-	s, err := sfsink.New(cfg, opts...)
+	s, err := sfsink.New(e.ctx, cfg, opts...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -29,7 +29,7 @@ func init() {
 // replace it.
 var stdoutIsTerminal = func() bool { return term.IsTerminal(int(os.Stdout.Fd())) }
 
-func openStdout(_ env, u *url.URL, c stdoutConfig) (flightsink.Sink, func(), error) {
+func openStdout(e env, u *url.URL, c stdoutConfig) (flightsink.Sink, func(), error) {
 	if loc := location(u); loc != "" {
 		return nil, nil, fmt.Errorf("stdout: %q: want stdout: with options only, e.g. stdout:?format=table", loc)
 	}
@@ -40,11 +40,11 @@ func openStdout(_ env, u *url.URL, c stdoutConfig) (flightsink.Sink, func(), err
 			f = stdout.Table
 		}
 	}
-	s, err := stdout.New(os.Stdout, stdout.WithFormat(f), stdout.MaxWidth(c.MaxWidth))
+	s, err := stdout.New(e.ctx, stdout.Config{Format: f, MaxWidth: c.MaxWidth})
 	if err != nil {
 		return nil, nil, err
 	}
-	return stdoutSink{s}, func() {}, nil
+	return stdoutSink{s}, func() { _ = s.Close() }, nil
 }
 
 // stdoutSink is the stdout sink as `flightline check` describes it.

@@ -102,7 +102,7 @@ func TestIntegrationKafkaDatabricks(t *testing.T) {
 		"--sink", spec, "--stream", topic, "--pipeline", pipeline, "--log-level", "warn")
 	<-produced
 	want := endPositions(t, ctx, adm, topic)
-	direct, err := sinkdelta.New(ctx, uri, sinkdelta.StorageOptions(e.DirectOptions()))
+	direct, err := sinkdelta.New(ctx, sinkdelta.Config{URI: uri, Storage: e.DirectOptions()})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		cp, err := direct.Checkpoint(ctx, flightsink.Pipeline{ID: pipeline})

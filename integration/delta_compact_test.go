@@ -53,8 +53,7 @@ func TestIntegrationDeltaCompactedReadsSame(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			uri := loc.uri(t, "compact")
-			s, err := sinkdelta.New(ctx, uri, sinkdelta.StorageOptions(storage), sinkdelta.CheckpointInterval(5), sinkdelta.Allocator(mem),
-				sinkdelta.Compaction("off"), sinkdelta.TargetFileSize(64<<10))
+			s, err := sinkdelta.New(ctx, sinkdelta.Config{URI: uri, Storage: storage, CheckpointInterval: 5, Compaction: "off", TargetFileSize: 64 << 10}, sinkdelta.Allocator(mem))
 			require.NoError(t, err)
 			w, _, err := s.Open(ctx, flightsink.Pipeline{ID: "compact"})
 			require.NoError(t, err)
@@ -159,7 +158,7 @@ func TestIntegrationDeltaCompactionKill9(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	s, err := sinkdelta.New(ctx, uri)
+	s, err := sinkdelta.New(ctx, sinkdelta.Config{URI: uri})
 	require.NoError(t, err)
 	cp, err := s.Checkpoint(ctx, flightsink.Pipeline{ID: pipeline})
 	require.NoError(t, err)
@@ -214,7 +213,7 @@ func TestIntegrationDeltaSourceAcrossCompaction(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	uri := t.TempDir() + "/follow"
-	s, err := sinkdelta.New(ctx, uri, sinkdelta.TargetFileSize(1<<20), sinkdelta.CompactMinFiles(4), sinkdelta.Allocator(mem))
+	s, err := sinkdelta.New(ctx, sinkdelta.Config{URI: uri, TargetFileSize: 1 << 20, CompactMinFiles: 4}, sinkdelta.Allocator(mem))
 	require.NoError(t, err)
 	const per = 100
 	w, _, err := s.Open(ctx, flightsink.Pipeline{ID: "follow"})

@@ -136,7 +136,7 @@ func TestIntegrationDeltaInterop(t *testing.T) {
 			// several row groups (a large table's have 8192 rows each).
 			defer deltalog.SetCheckpointRowGroupRows(4)()
 			uri := loc.uri(t, "rich")
-			s, err := sinkdelta.New(ctx, uri, sinkdelta.StorageOptions(storage), sinkdelta.CheckpointInterval(4), sinkdelta.Allocator(mem))
+			s, err := sinkdelta.New(ctx, sinkdelta.Config{URI: uri, Storage: storage, CheckpointInterval: 4}, sinkdelta.Allocator(mem))
 			require.NoError(t, err)
 			p := flightsink.Pipeline{ID: "interop"}
 			w, _, err := s.Open(ctx, p)
@@ -262,7 +262,7 @@ func crashDelta(t *testing.T, source func(rows int64) string, sinkSpec, uri stri
 	// committed reads the table's checkpoint of the pipeline: 0 before
 	// its first commit.
 	committed := func() int64 {
-		s, err := sinkdelta.New(ctx, uri, sinkdelta.StorageOptions(storage))
+		s, err := sinkdelta.New(ctx, sinkdelta.Config{URI: uri, Storage: storage})
 		require.NoError(t, err)
 		cp, err := s.Checkpoint(ctx, flightsink.Pipeline{ID: pipeline})
 		require.NoError(t, err)
@@ -276,7 +276,7 @@ func crashDelta(t *testing.T, source func(rows int64) string, sinkSpec, uri stri
 	killRuns(t, kills, func() time.Duration { return time.Duration(150+rng.IntN(600)) * time.Millisecond },
 		func() *proc { return start(t, bin, args(0)...) }, // unbounded: it cannot finish before its kill
 		func() bool { return committed() > 0 })
-	s, err := sinkdelta.New(ctx, uri, sinkdelta.StorageOptions(storage))
+	s, err := sinkdelta.New(ctx, sinkdelta.Config{URI: uri, Storage: storage})
 	require.NoError(t, err)
 	committedRows := committed()
 	require.Positive(t, committedRows, "the killed runs committed nothing")

@@ -140,7 +140,7 @@ func TestIntegrationKafkaDeltaRebalance(t *testing.T) {
 				kafka.Logger(quiet)},
 			Coordinator: []coordinator.Option{coordinator.WithLogger(quiet), coordinator.Backoff(20*time.Millisecond, 500*time.Millisecond),
 				coordinator.CommitInterval(100 * time.Millisecond)},
-		}, table, pipelines.DeltaOptions(sinkdelta.Instance(name), sinkdelta.Allocator(mem), sinkdelta.Logger(quiet)), pipelines.Allocator(mem))
+		}, table, pipelines.DeltaConfig(sinkdelta.Config{Instance: name}), pipelines.DeltaOptions(sinkdelta.Allocator(mem), sinkdelta.Logger(quiet)), pipelines.Allocator(mem))
 		require.NoError(t, err)
 		rctx, stop := context.WithCancel(ctx)
 		in := &instance{r: r, stop: stop, done: make(chan error, 1)}
@@ -243,7 +243,7 @@ func TestIntegrationKafkaDeltaRebalance(t *testing.T) {
 		}
 	}
 	require.Positive(t, moved, "no partition changed instance: the test forced no rebalance")
-	final, err := sinkdelta.New(ctx, table)
+	final, err := sinkdelta.New(ctx, sinkdelta.Config{URI: table})
 	require.NoError(t, err)
 	cp, err = final.Checkpoint(ctx, pl)
 	require.NoError(t, err)

@@ -121,7 +121,7 @@ func TestIntegrationKafkaDeltaCrashKill9(t *testing.T) {
 			args := []string{"run", "--source",
 				fmt.Sprintf("kafka:?brokers=%s&topics=%s&group=%s-g&batch_rows=300&batch_wait=50ms&session_timeout=6s&instance_id=crash-1", brokers, topic, topic),
 				"--sink", deltaSinkSpec(t, uri, storage, ""), "--stream", topic, "--pipeline", pipeline, "--log-level", "warn"}
-			sink, err := sinkdelta.New(ctx, uri, sinkdelta.StorageOptions(storage))
+			sink, err := sinkdelta.New(ctx, sinkdelta.Config{URI: uri, Storage: storage})
 			require.NoError(t, err)
 			committed := func() checkpoint.Positions {
 				cp, err := sink.Checkpoint(ctx, flightsink.Pipeline{ID: pipeline})
@@ -217,7 +217,7 @@ func TestIntegrationKafkaDeltaSplitKill9(t *testing.T) {
 	t.Logf("kills: %v", victims)
 	<-produced
 	want := endPositions(t, ctx, adm, topic)
-	sink, err := sinkdelta.New(ctx, uri)
+	sink, err := sinkdelta.New(ctx, sinkdelta.Config{URI: uri})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		cp, err := sink.Checkpoint(ctx, flightsink.Pipeline{ID: pipeline})

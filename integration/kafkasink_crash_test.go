@@ -58,7 +58,7 @@ func TestIntegrationKafkaSinkCrashKill9(t *testing.T) {
 		fmt.Sprintf("kafka:?brokers=%s&topics=%s&group=%s-g&batch_rows=200&batch_wait=50ms&membership=false", brokers, a, a),
 		"--sink", fmt.Sprintf("kafka:?brokers=%s&topic=%s&transaction_timeout=10s", brokers, b),
 		"--stream", a, "--pipeline", pipeline, "--log-level", "warn"}
-	sink, err := kafkasink.New(strings.Split(brokers, ","))
+	sink, err := kafkasink.New(context.Background(), kafkasink.Config{Brokers: strings.Split(brokers, ",")})
 	require.NoError(t, err)
 	defer sink.Close()
 	committed := func() checkpoint.Positions {

@@ -83,7 +83,7 @@ func newScaleRun(t *testing.T, ctx context.Context, seed uint64, parts int, sink
 		procs: map[string]*proc{}, logs: map[string]*syncBuffer{}, up: map[string]string{}, cutAt: map[string]time.Time{}}
 	if sink == "postgres" {
 		r.pgDSN, r.pg = dsn, postgresDestAt(t, dsn, topic)
-		s, err := sinkpg.New(dsn)
+		s, err := sinkpg.New(context.Background(), sinkpg.Config{DSN: dsn})
 		require.NoError(t, err)
 		t.Cleanup(func() { s.Close() })
 		r.pgSink = s
@@ -170,7 +170,7 @@ func (r *scaleRun) committed(ctx context.Context) checkpoint.Positions {
 		cp, err = r.pgSink.Checkpoint(ctx, r.pl)
 	} else {
 		var s *sinkdelta.Sink
-		if s, err = sinkdelta.New(ctx, r.table); err != nil {
+		if s, err = sinkdelta.New(ctx, sinkdelta.Config{URI: r.table}); err != nil {
 			return nil
 		}
 		cp, err = s.Checkpoint(ctx, r.pl)

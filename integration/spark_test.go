@@ -315,7 +315,7 @@ func TestInteropSpark(t *testing.T) {
 		ctx := context.Background()
 		p := flightsink.Pipeline{ID: "ops"}
 		write := func(from, to, step int64) {
-			s, err := sinkdelta.New(ctx, table, sinkdelta.CheckpointInterval(4), sinkdelta.Allocator(mem))
+			s, err := sinkdelta.New(ctx, sinkdelta.Config{URI: table, CheckpointInterval: 4}, sinkdelta.Allocator(mem))
 			require.NoError(t, err)
 			w, cp, err := s.Open(ctx, p)
 			require.NoError(t, err)
@@ -364,7 +364,7 @@ func TestInteropSpark(t *testing.T) {
 		}
 		before := lastVersion(t, table)
 		ctx := context.Background()
-		s, err := sinkdelta.New(ctx, table)
+		s, err := sinkdelta.New(ctx, sinkdelta.Config{URI: table})
 		require.NoError(t, err)
 		_, _, err = s.Open(ctx, flightsink.Pipeline{ID: "v2"})
 		require.ErrorIs(t, err, deltalog.ErrUnsupportedFeature)
@@ -402,7 +402,7 @@ func sparkEvolvedTable(t *testing.T, table string) {
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	s, err := sinkdelta.New(ctx, table, sinkdelta.SchemaEvolution(true), sinkdelta.CheckpointInterval(2), sinkdelta.Allocator(mem))
+	s, err := sinkdelta.New(ctx, sinkdelta.Config{URI: table, SchemaEvolution: true, CheckpointInterval: 2}, sinkdelta.Allocator(mem))
 	require.NoError(t, err)
 	w, _, err := s.Open(ctx, flightsink.Pipeline{ID: "evolve"})
 	require.NoError(t, err)

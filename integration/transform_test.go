@@ -77,7 +77,7 @@ func TestIntegrationPythonTransformDelta(t *testing.T) {
 		flightsrc.GenInterval(20*time.Millisecond))
 	require.NoError(t, err)
 	uri := t.TempDir() + "/orders"
-	sink, err := sinkdelta.New(ctx, uri, sinkdelta.Allocator(mem))
+	sink, err := sinkdelta.New(ctx, sinkdelta.Config{URI: uri}, sinkdelta.Allocator(mem))
 	require.NoError(t, err)
 	cl, err := flighttransform.Dial(url, flightline.ClientConfig{}, flighttransform.WithAllocator(mem), flighttransform.ForPipeline("py", "orders"))
 	require.NoError(t, err)
@@ -137,7 +137,7 @@ func TestIntegrationGoTransformChainDelta(t *testing.T) {
 	gen, err := flightsrc.NewGenerator(flightsrc.GenRows(rows), flightsrc.GenBatchRows(700), flightsrc.GenAllocator(mem))
 	require.NoError(t, err)
 	uri := t.TempDir() + "/orders"
-	sink, err := sinkdelta.New(ctx, uri, sinkdelta.Allocator(mem))
+	sink, err := sinkdelta.New(ctx, sinkdelta.Config{URI: uri}, sinkdelta.Allocator(mem))
 	require.NoError(t, err)
 	c, err := coordinator.New(gen, sink, "orders", flightsink.Pipeline{ID: "go"}, coordinator.WithChain(transform.Map(sel), cl), coordinator.ChainAllocator(mem))
 	require.NoError(t, err)
@@ -166,7 +166,7 @@ func TestIntegrationPolarsTransformDelta(t *testing.T) {
 	gen, err := flightsrc.NewGenerator(flightsrc.GenRows(rows), flightsrc.GenBatchRows(batch), flightsrc.GenAllocator(mem))
 	require.NoError(t, err)
 	uri := t.TempDir() + "/orders"
-	sink, err := sinkdelta.New(ctx, uri, sinkdelta.Allocator(mem))
+	sink, err := sinkdelta.New(ctx, sinkdelta.Config{URI: uri}, sinkdelta.Allocator(mem))
 	require.NoError(t, err)
 	cl, err := flighttransform.Dial(url, flightline.ClientConfig{}, flighttransform.WithAllocator(mem))
 	require.NoError(t, err)

@@ -47,6 +47,7 @@ type KafkaConfig struct {
 type Option func(*options) error
 
 type options struct {
+	deltaCfg *delta.Config
 	delta    []delta.Option
 	columns  bool
 	then     transform.Func
@@ -56,9 +57,15 @@ type options struct {
 	sinkOpts []flightsink.ServerOption
 }
 
+// DeltaConfig is the Config of the Delta sink KafkaToDelta opens
+// (storage options, Instance, checkpoint interval, ...); its URI is
+// KafkaToDelta's tableURI. Kafka, which is given its sink, refuses it.
+func DeltaConfig(c delta.Config) Option {
+	return func(o *options) error { o.deltaCfg = &c; return nil }
+}
+
 // DeltaOptions passes options to the Delta sink KafkaToDelta opens
-// (storage options, Instance, checkpoint interval, allocator, ...). Kafka,
-// which is given its sink, refuses it.
+// (allocator, logger, ...). Kafka, which is given its sink, refuses it.
 func DeltaOptions(opts ...delta.Option) Option {
 	return func(o *options) error { o.delta = append(o.delta, opts...); return nil }
 }
@@ -131,8 +138,8 @@ func Kafka(cfg KafkaConfig, sink flightsink.Sink, opts ...Option) (*Runner, erro
 	if err != nil {
 		return nil, err
 	}
-	if len(o.delta) > 0 {
-		return nil, fmt.Errorf("%w: DeltaOptions applies to KafkaToDelta, not to a pipeline given its sink", flightline.ErrInvalidInput)
+	if len(o.delta) > 0 || o.deltaCfg != nil {
+		return nil, fmt.Errorf("%w: DeltaConfig and DeltaOptions apply to KafkaToDelta, not to a pipeline given its sink", flightline.ErrInvalidInput)
 	}
 	if sink == nil {
 		return nil, fmt.Errorf("%w: kafka pipeline needs a sink", flightline.ErrInvalidInput)
@@ -142,8 +149,8 @@ func Kafka(cfg KafkaConfig, sink flightsink.Sink, opts ...Option) (*Runner, erro
 
 // KafkaToDelta returns a Kafka → Delta Lake pipeline: the Go counterpart of
 // the kafka_to_delta(...) helper Python pipeline users know. tableURI is a
-// local path or s3://bucket/prefix (with DeltaOptions(delta.StorageOptions
-// (...))); cfg.Pipeline.ID keys the checkpoint in the table and is the
+// local path or s3://bucket/prefix (with DeltaConfig(delta.Config{Storage:
+// ...})); cfg.Pipeline.ID keys the checkpoint in the table and is the
 // consumer group unless cfg.Source sets GroupID. Raw keys and values are
 // stored as Delta binary columns; with a kafka.ValueDecoder option the
 // value is a struct column, or one column per field with ValueColumns.
@@ -151,8 +158,8 @@ func Kafka(cfg KafkaConfig, sink flightsink.Sink, opts ...Option) (*Runner, erro
 // The pipeline is exactly-once: every batch and its per-partition offsets
 // are one Delta commit, and the table's checkpoint is the resume authority
 // (the consumer group's commit is advisory). For scale-out, run one
-// KafkaToDelta per process with the same cfg and a distinct delta.Instance
-// per process: the group shares the partitions and the Delta sink merges
+// KafkaToDelta per process with the same cfg and a distinct Instance in
+// DeltaConfig per process: the group shares the partitions and the Delta sink merges
 // per-partition positions across instances (docs/sources/kafka.md).
 //
 //	r, err := pipelines.KafkaToDelta(ctx, pipelines.KafkaConfig{
@@ -173,7 +180,12 @@ func KafkaToDelta(ctx context.Context, cfg KafkaConfig, tableURI string, opts ..
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	sink, err := delta.New(ctx, tableURI, o.delta...)
+	var dc delta.Config
+	if o.deltaCfg != nil {
+		dc = *o.deltaCfg
+	}
+	dc.URI = tableURI
+	sink, err := delta.New(ctx, dc, o.delta...)
 	if err != nil {
 		return nil, err
 	}

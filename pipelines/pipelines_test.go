@@ -54,7 +54,7 @@ func TestKafkaToDelta(t *testing.T) {
 		Coordinator:   []coordinator.Option{coordinator.WithLogger(quiet), coordinator.Backoff(10*time.Millisecond, 200*time.Millisecond)},
 	}, dir, pipelines.DeltaOptions(delta.Allocator(mem), delta.Logger(quiet)))
 	require.NoError(t, err)
-	check, err := delta.New(context.Background(), dir, delta.Logger(quiet))
+	check, err := delta.New(context.Background(), delta.Config{URI: dir}, delta.Logger(quiet))
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

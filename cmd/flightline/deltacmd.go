@@ -56,7 +56,7 @@ func deltaCommand(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--target-file-size: %w", err)
 	}
-	s, err := sinkdelta.New(ctx, uri, sinkdelta.TargetFileSize(int64(size)), sinkdelta.LogRetention(*logRet), sinkdelta.FileRetention(*fileRet))
+	s, err := sinkdelta.New(ctx, sinkdelta.Config{URI: uri, TargetFileSize: int64(size)}, sinkdelta.LogRetention(*logRet), sinkdelta.FileRetention(*fileRet))
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 func TestDeltaOptimizeAndVacuumCommands(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := sinkdelta.New(ctx, dir, sinkdelta.Compaction("off"))
+	s, err := sinkdelta.New(ctx, sinkdelta.Config{URI: dir, Compaction: "off"})
 	require.NoError(t, err)
 	w, _, err := s.Open(ctx, flightsink.Pipeline{ID: "cli"})
 	require.NoError(t, err)

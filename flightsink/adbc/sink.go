@@ -138,9 +138,10 @@ type Sink struct {
 	initDone    bool
 }
 
-// New opens the database of cfg and returns a Sink writing to it. It fails
-// with ErrInvalidInput when the driver has no transactions and AtLeastOnce
-// was not given.
+// New opens the database of cfg and returns a Sink writing to it: it
+// loads the driver and connects at construction. It validates the options,
+// and fails with ErrInvalidInput when the driver has no transactions and
+// AtLeastOnce was not given. Close releases the database.
 func New(ctx context.Context, cfg fadbc.Config, opts ...Option) (*Sink, error) {
 	o, cpt, err := parseOptions(opts)
 	if err != nil {
@@ -228,7 +229,8 @@ func (s *Sink) Guarantee() flightsink.Guarantee {
 	return flightsink.AtLeastOnce
 }
 
-// Close closes the database (unless the Sink came from NewOn). Close the
+// Close releases the database New opened (a Sink from NewOn releases
+// nothing: its caller owns the database) and returns its error. Close the
 // Writers first.
 func (s *Sink) Close() error {
 	if !s.ownsDB {

@@ -1,6 +1,7 @@
 package amqp_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -14,7 +15,7 @@ import (
 func TestIntegrationMalformedDoPut(t *testing.T) {
 	u, exchange, _ := broker(t)
 	doputtest.Run(t, func(tb testing.TB) flightsink.Sink {
-		s, err := amqp.New(amqp.Config{URL: u, Exchange: exchange, RoutingKey: "default"})
+		s, err := amqp.New(context.Background(), amqp.Config{URL: u, Exchange: exchange, RoutingKey: "default"})
 		require.NoError(tb, err)
 		return s
 	})

@@ -20,7 +20,7 @@ import (
 	"github.com/flightline/flightline/internal/rowenc"
 )
 
-// Config configures a Sink.
+// Config is what an amqp sink is given in its URL or YAML.
 type Config struct {
 	// URL is the broker's amqp:// or amqps:// URL, credentials and vhost
 	// included.
@@ -38,6 +38,12 @@ type Config struct {
 	ConfirmTimeout time.Duration
 }
 
+// Option configures a Sink beyond its Config. The sink has none yet; the
+// type keeps New's shape the same as every other sink's.
+type Option func(*options)
+
+type options struct{}
+
 // Sink publishes rows to an AMQP 0-9-1 broker. Safe for concurrent use;
 // every Writer has its own connection.
 type Sink struct{ cfg Config }
@@ -49,8 +55,13 @@ var (
 
 // New returns a Sink for cfg. It does not contact the broker: an
 // unreachable broker (flightline.ErrUnavailable) or refused credentials
-// (flightline.ErrUnauthenticated) surface on Open.
-func New(cfg Config) (*Sink, error) {
+// (flightline.ErrUnauthenticated) surface on Open. It validates cfg.URL.
+// Close releases nothing: every Writer owns its connection.
+func New(_ context.Context, cfg Config, opts ...Option) (*Sink, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if _, err := amqp091.ParseURI(cfg.URL); err != nil {
 		return nil, fmt.Errorf("%w: amqp sink: %v", flightline.ErrInvalidInput, err)
 	}
@@ -59,6 +70,10 @@ func New(cfg Config) (*Sink, error) {
 	}
 	return &Sink{cfg: cfg}, nil
 }
+
+// Close releases nothing (every Writer owns its connection and closes it)
+// and returns nil.
+func (s *Sink) Close() error { return nil }
 
 // Guarantee implements flightsink.Guaranteer: at-least-once (see the
 // package documentation).

@@ -85,7 +85,7 @@ func TestSinktest(t *testing.T) {
 		Guarantee: flightsink.AtLeastOnce,
 		Repeats:   true,
 		NewSink: func(t *testing.T) flightsink.Sink {
-			s, err := amqp.New(amqp.Config{URL: u, Exchange: exchange, RoutingKey: "default"})
+			s, err := amqp.New(context.Background(), amqp.Config{URL: u, Exchange: exchange, RoutingKey: "default"})
 			require.NoError(t, err)
 			return s
 		},
@@ -107,7 +107,7 @@ func TestReplayDedupByMessageID(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	u, exchange, queue := broker(t)
 	ctx := context.Background()
-	s, err := amqp.New(amqp.Config{URL: u, Exchange: exchange, RoutingKey: "k", Headers: []string{"name"}})
+	s, err := amqp.New(context.Background(), amqp.Config{URL: u, Exchange: exchange, RoutingKey: "k", Headers: []string{"name"}})
 	require.NoError(t, err)
 	p := flightsink.Pipeline{ID: "dedup"}
 	write := func(w flightsink.Writer, from, to int64) {
@@ -166,7 +166,7 @@ func TestUnroutableIsAnError(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, ch.QueueBind(q.Name, "bound", ex, false, nil))
 
-	s, err := amqp.New(amqp.Config{URL: u, Exchange: ex, RoutingKey: "nowhere"})
+	s, err := amqp.New(context.Background(), amqp.Config{URL: u, Exchange: ex, RoutingKey: "nowhere"})
 	require.NoError(t, err)
 	w, _, err := s.Open(context.Background(), flightsink.Pipeline{ID: "unroutable"})
 	require.NoError(t, err)
@@ -185,7 +185,7 @@ func TestBrokerDownIsUnavailable(t *testing.T) {
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	require.NoError(t, l.Close())
-	s, err := amqp.New(amqp.Config{URL: "amqp://guest:guest@" + addr + "/"})
+	s, err := amqp.New(context.Background(), amqp.Config{URL: "amqp://guest:guest@" + addr + "/"})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -198,7 +198,7 @@ func TestWrongCredentialsUnauthenticated(t *testing.T) {
 	pu, err := url.Parse(u)
 	require.NoError(t, err)
 	pu.User = url.UserPassword("guest", "not-the-password")
-	s, err := amqp.New(amqp.Config{URL: pu.String()})
+	s, err := amqp.New(context.Background(), amqp.Config{URL: pu.String()})
 	require.NoError(t, err)
 	_, _, err = s.Open(context.Background(), flightsink.Pipeline{ID: "creds"})
 	require.ErrorIs(t, err, flightline.ErrUnauthenticated)
@@ -211,7 +211,7 @@ func TestLargeBatch(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	u, exchange, queue := broker(t)
 	ctx := context.Background()
-	s, err := amqp.New(amqp.Config{URL: u, Exchange: exchange, RoutingKey: "big"})
+	s, err := amqp.New(context.Background(), amqp.Config{URL: u, Exchange: exchange, RoutingKey: "big"})
 	require.NoError(t, err)
 	w, _, err := s.Open(ctx, flightsink.Pipeline{ID: "big"})
 	require.NoError(t, err)

@@ -39,7 +39,46 @@ const (
 	Projection Partitions = "projection"
 )
 
-// Option configures a Sink.
+// Config is what an athena sink is given in its URL or YAML.
+type Config struct {
+	// Location is BUCKET/PREFIX, the tables go under
+	// s3://BUCKET/PREFIX/TABLE/. Required.
+	Location string
+	// Database is the Glue database (created if missing). Required.
+	Database string
+	// Table is the table of a pipeline without a target; a target names
+	// another table of the database. Default "events".
+	Table string
+	// Region is the AWS region of Glue (and of S3 unless Storage says
+	// it). Default: the SDK's.
+	Region string
+	// GlueEndpoint is the Glue endpoint URL, http(s)://host:port
+	// (default: AWS's for the region).
+	GlueEndpoint string
+	// Storage holds the S3 storage options (objstore's AWS_* keys:
+	// endpoint, keys, region). Its keys sign the Glue requests too.
+	// Unknown keys are an error.
+	Storage objstore.Options
+	// PartitionBy partitions the table by this column's value (a string,
+	// integer, boolean or date column): a Glue partition key of the
+	// column's type, the column left out of the table's columns.
+	PartitionBy string
+	// PartitionByDay partitions the table by the UTC day of this
+	// timestamp or date column: the partition key COLUMN_day (date), the
+	// column kept. PartitionBy and PartitionByDay exclude each other.
+	PartitionByDay string
+	// Partitions is how partitions reach Glue (default Register).
+	Partitions Partitions
+	// ProjectionFrom is the first day of Projection's range (YYYY-MM-DD;
+	// default 1970-01-01).
+	ProjectionFrom string
+	// SchemaEvolution accepts batches that add nullable columns at the
+	// end of the table's schema (and adds them to the Glue table) instead
+	// of refusing them. Default off.
+	SchemaEvolution bool
+}
+
+// Option configures a Sink beyond its Config.
 type Option func(*options) error
 
 type options struct {
@@ -54,77 +93,6 @@ type options struct {
 	evolve          bool
 	log             *slog.Logger
 	mem             memory.Allocator
-}
-
-// Database sets the Glue database (created if missing). Required.
-func Database(name string) Option {
-	return func(o *options) error { o.database = name; return nil }
-}
-
-// Table sets the table of a pipeline without a target; a target names
-// another table of the database. Default: "events".
-func Table(name string) Option {
-	return func(o *options) error { o.table = name; return nil }
-}
-
-// Region sets the AWS region of Glue (and of S3 unless the storage
-// options say it). Default: the SDK's.
-func Region(r string) Option {
-	return func(o *options) error { o.region = r; return nil }
-}
-
-// GlueEndpoint sets the Glue endpoint URL (default: AWS's for the region).
-func GlueEndpoint(u string) Option {
-	return func(o *options) error {
-		if u != "" {
-			p, err := url.Parse(u)
-			if err != nil || p.Host == "" || (p.Scheme != "http" && p.Scheme != "https") {
-				return fmt.Errorf("%w: glue endpoint %q: want http(s)://host:port", flightline.ErrInvalidInput, u)
-			}
-		}
-		o.glueEndpoint = u
-		return nil
-	}
-}
-
-// Storage sets the S3 storage options (objstore's AWS_* keys: endpoint,
-// keys, region). Its keys sign the Glue requests too.
-func Storage(opts objstore.Options) Option {
-	return func(o *options) error { o.storage = opts; return nil }
-}
-
-// PartitionBy partitions the table by this column's value (a string,
-// integer, boolean or date column): a Glue partition key of the column's
-// type, the column left out of the table's columns.
-func PartitionBy(column string) Option {
-	return func(o *options) error { o.partitionBy = column; return nil }
-}
-
-// PartitionByDay partitions the table by the UTC day of this timestamp or
-// date column: the partition key COLUMN_day (date), the column kept.
-func PartitionByDay(column string) Option {
-	return func(o *options) error { o.partitionByDay = column; return nil }
-}
-
-// WithPartitions sets how partitions reach Glue (Register by default).
-// from is the first day of Projection's range (YYYY-MM-DD; "": 1970-01-01).
-func WithPartitions(p Partitions, from string) Option {
-	return func(o *options) error {
-		switch p {
-		case Register, Projection:
-		default:
-			return fmt.Errorf("%w: partitions %q: want register or projection", flightline.ErrInvalidInput, p)
-		}
-		o.partitions, o.projectionFrom = p, from
-		return nil
-	}
-}
-
-// SchemaEvolution accepts batches that add nullable columns at the end of
-// the table's schema (and adds them to the Glue table) instead of
-// refusing them.
-func SchemaEvolution(on bool) Option {
-	return func(o *options) error { o.evolve = on; return nil }
 }
 
 // Logger sets the logger (nil: slog.Default()).
@@ -153,10 +121,31 @@ type Sink struct {
 	regs map[string]*glue.Registrar // by table
 }
 
-// New returns the sink of tables under s3://BUCKET/PREFIX (location is
-// BUCKET/PREFIX). It contacts nothing.
-func New(ctx context.Context, location string, opts ...Option) (*Sink, error) {
-	o := options{table: "events", partitions: Register, mem: memory.DefaultAllocator}
+// New returns the sink of tables under s3://BUCKET/PREFIX (cfg.Location
+// is BUCKET/PREFIX). It contacts nothing (it loads the SDK configuration,
+// within ctx); it validates cfg (location, database and table names,
+// partitioning, Glue endpoint, storage keys). Close releases nothing.
+func New(ctx context.Context, cfg Config, opts ...Option) (*Sink, error) {
+	location := cfg.Location
+	o := options{database: cfg.Database, table: cfg.Table, region: cfg.Region, glueEndpoint: cfg.GlueEndpoint,
+		storage: cfg.Storage, partitionBy: cfg.PartitionBy, partitionByDay: cfg.PartitionByDay,
+		partitions: cfg.Partitions, projectionFrom: cfg.ProjectionFrom, evolve: cfg.SchemaEvolution, mem: memory.DefaultAllocator}
+	if o.table == "" {
+		o.table = "events"
+	}
+	switch o.partitions {
+	case "":
+		o.partitions = Register
+	case Register, Projection:
+	default:
+		return nil, fmt.Errorf("athena sink: %w: partitions %q: want register or projection", flightline.ErrInvalidInput, o.partitions)
+	}
+	if u := o.glueEndpoint; u != "" {
+		p, err := url.Parse(u)
+		if err != nil || p.Host == "" || (p.Scheme != "http" && p.Scheme != "https") {
+			return nil, fmt.Errorf("athena sink: %w: glue endpoint %q: want http(s)://host:port", flightline.ErrInvalidInput, u)
+		}
+	}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, fmt.Errorf("athena sink: %w", err)
@@ -204,7 +193,7 @@ func New(ctx context.Context, location string, opts ...Option) (*Sink, error) {
 	if o.region == "" {
 		o.region = st[objstore.Region]
 	}
-	b, err := objs3.New(ctx, bucket, prefix, st)
+	b, err := objs3.New(ctx, objs3.Config{Bucket: bucket, Prefix: prefix, Storage: st})
 	if err != nil {
 		return nil, fmt.Errorf("athena sink: %w", err)
 	}
@@ -212,21 +201,22 @@ func New(ctx context.Context, location string, opts ...Option) (*Sink, error) {
 	if id, secret := st[objstore.AccessKeyID], st[objstore.SecretAccessKey]; id != "" && secret != "" {
 		s.creds = credentials.NewStaticCredentialsProvider(id, secret, st[objstore.SessionToken])
 	}
-	objOpts := []objsink.Option{objsink.DataDir(DataDir), objsink.Allocator(o.mem), objsink.BeforeCommit(s.beforeCommit)}
+	objCfg := objsink.Config{Backend: b, Name: "athena sink", SchemaEvolution: o.evolve}
 	switch {
 	case o.partitionBy != "":
-		objOpts = append(objOpts, objsink.PartitionBy(o.partitionBy))
+		objCfg.PartitionBy = o.partitionBy
 	case o.partitionByDay != "":
-		objOpts = append(objOpts, objsink.PartitionByDay(o.partitionByDay))
+		objCfg.PartitionByDay = o.partitionByDay
 	}
-	if o.evolve {
-		objOpts = append(objOpts, objsink.SchemaEvolution())
-	}
-	if s.obj, err = objsink.New(b, "athena sink", objOpts...); err != nil {
+	if s.obj, err = objsink.New(ctx, objCfg, objsink.DataDir(DataDir), objsink.Allocator(o.mem), objsink.BeforeCommit(s.beforeCommit)); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
+
+// Close releases nothing (the S3 and Glue clients hold no connection of
+// their own beyond the SDK's pool) and returns nil.
+func (s *Sink) Close() error { return nil }
 
 // Location is the table's LOCATION: s3://BUCKET/PREFIX/TABLE/data/.
 func (s *Sink) Location(table string) string {

@@ -52,11 +52,11 @@ func fresh(prefix string) string {
 	return fmt.Sprintf("%s%d_%06d", prefix, time.Now().Unix()%1e6, rand.IntN(1e6))
 }
 
-func newSink(t *testing.T, location string, opts ...athena.Option) *athena.Sink {
+func newSink(t *testing.T, cfg athena.Config, opts ...athena.Option) *athena.Sink {
 	t.Helper()
 	st, endpoint := moto(t)
-	s, err := athena.New(context.Background(), location, append([]athena.Option{athena.Storage(st),
-		athena.GlueEndpoint(endpoint), athena.Region("us-east-1")}, opts...)...)
+	cfg.Storage, cfg.GlueEndpoint, cfg.Region = st, endpoint, "us-east-1"
+	s, err := athena.New(context.Background(), cfg, opts...)
 	require.NoError(t, err)
 	return s
 }
@@ -96,10 +96,10 @@ func TestIntegrationAthenaConformance(t *testing.T) {
 		Guarantee: flightsink.ExactlyOnce,
 		Group:     true,
 		NewSink: func(t *testing.T) flightsink.Sink {
-			return newSink(t, location, athena.Database(db))
+			return newSink(t, athena.Config{Location: location, Database: db})
 		},
 		IDs: func(t *testing.T, p flightsink.Pipeline) []int64 {
-			return locationIDs(t, newSink(t, location, athena.Database(db)).Location(p.Target))
+			return locationIDs(t, newSink(t, athena.Config{Location: location, Database: db}).Location(p.Target))
 		},
 	})
 }
@@ -157,7 +157,7 @@ func TestIntegrationAthenaTableByDay(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	ctx := context.Background()
 	db, location := fresh("db"), bucket+"/"+fresh("day")
-	s := newSink(t, location, athena.Database(db), athena.Table("orders"), athena.PartitionByDay("ts"), athena.SchemaEvolution(true))
+	s := newSink(t, athena.Config{Location: location, Database: db, Table: "orders", PartitionByDay: "ts", SchemaEvolution: true})
 	w, cp, err := s.Open(ctx, flightsink.Pipeline{ID: "p"})
 	require.NoError(t, err)
 	require.Nil(t, cp)
@@ -196,7 +196,7 @@ func TestIntegrationAthenaTableByDay(t *testing.T) {
 	require.Equal(t, []int64{1, 2, 3, 4, 5}, got.IDs)
 
 	// A new process resumes from the checkpoint.
-	s2 := newSink(t, location, athena.Database(db), athena.Table("orders"), athena.PartitionByDay("ts"), athena.SchemaEvolution(true))
+	s2 := newSink(t, athena.Config{Location: location, Database: db, Table: "orders", PartitionByDay: "ts", SchemaEvolution: true})
 	_, cp, err = s2.Open(ctx, flightsink.Pipeline{ID: "p"})
 	require.NoError(t, err)
 	require.Equal(t, sinktest.CP(5), cp)
@@ -214,7 +214,7 @@ func TestIntegrationAthenaTableByValueAndProjection(t *testing.T) {
 	rec := events(t, mem, eventSchema, `[{"id": 1, "ts": "2026-01-01T10:00:00Z", "kind": "a/b"}, {"id": 2, "ts": "2026-01-02T00:00:00Z", "kind": "c"}, {"id": 3, "ts": null, "kind": null}]`)
 	defer rec.Release()
 
-	s := newSink(t, location, athena.Database(db), athena.Table("byvalue"), athena.PartitionBy("kind"))
+	s := newSink(t, athena.Config{Location: location, Database: db, Table: "byvalue", PartitionBy: "kind"})
 	w, _, err := s.Open(ctx, flightsink.Pipeline{ID: "p"})
 	require.NoError(t, err)
 	require.NoError(t, w.WriteBatch(ctx, rec, sinktest.CP(3)))
@@ -228,8 +228,7 @@ func TestIntegrationAthenaTableByValueAndProjection(t *testing.T) {
 	require.Equal(t, []string{"__HIVE_DEFAULT_PARTITION__ kind=__HIVE_DEFAULT_PARTITION__/", "a/b kind=a%2Fb/", "c kind=c/"}, parts)
 	require.Equal(t, []int64{1, 2, 3}, got.IDs)
 
-	s = newSink(t, location, athena.Database(db), athena.Table("projected"), athena.PartitionByDay("ts"),
-		athena.WithPartitions(athena.Projection, "2025-06-01"))
+	s = newSink(t, athena.Config{Location: location, Database: db, Table: "projected", PartitionByDay: "ts", Partitions: athena.Projection, ProjectionFrom: "2025-06-01"})
 	w, _, err = s.Open(ctx, flightsink.Pipeline{ID: "p"})
 	require.NoError(t, err)
 	require.NoError(t, w.WriteBatch(ctx, rec, sinktest.CP(3)))
@@ -253,26 +252,27 @@ func TestIntegrationAthenaPairingRefused(t *testing.T) {
 	db, location := fresh("db"), bucket+"/"+fresh("pair")
 	rec := events(t, mem, eventSchema, `[{"id": 1, "ts": "2026-01-01T10:00:00Z", "kind": "a"}]`)
 	defer rec.Release()
-	s := newSink(t, location, athena.Database(db), athena.PartitionByDay("ts"))
+	s := newSink(t, athena.Config{Location: location, Database: db, PartitionByDay: "ts"})
 	w, _, err := s.Open(ctx, flightsink.Pipeline{ID: "p", Target: "t"})
 	require.NoError(t, err)
 	require.NoError(t, w.WriteBatch(ctx, rec, sinktest.CP(1)))
 
 	for name, c := range map[string]struct {
-		location string
-		opts     []athena.Option
-		want     []string
+		cfg  athena.Config
+		want []string
 	}{
-		"partitioning": {location, []athena.Option{athena.PartitionBy("kind")},
+		"partitioning": {athena.Config{Location: location, PartitionBy: "kind"},
 			[]string{`partition keys are [ts_day date] in Glue, the sink partitions by [kind]`}},
-		"unpartitioned": {location, nil, []string{`partition keys are [ts_day date] in Glue, the sink partitions by []`}},
-		"location": {location + "x", []athena.Option{athena.PartitionByDay("ts")},
+		"unpartitioned": {athena.Config{Location: location}, []string{`partition keys are [ts_day date] in Glue, the sink partitions by []`}},
+		"location": {athena.Config{Location: location + "x", PartitionByDay: "ts"},
 			[]string{`location is "s3://` + location + `/t/data/" in Glue, the sink writes to "s3://` + location + `x/t/data/"`}},
-		"projection": {location, []athena.Option{athena.PartitionByDay("ts"), athena.WithPartitions(athena.Projection, "")},
+		"projection": {athena.Config{Location: location, PartitionByDay: "ts", Partitions: athena.Projection},
 			[]string{`parameter projection.enabled is missing in Glue, the sink sets "true"`, `parameter storage.location.template is missing in Glue`}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			other := newSink(t, c.location, append([]athena.Option{athena.Database(db)}, c.opts...)...)
+			cfg := c.cfg
+			cfg.Database = db
+			other := newSink(t, cfg)
 			_, _, err := other.Open(ctx, flightsink.Pipeline{ID: "q", Target: "t"})
 			require.ErrorIs(t, err, flightline.ErrFailedPrecondition)
 			require.Equal(t, codes.FailedPrecondition, flighterr.Code(err))
@@ -307,7 +307,7 @@ func TestIntegrationAthenaErrors(t *testing.T) {
 	rec := b.NewRecordBatch()
 	b.Release()
 	defer rec.Release()
-	s := newSink(t, location, athena.Database(db))
+	s := newSink(t, athena.Config{Location: location, Database: db})
 	w, _, err := s.Open(ctx, flightsink.Pipeline{ID: "p", Target: "unmappable"})
 	require.NoError(t, err)
 	err = w.WriteBatch(ctx, rec, sinktest.CP(1))
@@ -322,7 +322,7 @@ func TestIntegrationAthenaErrors(t *testing.T) {
 
 	tsRec := events(t, mem, eventSchema, `[{"id": 1, "ts": "2026-01-01T10:00:00Z", "kind": "a"}]`)
 	defer tsRec.Release()
-	s = newSink(t, location, athena.Database(db), athena.PartitionBy("ts"))
+	s = newSink(t, athena.Config{Location: location, Database: db, PartitionBy: "ts"})
 	w, _, err = s.Open(ctx, flightsink.Pipeline{ID: "p", Target: "byts"})
 	require.NoError(t, err)
 	err = w.WriteBatch(ctx, tsRec, sinktest.CP(1))
@@ -330,14 +330,14 @@ func TestIntegrationAthenaErrors(t *testing.T) {
 	require.ErrorContains(t, err, "partition by day for a timestamp")
 	require.Empty(t, locationIDs(t, s.Location("byts")))
 
-	_, _, err = newSink(t, location, athena.Database(db)).Open(ctx, flightsink.Pipeline{ID: "p", Target: "Bad-Name"})
+	_, _, err = newSink(t, athena.Config{Location: location, Database: db}).Open(ctx, flightsink.Pipeline{ID: "p", Target: "Bad-Name"})
 	require.Equal(t, codes.InvalidArgument, flighterr.Code(err), "%v", err)
 
 	// Unreachable: Glue (S3 up), then S3.
 	st, _ := moto(t)
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	down, err := athena.New(ctx, location, athena.Storage(st), athena.GlueEndpoint("http://127.0.0.1:1"), athena.Database(db))
+	down, err := athena.New(ctx, athena.Config{Location: location, Storage: st, GlueEndpoint: "http://127.0.0.1:1", Database: db})
 	require.NoError(t, err)
 	_, _, err = down.Open(cctx, flightsink.Pipeline{ID: "p"})
 	require.Equal(t, codes.Unavailable, flighterr.Code(err), "%v", err)
@@ -349,7 +349,7 @@ func TestIntegrationAthenaErrors(t *testing.T) {
 	}
 	noS3[objstore.EndpointURL] = "http://127.0.0.1:1"
 	_, glueAt := moto(t)
-	down, err = athena.New(ctx, location, athena.Storage(noS3), athena.GlueEndpoint(glueAt), athena.Database(db))
+	down, err = athena.New(ctx, athena.Config{Location: location, Storage: noS3, GlueEndpoint: glueAt, Database: db})
 	require.NoError(t, err)
 	err = down.Ping(cctx)
 	require.Equal(t, codes.Unavailable, flighterr.Code(err), "%v", err)
@@ -359,7 +359,7 @@ func TestIntegrationAthenaErrors(t *testing.T) {
 	// Wrong S3 credentials, on versitygw.
 	vgw := s3test.Options(t)
 	vgw[objstore.SecretAccessKey] = "wrong"
-	bad, err := athena.New(ctx, s3test.Bucket+"/athena", athena.Storage(vgw), athena.GlueEndpoint(glueAt), athena.Database(db))
+	bad, err := athena.New(ctx, athena.Config{Location: s3test.Bucket + "/athena", Storage: vgw, GlueEndpoint: glueAt, Database: db})
 	require.NoError(t, err)
 	_, _, err = bad.Open(cctx, flightsink.Pipeline{ID: "p"})
 	require.Equal(t, codes.Unauthenticated, flighterr.Code(err), "%v", err)
@@ -370,25 +370,24 @@ func TestIntegrationAthenaErrors(t *testing.T) {
 func TestOptionsChecked(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
-		loc  string
-		opts []athena.Option
+		cfg  athena.Config
 		want string
 	}{
-		{"b/p", nil, "database"},
-		{"", []athena.Option{athena.Database("d")}, "want BUCKET/PREFIX"},
-		{"b/p", []athena.Option{athena.Database("d"), athena.Table("Orders")}, `table "Orders"`},
-		{"b/p", []athena.Option{athena.Database("d"), athena.PartitionBy("a"), athena.PartitionByDay("b")}, "give one"},
-		{"b/p", []athena.Option{athena.Database("d"), athena.PartitionBy("a"), athena.WithPartitions(athena.Projection, "")}, "needs partition_by_day"},
-		{"b/p", []athena.Option{athena.Database("d"), athena.PartitionByDay("a"), athena.WithPartitions(athena.Projection, "2026-1-1")}, "YYYY-MM-DD"},
-		{"b/p", []athena.Option{athena.Database("d"), athena.WithPartitions("sometimes", "")}, "register or projection"},
-		{"b/p", []athena.Option{athena.Database("d"), athena.GlueEndpoint("glue.local")}, "http(s)://"},
-		{"b/p", []athena.Option{athena.Database("d"), athena.Storage(objstore.Options{"colour": "blue"})}, "unknown storage option"},
+		{athena.Config{Location: "b/p"}, "database"},
+		{athena.Config{Database: "d"}, "want BUCKET/PREFIX"},
+		{athena.Config{Location: "b/p", Database: "d", Table: "Orders"}, `table "Orders"`},
+		{athena.Config{Location: "b/p", Database: "d", PartitionBy: "a", PartitionByDay: "b"}, "give one"},
+		{athena.Config{Location: "b/p", Database: "d", PartitionBy: "a", Partitions: athena.Projection}, "needs partition_by_day"},
+		{athena.Config{Location: "b/p", Database: "d", PartitionByDay: "a", Partitions: athena.Projection, ProjectionFrom: "2026-1-1"}, "YYYY-MM-DD"},
+		{athena.Config{Location: "b/p", Database: "d", Partitions: "sometimes"}, "register or projection"},
+		{athena.Config{Location: "b/p", Database: "d", GlueEndpoint: "glue.local"}, "http(s)://"},
+		{athena.Config{Location: "b/p", Database: "d", Storage: objstore.Options{"colour": "blue"}}, "unknown storage option"},
 	} {
-		_, err := athena.New(ctx, c.loc, c.opts...)
+		_, err := athena.New(ctx, c.cfg)
 		require.ErrorIs(t, err, flightline.ErrInvalidInput, c.want)
 		require.ErrorContains(t, err, c.want)
 	}
-	s, err := athena.New(ctx, "lake/events/", athena.Database("d"), athena.Region("eu-west-1"))
+	s, err := athena.New(ctx, athena.Config{Location: "lake/events/", Database: "d", Region: "eu-west-1"})
 	require.NoError(t, err)
 	require.Equal(t, "s3://lake/events/orders/data/", s.Location("orders"))
 	require.Equal(t, flightsink.ExactlyOnce, flightsink.GuaranteeOf(s))

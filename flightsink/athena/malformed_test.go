@@ -14,6 +14,6 @@ func TestIntegrationMalformedDoPut(t *testing.T) {
 	moto(t)
 	location, db := bucket+"/"+fresh("malformed"), fresh("mal")
 	doputtest.Run(t, func(tb testing.TB) flightsink.Sink {
-		return newSink(tb.(*testing.T), location, athena.Database(db))
+		return newSink(tb.(*testing.T), athena.Config{Location: location, Database: db})
 	})
 }

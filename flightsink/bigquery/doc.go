@@ -70,9 +70,10 @@
 //
 // # Auth and errors
 //
-// Application default credentials by default; CredentialsFile for a
-// service-account key file; Emulator for an emulator's HTTP endpoint and
-// gRPC address without authentication. Credentials are never logged.
+// Application default credentials by default; Config.CredentialsFile for
+// a service-account key file; Config.EmulatorEndpoint and EmulatorGRPC for
+// an emulator's HTTP endpoint and gRPC address without authentication.
+// Credentials are never logged.
 // Permission denied → ErrPermissionDenied (PERMISSION_DENIED); a missing
 // dataset → ErrNotFound naming it, from New; a schema the table cannot hold
 // → ErrSchemaMismatch (INVALID_ARGUMENT) naming the column; quota and 5xx

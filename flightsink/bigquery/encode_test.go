@@ -131,12 +131,12 @@ func TestMapRefusesNamingTheColumn(t *testing.T) {
 
 func TestNewRequiresKey(t *testing.T) {
 	ctx := t.Context()
-	_, err := New(ctx, "p", "d", Emulator("http://127.0.0.1:1", "127.0.0.1:1"))
+	_, err := New(ctx, Config{Project: "p", Dataset: "d", EmulatorEndpoint: "http://127.0.0.1:1", EmulatorGRPC: "127.0.0.1:1"})
 	require.True(t, errors.Is(err, flightline.ErrInvalidInput), "%v", err)
 	require.Contains(t, err.Error(), "key")
-	_, err = New(ctx, "p", "d", Key(""), Emulator("http://127.0.0.1:1", "127.0.0.1:1"))
+	_, err = New(ctx, Config{Project: "p", Dataset: "d", Key: []string{""}, EmulatorEndpoint: "http://127.0.0.1:1", EmulatorGRPC: "127.0.0.1:1"})
 	require.True(t, errors.Is(err, flightline.ErrInvalidInput), "%v", err)
-	_, err = New(ctx, "p", "d", Key("id", " "), Emulator("http://127.0.0.1:1", "127.0.0.1:1"))
+	_, err = New(ctx, Config{Project: "p", Dataset: "d", Key: []string{"id", " "}, EmulatorEndpoint: "http://127.0.0.1:1", EmulatorGRPC: "127.0.0.1:1"})
 	require.True(t, errors.Is(err, flightline.ErrInvalidInput), "%v", err)
 }
 

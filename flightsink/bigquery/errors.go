@@ -63,7 +63,7 @@ type transient struct{ error }
 func (t transient) Unwrap() error { return t.error }
 
 // emulatorMu serializes every call of every Sink pointed at an emulator
-// (Emulator): the emulator keeps its tables in one SQLite database and
+// (Config.EmulatorEndpoint): the emulator keeps its tables in one SQLite database and
 // fails concurrent writers with "database is locked" — as an HTTP 400 for
 // a query job, so it cannot be told from a real error. BigQuery itself
 // takes concurrent calls; there, a MERGE that loses a race with another

@@ -35,7 +35,34 @@ const DefaultCheckpointTable = "_flightline_checkpoints"
 // limit is 10 MB per request).
 const maxRequestBytes = 8 << 20
 
-// Option configures a Sink.
+// Config is what a bigquery sink is given in its URL or YAML.
+type Config struct {
+	// Project is the Google Cloud project. Required.
+	Project string
+	// Dataset is the dataset the tables live in; it must exist. Required.
+	Dataset string
+	// Table is the default target table ("table", or "dataset.table" for
+	// another dataset of the project). Pipeline.Target overrides it.
+	Table string
+	// Key are the key columns (required): a batch lands through a MERGE
+	// on them, so a replayed batch updates its rows to the same values
+	// instead of adding copies. Rows with a NULL key column are refused.
+	Key []string
+	// CheckpointTable is the checkpoint table (default
+	// DefaultCheckpointTable).
+	CheckpointTable string
+	// CredentialsFile, when set, authenticates with a service-account key
+	// file instead of application default credentials (the default). The
+	// file's content is never logged.
+	CredentialsFile string
+	// EmulatorEndpoint and EmulatorGRPC, when set (both or neither), point
+	// the sink at a BigQuery emulator: the REST API at EmulatorEndpoint
+	// (http://HOST:PORT) and the Storage Write API at EmulatorGRPC
+	// (HOST:PORT, insecure), both without authentication.
+	EmulatorEndpoint, EmulatorGRPC string
+}
+
+// Option configures a Sink beyond its Config.
 type Option func(*options) error
 
 type options struct {
@@ -49,44 +76,6 @@ type options struct {
 	retries     int
 	backoff     time.Duration
 	stagingTTL  time.Duration
-}
-
-// Table sets the default target table ("table", or "dataset.table" for
-// another dataset of the project). Pipeline.Target overrides it.
-func Table(name string) Option { return func(o *options) error { o.table = name; return nil } }
-
-// Key sets the key columns (required): a batch lands through a MERGE on
-// them, so a replayed batch updates its rows to the same values instead of
-// adding copies. Rows with a NULL key column are refused.
-func Key(cols ...string) Option {
-	return func(o *options) error {
-		for _, c := range cols {
-			if strings.TrimSpace(c) == "" {
-				return fmt.Errorf("%w: bigquery: empty key column in %q", flightline.ErrInvalidInput, cols)
-			}
-		}
-		o.key = cols
-		return nil
-	}
-}
-
-// CheckpointTable sets the checkpoint table (default DefaultCheckpointTable).
-func CheckpointTable(name string) Option {
-	return func(o *options) error { o.cpTable = name; return nil }
-}
-
-// Emulator points the sink at a BigQuery emulator: the REST API at
-// endpoint (http://HOST:PORT) and the Storage Write API at grpcAddr
-// (HOST:PORT, insecure), both without authentication.
-func Emulator(endpoint, grpcAddr string) Option {
-	return func(o *options) error { o.endpoint, o.grpcAddr = endpoint, grpcAddr; return nil }
-}
-
-// CredentialsFile authenticates with a service-account key file instead of
-// application default credentials (the default). The file's content is
-// never logged.
-func CredentialsFile(path string) Option {
-	return func(o *options) error { o.credentials = path; return nil }
 }
 
 // Retry sets how often a quota or server error (HTTP 429 and 5xx, gRPC
@@ -136,11 +125,23 @@ var (
 	_ flightsink.Guaranteer = (*Sink)(nil)
 )
 
-// New returns a Sink writing tables of dataset in project. Key is
-// required: a sink without key columns is refused here, before any
-// pipeline opens. New checks that the dataset exists.
-func New(ctx context.Context, project, dataset string, opts ...Option) (*Sink, error) {
-	o := options{cpTable: DefaultCheckpointTable, logger: slog.Default(), retries: 6, backoff: 200 * time.Millisecond, stagingTTL: 24 * time.Hour}
+// New returns a Sink writing tables of cfg.Dataset in cfg.Project. It
+// connects at construction: it makes the BigQuery and Storage Write API
+// clients and checks, within ctx, that the dataset exists. It validates
+// cfg: Key is required, a sink without key columns is refused here, before
+// any pipeline opens. Close releases the clients.
+func New(ctx context.Context, cfg Config, opts ...Option) (*Sink, error) {
+	project, dataset := cfg.Project, cfg.Dataset
+	for _, c := range cfg.Key {
+		if strings.TrimSpace(c) == "" {
+			return nil, fmt.Errorf("%w: bigquery: empty key column in %q", flightline.ErrInvalidInput, cfg.Key)
+		}
+	}
+	o := options{table: cfg.Table, key: cfg.Key, cpTable: cfg.CheckpointTable, endpoint: cfg.EmulatorEndpoint, grpcAddr: cfg.EmulatorGRPC,
+		credentials: cfg.CredentialsFile, logger: slog.Default(), retries: 6, backoff: 200 * time.Millisecond, stagingTTL: 24 * time.Hour}
+	if o.cpTable == "" {
+		o.cpTable = DefaultCheckpointTable
+	}
 	for _, f := range opts {
 		if err := f(&o); err != nil {
 			return nil, err
@@ -197,7 +198,8 @@ func New(ctx context.Context, project, dataset string, opts ...Option) (*Sink, e
 	return s, nil
 }
 
-// Close releases the clients.
+// Close releases the clients New made (and the emulator's gRPC
+// connection) and returns their errors joined.
 func (s *Sink) Close() error {
 	var errs []error
 	if s.mw != nil {

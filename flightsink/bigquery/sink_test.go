@@ -36,11 +36,28 @@ func needEmulator(t testing.TB) emu {
 	}
 }
 
-func (e emu) sink(t testing.TB, opts ...Option) *Sink {
+func (e emu) sink(t testing.TB) *Sink {
+	t.Helper()
+	return e.sinkWith(t, Config{})
+}
+
+// config is the emulator's Config, keyed on id.
+func (e emu) config() Config {
+	return Config{Project: e.project, Dataset: e.dataset, EmulatorEndpoint: e.endpoint, EmulatorGRPC: e.grpc, Key: []string{"id"}}
+}
+
+// sinkWith returns a sink on the emulator with cfg's other fields (Key
+// defaults to id).
+func (e emu) sinkWith(t testing.TB, cfg Config, opts ...Option) *Sink {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := New(ctx, e.project, e.dataset, append([]Option{Emulator(e.endpoint, e.grpc), Key("id")}, opts...)...)
+	c := e.config()
+	if cfg.Key != nil {
+		c.Key = cfg.Key
+	}
+	c.Table, c.CheckpointTable = cfg.Table, cfg.CheckpointTable
+	s, err := New(ctx, c, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
@@ -184,7 +201,7 @@ func TestIntegrationBigQueryErrors(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	ctx := t.Context()
 
-	_, err := New(ctx, e.project, "no_such_dataset", Emulator(e.endpoint, e.grpc), Key("id"), Retry(1, time.Millisecond))
+	_, err := New(ctx, Config{Project: e.project, Dataset: "no_such_dataset", EmulatorEndpoint: e.endpoint, EmulatorGRPC: e.grpc, Key: []string{"id"}}, Retry(1, time.Millisecond))
 	require.True(t, errors.Is(err, flightline.ErrNotFound), "%v", err)
 	require.Contains(t, err.Error(), "no_such_dataset")
 
@@ -195,7 +212,7 @@ func TestIntegrationBigQueryErrors(t *testing.T) {
 	require.NoError(t, w.WriteBatch(ctx, rec, sinktest.CP(1)))
 	rec.Release()
 
-	_, _, err = e.sink(t, Key("nope")).Open(ctx, p)
+	_, _, err = e.sinkWith(t, Config{Key: []string{"nope"}}).Open(ctx, p)
 	require.True(t, errors.Is(err, flightline.ErrSchemaMismatch), "%v", err)
 	require.Contains(t, err.Error(), `"nope"`)
 

@@ -88,7 +88,7 @@ func TestIntegrationReplayBeyondDedupWindowDuplicates(t *testing.T) {
 	}{{1, "10\t10"}, {2, "20\t10"}} {
 		table := fmt.Sprintf("%s_%d", table, tc.others)
 		p := flightsink.Pipeline{ID: name("win"), Target: table}
-		s := newSink(t, f, clickhouse.DedupWindow(2))
+		s := newSinkWith(t, f, clickhouse.Config{DedupWindow: 2})
 		w, _, err := s.Open(ctx(t), p)
 		require.NoError(t, err)
 		s.SetAfterInsert(func() error { return errCrash })
@@ -101,7 +101,7 @@ func TestIntegrationReplayBeyondDedupWindowDuplicates(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, write(t, mem, ow, int64(100+10*i), int64(110+10*i)))
 		}
-		w2, cp, err := newSink(t, f, clickhouse.DedupWindow(2)).Open(ctx(t), p)
+		w2, cp, err := newSinkWith(t, f, clickhouse.Config{DedupWindow: 2}).Open(ctx(t), p)
 		require.NoError(t, err)
 		require.Nil(t, cp)
 		require.NoError(t, write(t, mem, w2, 0, 10), "the replay")
@@ -120,14 +120,14 @@ func TestIntegrationErrors(t *testing.T) {
 		require.NoError(t, err)
 		addr := l.Addr().String()
 		require.NoError(t, l.Close())
-		s, err := clickhouse.New("http://" + addr)
+		s, err := clickhouse.New(context.Background(), clickhouse.Config{Endpoint: "http://" + addr})
 		require.NoError(t, err)
 		_, _, err = s.Open(ctx(t), flightsink.Pipeline{ID: "p", Target: "t"})
 		require.ErrorIs(t, err, flightline.ErrUnavailable)
 		require.Equal(t, codes.Unavailable, flighterr.Code(err))
 	})
 	t.Run("WrongPassword", func(t *testing.T) {
-		s, err := clickhouse.New(f.URL, clickhouse.Credentials(f.User, "not-the-password"))
+		s, err := clickhouse.New(context.Background(), clickhouse.Config{Endpoint: f.URL, User: f.User, Password: "not-the-password"})
 		require.NoError(t, err)
 		_, _, err = s.Open(ctx(t), flightsink.Pipeline{ID: "p", Target: "t"})
 		require.ErrorIs(t, err, flightline.ErrUnauthenticated)

@@ -35,7 +35,38 @@ const (
 	DefaultOrderBy         = "tuple()"
 )
 
-// Option configures a Sink.
+// Config is what a clickhouse sink is given in its URL or YAML.
+type Config struct {
+	// Endpoint is the server's HTTP interface: http://host:8123 or
+	// https://…. Required.
+	Endpoint string
+	// Database is the database the tables live in (default: the user's
+	// default database on the server).
+	Database string
+	// Table is the default target table ("table" or "db.table").
+	// Pipeline.Target overrides it when non-empty.
+	Table string
+	// CheckpointTable is the checkpoint table (default
+	// DefaultCheckpointTable, in the database).
+	CheckpointTable string
+	// User is the ClickHouse user (default "default").
+	User string
+	// Password is the user's password (default none).
+	Password string
+	// OrderBy is the ORDER BY expression of tables the sink creates
+	// (default DefaultOrderBy, "tuple()": insertion order). It is SQL,
+	// used as given.
+	OrderBy string
+	// DedupWindow is non_replicated_deduplication_window of tables the
+	// sink creates (default DefaultDedupWindow): how many of the table's
+	// most recent insert blocks ClickHouse remembers the tokens of. A
+	// replay is deduplicated only while fewer blocks than this were
+	// inserted into the table since the original insert (see the package
+	// documentation).
+	DedupWindow int
+}
+
+// Option configures a Sink beyond its Config.
 type Option func(*options) error
 
 type options struct {
@@ -46,59 +77,6 @@ type options struct {
 	hc                 *http.Client
 	log                *slog.Logger
 	mem                memory.Allocator
-}
-
-// Database sets the database the tables live in (default: the user's
-// default database on the server).
-func Database(name string) Option { return func(o *options) error { o.db = name; return nil } }
-
-// Table sets the default target table ("table" or "db.table").
-// Pipeline.Target overrides it when non-empty.
-func Table(name string) Option { return func(o *options) error { o.table = name; return nil } }
-
-// CheckpointTable sets the checkpoint table (default
-// DefaultCheckpointTable, in the database).
-func CheckpointTable(name string) Option {
-	return func(o *options) error {
-		if name == "" {
-			return fmt.Errorf("%w: empty checkpoint table", flightline.ErrInvalidInput)
-		}
-		o.cpTable = name
-		return nil
-	}
-}
-
-// Credentials sets the ClickHouse user and password (default: user
-// "default", no password).
-func Credentials(user, password string) Option {
-	return func(o *options) error { o.user, o.password = user, password; return nil }
-}
-
-// OrderBy sets the ORDER BY expression of tables the sink creates
-// (default "tuple()": insertion order). It is SQL, used as given.
-func OrderBy(expr string) Option {
-	return func(o *options) error {
-		if strings.TrimSpace(expr) == "" {
-			return fmt.Errorf("%w: empty ORDER BY", flightline.ErrInvalidInput)
-		}
-		o.orderBy = expr
-		return nil
-	}
-}
-
-// DedupWindow sets non_replicated_deduplication_window of tables the sink
-// creates (default DefaultDedupWindow): how many of the table's most
-// recent insert blocks ClickHouse remembers the tokens of. A replay is
-// deduplicated only while fewer blocks than this were inserted into the
-// table since the original insert (see the package documentation).
-func DedupWindow(blocks int) Option {
-	return func(o *options) error {
-		if blocks < 1 {
-			return fmt.Errorf("%w: dedup window %d < 1", flightline.ErrInvalidInput, blocks)
-		}
-		o.window = blocks
-		return nil
-	}
 }
 
 // HTTPClient sets the HTTP client (default: a client of its own with no
@@ -151,11 +129,30 @@ type Sink struct {
 }
 
 // New returns a Sink for the ClickHouse server whose HTTP interface is at
-// endpoint (http://host:8123 or https://…). It does not connect: errors
-// surface on the first Open, Checkpoint or Ping.
-func New(endpoint string, opts ...Option) (*Sink, error) {
-	o := options{cpTable: DefaultCheckpointTable, window: DefaultDedupWindow, orderBy: DefaultOrderBy,
-		user: "default", log: slog.Default(), mem: memory.DefaultAllocator}
+// cfg.Endpoint. It does not connect: errors surface on the first Open,
+// Checkpoint or Ping. It validates cfg (an http(s) endpoint, a non-blank
+// ORDER BY, a positive dedup window). Close releases the HTTP client's
+// idle connections.
+func New(_ context.Context, cfg Config, opts ...Option) (*Sink, error) {
+	endpoint := cfg.Endpoint
+	o := options{db: cfg.Database, table: cfg.Table, cpTable: cfg.CheckpointTable, user: cfg.User, password: cfg.Password,
+		orderBy: cfg.OrderBy, window: cfg.DedupWindow, log: slog.Default(), mem: memory.DefaultAllocator}
+	if o.cpTable == "" {
+		o.cpTable = DefaultCheckpointTable
+	}
+	if o.user == "" {
+		o.user = "default"
+	}
+	if o.orderBy == "" {
+		o.orderBy = DefaultOrderBy
+	} else if strings.TrimSpace(o.orderBy) == "" {
+		return nil, fmt.Errorf("%w: empty ORDER BY", flightline.ErrInvalidInput)
+	}
+	if o.window == 0 {
+		o.window = DefaultDedupWindow
+	} else if o.window < 1 {
+		return nil, fmt.Errorf("%w: dedup window %d < 1", flightline.ErrInvalidInput, o.window)
+	}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -182,7 +179,8 @@ func New(endpoint string, opts ...Option) (*Sink, error) {
 // coordinator must resume from its checkpoint for those conditions to hold.
 func (s *Sink) Guarantee() flightsink.Guarantee { return flightsink.ExactlyOnce }
 
-// Close releases nothing (the HTTP client's idle connections aside).
+// Close releases the HTTP client's idle connections (the sink holds no
+// other) and returns nil.
 func (s *Sink) Close() error {
 	s.o.hc.CloseIdleConnections()
 	return nil

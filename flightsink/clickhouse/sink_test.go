@@ -1,6 +1,7 @@
 package clickhouse_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -11,9 +12,16 @@ import (
 	"github.com/flightline/flightline/internal/testkit/chtest"
 )
 
-func newSink(t *testing.T, f chtest.Front, opts ...clickhouse.Option) *clickhouse.Sink {
+func newSink(t *testing.T, f chtest.Front) *clickhouse.Sink {
 	t.Helper()
-	s, err := clickhouse.New(f.URL, append([]clickhouse.Option{clickhouse.Credentials(f.User, f.Password)}, opts...)...)
+	return newSinkWith(t, f, clickhouse.Config{})
+}
+
+// newSinkWith returns a sink on f with cfg's other fields.
+func newSinkWith(t *testing.T, f chtest.Front, cfg clickhouse.Config) *clickhouse.Sink {
+	t.Helper()
+	cfg.Endpoint, cfg.User, cfg.Password = f.URL, f.User, f.Password
+	s, err := clickhouse.New(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s

@@ -31,7 +31,7 @@ func TestCatalogErrors(t *testing.T) {
 	s.AddExternal("main.sales.secret", "s3://lake/secret")
 	s.DenyVend("main.sales.secret", true)
 	good := unitycatalog.Config{Host: s.URL, Token: s.Token}
-	region := databricks.StorageOptions(map[string]string{"AWS_REGION": "us-east-1"})
+	region := map[string]string{"AWS_REGION": "us-east-1"}
 
 	for _, tc := range []struct {
 		name, table string
@@ -50,7 +50,7 @@ func TestCatalogErrors(t *testing.T) {
 		{"wrong client secret", "main.sales.orders", unitycatalog.Config{Host: s.URL, ClientID: s.ClientID, ClientSecret: "nope"}, flightline.ErrUnauthenticated, codes.Unauthenticated, "invalid_client"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := databricks.New(ctx, tc.table, databricks.Workspace(tc.cfg), region)
+			_, err := databricks.New(ctx, databricks.Config{Table: tc.table, Workspace: tc.cfg, Storage: region})
 			require.ErrorIs(t, err, tc.want)
 			require.ErrorContains(t, err, tc.msg)
 			require.Equal(t, tc.code, flighterr.Code(err))
@@ -58,7 +58,7 @@ func TestCatalogErrors(t *testing.T) {
 	}
 
 	// The same refusals for a target, through Flight.
-	sink, err := databricks.New(ctx, "main.sales.orders", databricks.Workspace(good), region)
+	sink, err := databricks.New(ctx, databricks.Config{Table: "main.sales.orders", Workspace: good, Storage: region})
 	require.NoError(t, err)
 	defer sink.Close()
 	url := flighttest.Serve(t, flightsink.NewServer(sink), endpoint.ServerConfig{})
@@ -78,8 +78,8 @@ func TestCatalogErrors(t *testing.T) {
 func TestTargets(t *testing.T) {
 	s := uctest.New(t, uctest.Static())
 	s.AddExternal("main.sales.orders", "s3://lake/orders")
-	sink, err := databricks.New(context.Background(), "main.sales.orders", databricks.Workspace(unitycatalog.Config{Host: s.URL, Token: s.Token}),
-		databricks.StorageOptions(map[string]string{"AWS_REGION": "us-east-1"}))
+	sink, err := databricks.New(context.Background(), databricks.Config{Table: "main.sales.orders", Workspace: unitycatalog.Config{Host: s.URL, Token: s.Token},
+		Storage: map[string]string{"AWS_REGION": "us-east-1"}})
 	require.NoError(t, err)
 	defer sink.Close()
 	for target, want := range map[string]string{"": "main.sales.orders", "eu": "main.sales.eu", "other.x.y": "other.x.y"} {
@@ -91,7 +91,7 @@ func TestTargets(t *testing.T) {
 		_, err := sink.TableName(bad)
 		require.ErrorIs(t, err, flightline.ErrInvalidInput, bad)
 	}
-	_, err = databricks.New(context.Background(), "main.sales.orders", databricks.Workspace(unitycatalog.Config{Host: s.URL, Token: s.Token}),
-		databricks.StorageOptions(map[string]string{"AWS_ACCESS_KEY_ID": "k"}))
+	_, err = databricks.New(context.Background(), databricks.Config{Table: "main.sales.orders", Workspace: unitycatalog.Config{Host: s.URL, Token: s.Token},
+		Storage: map[string]string{"AWS_ACCESS_KEY_ID": "k"}})
 	require.ErrorIs(t, err, flightline.ErrInvalidInput, "keys are vended, not given")
 }

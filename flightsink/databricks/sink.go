@@ -42,30 +42,35 @@ import (
 	"github.com/flightline/flightline/internal/unitycatalog"
 )
 
-// Option configures a Sink.
+// Config is what a databricks sink is given in its URL or YAML.
+type Config struct {
+	// Table is the default target table, catalog.schema.table. Required.
+	Table string
+	// Workspace is the workspace and its credentials; what it lacks comes
+	// from DATABRICKS_HOST, DATABRICKS_TOKEN, DATABRICKS_CLIENT_ID and
+	// DATABRICKS_CLIENT_SECRET (unitycatalog.Config.FromEnv).
+	Workspace unitycatalog.Config
+	// Storage holds S3 options other than credentials: AWS_REGION,
+	// AWS_ENDPOINT_URL, AWS_ALLOW_HTTP. AWS keys are refused: the catalog
+	// vends them. Without a region (here or in the environment) and
+	// endpoint, the bucket's region is asked of S3.
+	Storage map[string]string
+	// Delta is the Delta sink's Config of every table (Instance,
+	// CheckpointInterval, SchemaEvolution, compaction, …); its URI and
+	// Storage are the table's, set by the sink.
+	Delta delta.Config
+}
+
+// Option configures a Sink beyond its Config.
 type Option func(*options) error
 
 type options struct {
-	cfg     unitycatalog.Config
-	storage objstore.Options
-	vend    unitycatalog.VendOptions
-	delta   []delta.Option
-	log     *slog.Logger
-}
-
-// Workspace sets the workspace and its credentials; what it lacks comes
-// from DATABRICKS_HOST, DATABRICKS_TOKEN, DATABRICKS_CLIENT_ID and
-// DATABRICKS_CLIENT_SECRET (unitycatalog.Config.FromEnv).
-func Workspace(c unitycatalog.Config) Option {
-	return func(o *options) error { o.cfg = c; return nil }
-}
-
-// StorageOptions sets S3 options other than credentials: AWS_REGION,
-// AWS_ENDPOINT_URL, AWS_ALLOW_HTTP. AWS keys are refused: the catalog vends
-// them. Without a region (here or in the environment) and endpoint, the
-// bucket's region is asked of S3.
-func StorageOptions(o map[string]string) Option {
-	return func(op *options) error { op.storage = o; return nil }
+	cfg      unitycatalog.Config
+	storage  objstore.Options
+	vend     unitycatalog.VendOptions
+	deltaCfg delta.Config
+	delta    []delta.Option
+	log      *slog.Logger
 }
 
 // Vend tunes the renewal of vended credentials (margin, backoff).
@@ -73,9 +78,8 @@ func Vend(v unitycatalog.VendOptions) Option {
 	return func(o *options) error { o.vend = v; return nil }
 }
 
-// DeltaOptions passes options to the Delta sink of every table (instance,
-// checkpoint interval, schema evolution, allocator, …). StorageOptions and
-// Credentials among them are overridden.
+// DeltaOptions passes options to the Delta sink of every table (allocator,
+// logger, …). Credentials among them is overridden.
 func DeltaOptions(opts ...delta.Option) Option {
 	return func(o *options) error { o.delta = append(o.delta, opts...); return nil }
 }
@@ -100,12 +104,14 @@ type table struct {
 	s *delta.Sink
 }
 
-// New returns a sink whose default target is the table name
-// (catalog.schema.table). It resolves the table and vends its credentials
-// at once, so a wrong name, a managed table or refused credentials fail
-// here.
-func New(ctx context.Context, name string, opts ...Option) (*Sink, error) {
-	o := options{log: slog.Default()}
+// New returns a sink whose default target is cfg.Table. It connects at
+// construction: it resolves the table in the catalog and vends its
+// credentials at once, so a wrong name, a managed table or refused
+// credentials fail here. It validates cfg (the table name, the storage
+// keys). Close releases the credential renewals.
+func New(ctx context.Context, cfg Config, opts ...Option) (*Sink, error) {
+	name := cfg.Table
+	o := options{cfg: cfg.Workspace, storage: cfg.Storage, deltaCfg: cfg.Delta, log: slog.Default()}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -170,8 +176,10 @@ func (s *Sink) table(ctx context.Context, target string) (*table, error) {
 		return nil, fmt.Errorf("databricks sink: table %s: %w", name, err)
 	}
 	opts := append([]delta.Option{delta.Logger(s.o.log)}, s.o.delta...)
-	opts = append(opts, delta.StorageOptions(storage), delta.Credentials(a.Creds))
-	ds, err := delta.New(ctx, a.Table.StorageLocation, opts...)
+	opts = append(opts, delta.Credentials(a.Creds))
+	dc := s.o.deltaCfg
+	dc.URI, dc.Storage = a.Table.StorageLocation, storage
+	ds, err := delta.New(ctx, dc, opts...)
 	if err != nil {
 		a.Close()
 		return nil, fmt.Errorf("databricks sink: table %s: %w", name, err)
@@ -214,8 +222,9 @@ func (s *Sink) Location(ctx context.Context, target string) (string, error) {
 	return t.a.Table.StorageLocation, nil
 }
 
-// Close stops renewing credentials. Writers still open fail once their
-// credentials run out.
+// Close releases the credential renewals of every table resolved (it
+// stops renewing them). Writers still open fail once their credentials run
+// out. It returns nil.
 func (s *Sink) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

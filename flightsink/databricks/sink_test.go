@@ -58,9 +58,8 @@ func readIDs(t *testing.T, e *uctest.Env, uri string) []int64 {
 
 func newSink(t *testing.T, e *uctest.Env, table string, opts ...databricks.Option) *databricks.Sink {
 	t.Helper()
-	o := append([]databricks.Option{databricks.Workspace(unitycatalog.Config{Host: e.URL, Token: e.Token}),
-		databricks.StorageOptions(e.StorageOptions()), databricks.DeltaOptions(delta.CheckpointInterval(3))}, opts...)
-	s, err := databricks.New(context.Background(), table, o...)
+	s, err := databricks.New(context.Background(), databricks.Config{Table: table, Workspace: unitycatalog.Config{Host: e.URL, Token: e.Token},
+		Storage: e.StorageOptions(), Delta: delta.Config{CheckpointInterval: 3}}, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s

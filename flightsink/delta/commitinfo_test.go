@@ -23,7 +23,7 @@ func TestCommitInfoOperationMetrics(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	dir := t.TempDir()
-	s, err := delta.New(ctx, dir, delta.Allocator(mem))
+	s, err := delta.New(ctx, delta.Config{URI: dir}, delta.Allocator(mem))
 	require.NoError(t, err)
 	p := flightsink.Pipeline{ID: "m"}
 	w, _, err := s.Open(ctx, p)

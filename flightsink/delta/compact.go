@@ -19,7 +19,6 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
-	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/internal/deltalog"
 	"github.com/flightline/flightline/internal/objstore"
 	"github.com/flightline/flightline/internal/parquetw"
@@ -44,51 +43,6 @@ const (
 	compactRowGroupRows  = 1 << 20
 	compactRowGroupBytes = 16 << 20
 )
-
-// TargetFileSize sets the size in bytes compaction aims its files at
-// (default 32 MiB, DefaultTargetFileSize). A file under half of it is small: compaction
-// rewrites small files into files of at most about n bytes. The rewrite
-// holds one input file, one row group (at most 16 MiB compressed) and, on
-// S3, one upload part in memory; its output streams to the store.
-func TargetFileSize(n int64) Option {
-	return func(o *options) error {
-		if n < 1 {
-			return fmt.Errorf("%w: target file size %d < 1", flightline.ErrInvalidInput, n)
-		}
-		o.target = n
-		return nil
-	}
-}
-
-// Compaction sets the sink's compaction: "auto" (the default) rewrites
-// small files in the background once CompactMinFiles of them gather, in
-// commits of their own that change no data (dataChange false); "off"
-// never does.
-func Compaction(mode string) Option {
-	return func(o *options) error {
-		switch mode {
-		case "auto":
-			o.compact = true
-		case "off":
-			o.compact = false
-		default:
-			return fmt.Errorf("%w: compaction %q (want auto or off)", flightline.ErrInvalidInput, mode)
-		}
-		return nil
-	}
-}
-
-// CompactMinFiles sets how many small files (under half of TargetFileSize)
-// the table must hold before the sink compacts (default 50, at least 2).
-func CompactMinFiles(n int) Option {
-	return func(o *options) error {
-		if n < 2 {
-			return fmt.Errorf("%w: compact_min_files %d < 2", flightline.ErrInvalidInput, n)
-		}
-		o.minFiles = n
-		return nil
-	}
-}
 
 // planCompaction picks the inputs of one compaction of snap: the oldest
 // small files (under target/2, no deletion vector), by modification time

@@ -48,7 +48,7 @@ func TestCompactionYieldsToOtherCommits(t *testing.T) {
 		t.Run(map[bool]string{false: "retries", true: "yields"}[removeInput], func(t *testing.T) {
 			ctx := context.Background()
 			dir := t.TempDir()
-			s, err := New(ctx, dir, Compaction("off"), Vacuum("off"), TargetFileSize(1<<20))
+			s, err := New(ctx, Config{URI: dir, Compaction: "off", Vacuum: "off", TargetFileSize: 1 << 20})
 			require.NoError(t, err)
 			wr, _, err := s.Open(ctx, flightsink.Pipeline{ID: "y"})
 			require.NoError(t, err)

@@ -23,7 +23,7 @@ import (
 // The conformance suite with a compaction after every other commit: the
 // background compactor never costs a batch its exactly-once.
 func TestConformanceCompacting(t *testing.T) {
-	sinktest.Run(t, harness(t.TempDir(), nil, delta.TargetFileSize(1<<20), delta.CompactMinFiles(2)))
+	sinktest.Run(t, harness(t.TempDir(), nil, delta.Config{TargetFileSize: 1 << 20, CompactMinFiles: 2}))
 }
 
 // writeBatches commits n batches of rows ids each, from 0, and closes.
@@ -75,7 +75,7 @@ func operations(t *testing.T, dir string) []string {
 // rows, compaction commits with dataChange false only.
 func TestSinkCompactsInBackground(t *testing.T) {
 	dir := t.TempDir()
-	s, err := delta.New(context.Background(), dir, delta.TargetFileSize(1<<20), delta.CompactMinFiles(5), delta.Vacuum("off"))
+	s, err := delta.New(context.Background(), delta.Config{URI: dir, TargetFileSize: 1 << 20, CompactMinFiles: 5, Vacuum: "off"})
 	require.NoError(t, err)
 	writeBatches(t, s, flightsink.Pipeline{ID: "c"}, 40, 100)
 	snap := snapshot(t, dir)
@@ -112,7 +112,7 @@ func TestSinkCompactsInBackground(t *testing.T) {
 	}
 	// Compaction off: one file per batch.
 	dir2 := t.TempDir()
-	s2, err := delta.New(context.Background(), dir2, delta.Compaction("off"))
+	s2, err := delta.New(context.Background(), delta.Config{URI: dir2, Compaction: "off"})
 	require.NoError(t, err)
 	writeBatches(t, s2, flightsink.Pipeline{ID: "c"}, 12, 10)
 	require.Len(t, snapshot(t, dir2).Files, 12)
@@ -131,7 +131,7 @@ func seq(from, to int64) []int64 {
 // the target, keeps the rows, and a second run finds nothing to do.
 func TestOptimize(t *testing.T) {
 	dir := t.TempDir()
-	s, err := delta.New(context.Background(), dir, delta.Compaction("off"), delta.TargetFileSize(64<<10))
+	s, err := delta.New(context.Background(), delta.Config{URI: dir, Compaction: "off", TargetFileSize: 64 << 10})
 	require.NoError(t, err)
 	writeBatches(t, s, flightsink.Pipeline{ID: "o"}, 30, 500)
 	before := len(snapshot(t, dir).Files)
@@ -164,8 +164,7 @@ func TestOptimize(t *testing.T) {
 func TestVacuum(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	s, err := delta.New(ctx, dir, delta.Compaction("off"), delta.TargetFileSize(64<<10), delta.CheckpointInterval(5),
-		delta.Vacuum("off"), delta.LogRetention(time.Millisecond), delta.FileRetention(time.Millisecond))
+	s, err := delta.New(ctx, delta.Config{URI: dir, Compaction: "off", TargetFileSize: 64 << 10, CheckpointInterval: 5, Vacuum: "off"}, delta.LogRetention(time.Millisecond), delta.FileRetention(time.Millisecond))
 	require.NoError(t, err)
 	writeBatches(t, s, flightsink.Pipeline{ID: "v"}, 12, 500)
 	// An orphan, as a compaction killed before its commit leaves.

@@ -65,12 +65,12 @@ type fileCost struct {
 // checked allocator that must end at zero. Compaction is off: the files
 // stay. With
 // FLIGHTLINE_HEAP_PROFILE_DIR set it writes a heap profile at each count.
-func measureFileCost(t *testing.T, at []int, group, commits int, opts ...delta.Option) []fileCost {
+func measureFileCost(t *testing.T, at []int, group, commits int, interval int) []fileCost {
 	t.Helper()
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	s, err := delta.New(ctx, t.TempDir(), append([]delta.Option{delta.Allocator(mem), delta.CheckpointInterval(10), delta.Compaction("off"), delta.Vacuum("off")}, opts...)...)
+	s, err := delta.New(ctx, delta.Config{URI: t.TempDir(), CheckpointInterval: interval, Compaction: "off", Vacuum: "off"}, delta.Allocator(mem))
 	require.NoError(t, err)
 	w, _, err := s.Open(ctx, flightsink.Pipeline{ID: "files"})
 	require.NoError(t, err)
@@ -139,10 +139,10 @@ func TestDeltaSinkFileCostProfile(t *testing.T) {
 	if os.Getenv("FLIGHTLINE_DELTA_FILECOST") == "" {
 		t.Skip("set FLIGHTLINE_DELTA_FILECOST=1 to measure the Delta writer's cost per file at 1k, 10k and 50k files")
 	}
-	measureFileCost(t, []int{1_000, 10_000, 50_000}, 500, 100)
+	measureFileCost(t, []int{1_000, 10_000, 50_000}, 500, 100, 10)
 }
 
-// A commit's cost does not grow with the table: with CheckpointInterval(1)
+// A commit's cost does not grow with the table: with CheckpointInterval 1
 // a table of 500 files checkpoints at every commit and one of 2,000 files
 // every second, so the bytes allocated per commit (checkpoints included)
 // stay within twice each other (they would grow fourfold if every commit
@@ -153,7 +153,7 @@ func TestDeltaSinkFileCostProfile(t *testing.T) {
 // the lean snapshot 5.5 and 8.0 MiB, and 290–410 B of live heap per file
 // instead of 630–740.)
 func TestDeltaSinkCommitCostFlat(t *testing.T) {
-	c := measureFileCost(t, []int{500, 2_000}, 500, 4, delta.CheckpointInterval(1))
+	c := measureFileCost(t, []int{500, 2_000}, 500, 4, 1)
 	small, large := c[0], c[1]
 	require.Less(t, large.allocPerCommit, 2*small.allocPerCommit,
 		"bytes allocated per commit grew with the table: %.0f KiB at %d files, %.0f KiB at %d", small.allocPerCommit/1024, small.files, large.allocPerCommit/1024, large.files)

@@ -69,7 +69,7 @@ func TestInstancesZombieHandOver(t *testing.T) {
 			dir := t.TempDir()
 			p := flightsink.Pipeline{ID: "zombie"}
 			sink := func(inst string) *delta.Sink {
-				s, err := delta.New(ctx, dir, delta.Instance(inst), delta.Allocator(mem))
+				s, err := delta.New(ctx, delta.Config{URI: dir, Instance: inst}, delta.Allocator(mem))
 				require.NoError(t, err)
 				return s
 			}
@@ -161,7 +161,7 @@ func TestInstancesConcurrentHandOver(t *testing.T) {
 		dir := t.TempDir()
 		p := flightsink.Pipeline{ID: "race"}
 		open := func(inst string) flightsink.Writer {
-			s, err := delta.New(ctx, dir, delta.Instance(inst), delta.Allocator(mem))
+			s, err := delta.New(ctx, delta.Config{URI: dir, Instance: inst}, delta.Allocator(mem))
 			require.NoError(t, err)
 			w, _, err := s.Open(ctx, p)
 			require.NoError(t, err)

@@ -24,7 +24,7 @@ var deltaRoots = map[flightsink.Sink]string{}
 
 func newDelta(t testing.TB) flightsink.Sink {
 	root := t.TempDir()
-	s, err := delta.New(context.Background(), root)
+	s, err := delta.New(context.Background(), delta.Config{URI: root})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 // append path alone: a background compaction holds its output file while
 // it runs (see TestDeltaSinkMemoryFlatCompacting).
 func TestDeltaSinkMemoryFlat(t *testing.T) {
-	s, err := delta.New(context.Background(), t.TempDir(), delta.CheckpointInterval(10), delta.Compaction("off"))
+	s, err := delta.New(context.Background(), delta.Config{URI: t.TempDir(), CheckpointInterval: 10, Compaction: "off"})
 	require.NoError(t, err)
 	heaptest.SinkFlat(t, s, flightsink.Pipeline{ID: "flat"}, 400_000, 2000, 8<<20, nil) // ~2 MiB of jitter: what the writer holds at the sample
 }
@@ -24,8 +24,7 @@ func TestDeltaSinkMemoryFlat(t *testing.T) {
 // With compaction on, the live heap stays flat too: what a compaction
 // holds is bounded by its target file size, not by the table.
 func TestDeltaSinkMemoryFlatCompacting(t *testing.T) {
-	s, err := delta.New(context.Background(), t.TempDir(), delta.CheckpointInterval(10), delta.TargetFileSize(2<<20),
-		delta.CompactMinFiles(10))
+	s, err := delta.New(context.Background(), delta.Config{URI: t.TempDir(), CheckpointInterval: 10, TargetFileSize: 2 << 20, CompactMinFiles: 10})
 	require.NoError(t, err)
 	heaptest.SinkFlat(t, s, flightsink.Pipeline{ID: "flat"}, 200_000, 2000, 24<<20, nil) // a compaction in flight: its output, a row group, the readers and encoders
 }

@@ -22,8 +22,7 @@ import (
 func TestParquetOptionsAndNilDefaults(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := delta.New(ctx, dir, delta.ParquetRowGroupRows(4), delta.ParquetDictionary("never"),
-		delta.Logger(nil), delta.Allocator(nil))
+	s, err := delta.New(ctx, delta.Config{URI: dir}, delta.ParquetRowGroupRows(4), delta.ParquetDictionary("never"), delta.Logger(nil), delta.Allocator(nil))
 	require.NoError(t, err)
 	w, _, err := s.Open(ctx, flightsink.Pipeline{ID: "pq"})
 	require.NoError(t, err)
@@ -52,7 +51,7 @@ func TestParquetOptionsAndNilDefaults(t *testing.T) {
 	}
 
 	for _, o := range []delta.Option{delta.ParquetDictionary("sometimes"), delta.ParquetRowGroupRows(0)} {
-		_, err := delta.New(ctx, dir, o)
+		_, err := delta.New(ctx, delta.Config{URI: dir}, o)
 		require.ErrorIs(t, err, flightline.ErrInvalidInput)
 	}
 }

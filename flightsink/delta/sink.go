@@ -44,7 +44,108 @@ const DefaultCheckpointInterval = 10
 // checkpoint itself holds.
 const CheckpointFilesPerCommit = 1000
 
-// Option configures a Sink.
+// Config is what a delta sink is given in its URL or YAML.
+type Config struct {
+	// URI is the table: a local path, file:///path or s3://bucket/prefix.
+	// A non-empty Pipeline.Target names a table in a sub-directory of it
+	// instead. Required.
+	URI string
+	// Storage holds the object-store options (AWS_* keys, as delta-rs
+	// takes them). Unknown keys are an error.
+	Storage map[string]string
+	// Instance names this sink instance within its pipelines. Instances
+	// of one pipeline with different names do not fence each other: they
+	// write disjoint partitions and each keeps its own checkpoint; Open
+	// and Checkpoint return the per-partition maximum over all instances.
+	// Two writers with the same pipeline and instance fence each other
+	// (the newer Open wins). Default DefaultInstance.
+	Instance string
+	// CheckpointInterval writes a classic Delta checkpoint every n commits
+	// (default DefaultCheckpointInterval, 10; negative: never): at every
+	// version that is a multiple of the effective interval, n while the
+	// table holds fewer than n×CheckpointFilesPerCommit active files, then
+	// n×⌊files/(n×1000)⌋, so that a checkpoint's cost (it rewrites every
+	// file) spread over the commits between checkpoints stays about 1,000
+	// files per commit however large the table grows. Every writer of a
+	// version computes the same interval.
+	CheckpointInterval int
+	// SchemaEvolution allows batches with new nullable columns: the
+	// commit adds them to the table schema (a metaData action). Off by
+	// default: any schema difference is ErrSchemaMismatch.
+	SchemaEvolution bool
+	// TargetFileSize is the size in bytes compaction aims its files at
+	// (default DefaultTargetFileSize, 32 MiB). A file under half of it is
+	// small: compaction rewrites small files into files of at most about
+	// this many bytes. The rewrite holds one input file, one row group (at
+	// most 16 MiB compressed) and, on S3, one upload part in memory; its
+	// output streams to the store.
+	TargetFileSize int64
+	// Compaction is the sink's compaction: "auto" (the default) rewrites
+	// small files in the background once CompactMinFiles of them gather,
+	// in commits of their own that change no data (dataChange false);
+	// "off" never does.
+	Compaction string
+	// CompactMinFiles is how many small files (under half of
+	// TargetFileSize) the table must hold before the sink compacts
+	// (default DefaultCompactMinFiles, 50; at least 2).
+	CompactMinFiles int
+	// Vacuum is the sink's cleanup: "auto" (the default) runs what
+	// (*Sink).Vacuum does in the background, at most once per
+	// VacuumInterval, after a checkpoint; "off" never does.
+	Vacuum string
+}
+
+// apply validates c and sets its values, defaults left for zero fields.
+func (c Config) apply(o *options) error {
+	for k := range c.Storage {
+		if !objstore.IsOption(k) {
+			return fmt.Errorf("%w: unknown storage option %q (known: %s)", flightline.ErrInvalidInput, k, strings.Join(objstore.OptionKeys(), ", "))
+		}
+	}
+	o.storage = c.Storage
+	if c.Instance != "" {
+		o.instance = c.Instance
+	}
+	switch {
+	case c.CheckpointInterval < 0:
+		o.interval = 0
+	case c.CheckpointInterval > 0:
+		o.interval = int64(c.CheckpointInterval)
+	}
+	o.evolve = c.SchemaEvolution
+	switch {
+	case c.TargetFileSize < 0:
+		return fmt.Errorf("%w: target file size %d < 1", flightline.ErrInvalidInput, c.TargetFileSize)
+	case c.TargetFileSize > 0:
+		o.target = c.TargetFileSize
+	}
+	switch c.Compaction {
+	case "", "auto":
+		o.compact = true
+	case "off":
+		o.compact = false
+	default:
+		return fmt.Errorf("%w: compaction %q (want auto or off)", flightline.ErrInvalidInput, c.Compaction)
+	}
+	switch {
+	case c.CompactMinFiles == 0:
+	case c.CompactMinFiles < 2:
+		return fmt.Errorf("%w: compact_min_files %d < 2", flightline.ErrInvalidInput, c.CompactMinFiles)
+	default:
+		o.minFiles = c.CompactMinFiles
+	}
+	switch c.Vacuum {
+	case "", "auto":
+		o.vacuum = true
+	case "off":
+		o.vacuum = false
+	default:
+		return fmt.Errorf("%w: vacuum %q (want auto or off)", flightline.ErrInvalidInput, c.Vacuum)
+	}
+	return nil
+}
+
+// Option configures a Sink beyond its Config.
 type Option func(*options) error
 
 type options struct {
@@ -67,66 +168,13 @@ type options struct {
 	fileRet     time.Duration // 0: the table's delta.deletedFileRetentionDuration
 }
 
-// StorageOptions sets the object-store options (AWS_* keys, as delta-rs
-// takes them). Unknown keys are an error.
-func StorageOptions(o map[string]string) Option {
-	return func(op *options) error {
-		for k := range o {
-			if !objstore.IsOption(k) {
-				return fmt.Errorf("%w: unknown storage option %q (known: %s)", flightline.ErrInvalidInput, k, strings.Join(objstore.OptionKeys(), ", "))
-			}
-		}
-		op.storage = o
-		return nil
-	}
-}
-
 // Credentials sets the S3 credentials provider (for an s3:// table only),
-// used for every request instead of keys in StorageOptions, which must then
+// used for every request instead of keys in Config.Storage, which must then
 // hold none: the provider renews its credentials itself (Unity Catalog's
 // vended credentials, flightsink/databricks).
 func Credentials(p aws.CredentialsProvider) Option {
 	return func(o *options) error { o.creds = p; return nil }
 }
-
-// Instance names this sink instance within its pipelines. Instances of one
-// pipeline with different names do not fence each other: they write
-// disjoint partitions and each keeps its own checkpoint; Open and
-// Checkpoint return the per-partition maximum over all instances. Two
-// writers with the same pipeline and instance fence each other (the newer
-// Open wins). Default DefaultInstance.
-func Instance(name string) Option {
-	return func(o *options) error {
-		if name == "" {
-			return fmt.Errorf("%w: empty instance name", flightline.ErrInvalidInput)
-		}
-		o.instance = name
-		return nil
-	}
-}
-
-// CheckpointInterval writes a classic Delta checkpoint every n commits
-// (default 10; 0 disables): at every version that is a multiple of the
-// effective interval, n while the table holds fewer than
-// n×CheckpointFilesPerCommit active files, then n×⌊files/(n×1000)⌋, so
-// that a checkpoint's cost (it rewrites every file) spread over the
-// commits between checkpoints stays about 1,000 files per commit however
-// large the table grows. Every writer of a version computes the same
-// interval.
-func CheckpointInterval(n int) Option {
-	return func(o *options) error {
-		if n < 0 {
-			return fmt.Errorf("%w: checkpoint interval %d < 0", flightline.ErrInvalidInput, n)
-		}
-		o.interval = int64(n)
-		return nil
-	}
-}
-
-// SchemaEvolution allows batches with new nullable columns: the commit
-// adds them to the table schema (a metaData action). Off by default: any
-// schema difference is ErrSchemaMismatch.
-func SchemaEvolution(on bool) Option { return func(o *options) error { o.evolve = on; return nil } }
 
 // Allocator sets the allocator for Parquet encoding; nil means
 // memory.DefaultAllocator, the default.
@@ -196,25 +244,34 @@ type Sink struct {
 	o    options
 }
 
-// New returns a sink writing the table at uri (a local path, file:///path
-// or s3://bucket/prefix). A non-empty Pipeline.Target names a table in a
-// sub-directory of uri instead. New does not touch the store; errors reaching
-// it surface on Open or Checkpoint.
-func New(ctx context.Context, uri string, opts ...Option) (*Sink, error) {
+// New returns a sink writing the table at cfg.URI. New does not touch the
+// store (it only loads the SDK configuration for an s3:// table, within
+// ctx); errors reaching it surface on Open or Checkpoint. It validates cfg
+// (storage keys, compaction and vacuum modes, sizes). Close releases
+// nothing: each Writer owns its background compaction and cleanup, and
+// its Close stops them.
+func New(ctx context.Context, cfg Config, opts ...Option) (*Sink, error) {
 	o := options{instance: DefaultInstance, interval: DefaultCheckpointInterval, mem: memory.DefaultAllocator,
 		log: slog.Default(), attempts: 100, target: DefaultTargetFileSize, compact: true, minFiles: DefaultCompactMinFiles,
 		vacuum: true, vacuumEvery: DefaultVacuumInterval}
+	if err := cfg.apply(&o); err != nil {
+		return nil, err
+	}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
 		}
 	}
-	root, err := objstore.OpenWithCredentials(ctx, uri, o.storage, o.creds)
+	root, err := objstore.OpenWithCredentials(ctx, cfg.URI, o.storage, o.creds)
 	if err != nil {
 		return nil, err
 	}
 	return &Sink{root: root, o: o}, nil
 }
+
+// Close releases nothing (each Writer stops its own background work on
+// its Close) and returns nil.
+func (s *Sink) Close() error { return nil }
 
 // Guarantee implements flightsink.Guaranteer.
 func (s *Sink) Guarantee() flightsink.Guarantee { return flightsink.ExactlyOnce }

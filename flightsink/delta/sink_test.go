@@ -53,19 +53,25 @@ func readIDs(t *testing.T, uri string, opts objstore.Options) []int64 {
 	return ids
 }
 
-func harness(uri string, opts objstore.Options, sinkOpts ...delta.Option) sinktest.Harness {
+// harness runs the suite on the table at uri, with cfg's other fields
+// (CheckpointInterval 3 unless cfg sets it).
+func harness(uri string, opts objstore.Options, cfg delta.Config) sinktest.Harness {
+	cfg.URI, cfg.Storage = uri, opts
+	if cfg.CheckpointInterval == 0 {
+		cfg.CheckpointInterval = 3
+	}
 	return sinktest.Harness{
 		Guarantee: flightsink.ExactlyOnce,
 		Group:     true,
 		NewSink: func(t *testing.T) flightsink.Sink {
-			o := append([]delta.Option{delta.StorageOptions(opts), delta.CheckpointInterval(3)}, sinkOpts...)
-			s, err := delta.New(context.Background(), uri, o...)
+			s, err := delta.New(context.Background(), cfg)
 			require.NoError(t, err)
 			return s
 		},
 		NewInstance: func(t *testing.T, name string) flightsink.Sink {
-			o := append([]delta.Option{delta.StorageOptions(opts), delta.CheckpointInterval(3), delta.Instance(name)}, sinkOpts...)
-			s, err := delta.New(context.Background(), uri, o...)
+			c := cfg
+			c.Instance = name
+			s, err := delta.New(context.Background(), c)
 			require.NoError(t, err)
 			return s
 		},
@@ -76,13 +82,13 @@ func harness(uri string, opts objstore.Options, sinkOpts ...delta.Option) sinkte
 }
 
 func TestConformanceLocal(t *testing.T) {
-	sinktest.Run(t, harness(t.TempDir(), nil))
+	sinktest.Run(t, harness(t.TempDir(), nil, delta.Config{}))
 }
 
 func TestIntegrationConformanceS3(t *testing.T) {
 	opts := s3test.Options(t)
 	uri := fmt.Sprintf("s3://%s/conformance-%d", s3test.Bucket, time.Now().UnixNano())
-	sinktest.Run(t, harness(uri, opts))
+	sinktest.Run(t, harness(uri, opts, delta.Config{}))
 }
 
 func TestCheckpointsBoundTheLog(t *testing.T) {
@@ -90,7 +96,7 @@ func TestCheckpointsBoundTheLog(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	dir := t.TempDir()
-	s, err := delta.New(ctx, dir, delta.CheckpointInterval(5), delta.Allocator(mem))
+	s, err := delta.New(ctx, delta.Config{URI: dir, CheckpointInterval: 5}, delta.Allocator(mem))
 	require.NoError(t, err)
 	p := flightsink.Pipeline{ID: "cp"}
 	w, cp, err := s.Open(ctx, p)
@@ -130,7 +136,7 @@ func TestMultiInstanceMergesPositions(t *testing.T) {
 	dir := t.TempDir()
 	p := flightsink.Pipeline{ID: "multi"}
 	open := func(inst string) flightsink.Writer {
-		s, err := delta.New(ctx, dir, delta.Instance(inst), delta.Allocator(mem))
+		s, err := delta.New(ctx, delta.Config{URI: dir, Instance: inst}, delta.Allocator(mem))
 		require.NoError(t, err)
 		w, _, err := s.Open(ctx, p)
 		require.NoError(t, err)
@@ -155,7 +161,7 @@ func TestMultiInstanceMergesPositions(t *testing.T) {
 	}
 	// A rebalance: partition 1 moves to instance a, which resumes from the
 	// merged checkpoint.
-	s, err := delta.New(ctx, dir, delta.Instance("a"))
+	s, err := delta.New(ctx, delta.Config{URI: dir, Instance: "a"})
 	require.NoError(t, err)
 	a2, cp, err := s.Open(ctx, p)
 	require.NoError(t, err)

@@ -30,7 +30,7 @@ func TestStagedDataFiles(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	dir := t.TempDir()
 	ctx := context.Background()
-	s, err := delta.New(ctx, dir, delta.Allocator(mem))
+	s, err := delta.New(ctx, delta.Config{URI: dir}, delta.Allocator(mem))
 	require.NoError(t, err)
 	w, _, err := s.Open(ctx, flightsink.Pipeline{ID: "st"})
 	require.NoError(t, err)

@@ -21,9 +21,9 @@ import (
 func TestStaleWriterReopens(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	a, err := New(ctx, dir, Instance("a"), CheckpointInterval(2), Compaction("off"))
+	a, err := New(ctx, Config{URI: dir, Instance: "a", CheckpointInterval: 2, Compaction: "off"})
 	require.NoError(t, err)
-	b, err := New(ctx, dir, Instance("b"), CheckpointInterval(2), Compaction("off"))
+	b, err := New(ctx, Config{URI: dir, Instance: "b", CheckpointInterval: 2, Compaction: "off"})
 	require.NoError(t, err)
 	write := func(w flightsink.Writer, key string, from int64) error {
 		rec := sinktest.Batch(memory.DefaultAllocator, from, from+1)

@@ -12,26 +12,9 @@ import (
 	"github.com/flightline/flightline/internal/objstore"
 )
 
-// DefaultVacuumInterval is how often at most a sink with Vacuum("auto")
+// DefaultVacuumInterval is how often at most a sink with Config.Vacuum "auto"
 // cleans its table up.
 const DefaultVacuumInterval = time.Hour
-
-// Vacuum sets the sink's cleanup: "auto" (the default) runs what
-// (*Sink).Vacuum does in the background, at most once per VacuumInterval,
-// after a checkpoint; "off" never does.
-func Vacuum(mode string) Option {
-	return func(o *options) error {
-		switch mode {
-		case "auto":
-			o.vacuum = true
-		case "off":
-			o.vacuum = false
-		default:
-			return fmt.Errorf("%w: vacuum %q (want auto or off)", flightline.ErrInvalidInput, mode)
-		}
-		return nil
-	}
-}
 
 // VacuumInterval sets how often at most the background cleanup runs
 // (default 1h).

@@ -7,11 +7,12 @@ import (
 	"testing"
 
 	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/flightsink/duckdb"
 	"github.com/flightline/flightline/internal/testkit/doputtest"
 )
 
 // The malformed-DoPut corpus, in-process and over Flight (docs/sinks.md).
 func TestIntegrationMalformedDoPut(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "malformed.duckdb")
-	doputtest.Run(t, func(tb testing.TB) flightsink.Sink { return newSink(tb.(*testing.T), path) })
+	doputtest.Run(t, func(tb testing.TB) flightsink.Sink { return newSink(tb.(*testing.T), duckdb.Config{Path: path}) })
 }

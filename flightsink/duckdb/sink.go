@@ -10,33 +10,30 @@ import (
 	adbcsink "github.com/flightline/flightline/flightsink/adbc"
 )
 
-// Option configures a Sink.
+// Config is what a duckdb sink is given in its URL or YAML.
+type Config struct {
+	// Path is the database file (created if absent), or "md:NAME" for a
+	// MotherDuck database. Required.
+	Path string
+	// Table is the default target table ("table" or "schema.table");
+	// Pipeline.Target overrides it when not empty.
+	Table string
+	// CheckpointTable is the checkpoint table (default
+	// sqlcheckpoint.DefaultTable, "__flightline_checkpoints").
+	CheckpointTable string
+	// Library is the path of libduckdb.so (default: FindLibrary's search).
+	Library string
+	// NoNewColumns refuses a batch with a column the table lacks
+	// (ErrSchemaMismatch) instead of adding it (the default).
+	NoNewColumns bool
+}
+
+// Option configures a Sink beyond its Config.
 type Option func(*options)
 
 type options struct {
-	lib    string
-	sink   []adbcsink.Option
-	noEvol bool
+	sink []adbcsink.Option
 }
-
-// Library sets the path of libduckdb.so (default: FindLibrary's search).
-func Library(path string) Option { return func(o *options) { o.lib = path } }
-
-// Table sets the default target table ("table" or "schema.table");
-// Pipeline.Target overrides it when not empty.
-func Table(name string) Option {
-	return func(o *options) { o.sink = append(o.sink, adbcsink.Table(name)) }
-}
-
-// CheckpointTable sets the checkpoint table (default
-// sqlcheckpoint.DefaultTable, "__flightline_checkpoints").
-func CheckpointTable(name string) Option {
-	return func(o *options) { o.sink = append(o.sink, adbcsink.CheckpointTable(name)) }
-}
-
-// NoNewColumns refuses a batch with a column the table lacks
-// (ErrSchemaMismatch) instead of adding it.
-func NoNewColumns() Option { return func(o *options) { o.noEvol = true } }
 
 // Logger sets the logger; nil means slog.Default().
 func Logger(l *slog.Logger) Option {
@@ -56,21 +53,30 @@ type Sink struct {
 	release func() error
 }
 
-// New opens the database at path (created if absent; "md:NAME" for
-// MotherDuck) and returns a Sink writing to it. It fails with ErrNoLibrary
-// without libduckdb.so, ErrLocked when another process holds the file, and
-// ErrUnauthenticated for an md: path without a token in the environment.
-func New(ctx context.Context, path string, opts ...Option) (*Sink, error) {
+// New opens the database at cfg.Path (created if absent; "md:NAME" for
+// MotherDuck) at construction, shared with the other Sinks of this process
+// on the same file, and returns a Sink writing to it. It fails with
+// ErrNoLibrary without libduckdb.so, ErrLocked when another process holds
+// the file, and ErrUnauthenticated for an md: path without a token in the
+// environment. Close releases the database once no other Sink of this
+// process uses it.
+func New(ctx context.Context, cfg Config, opts ...Option) (*Sink, error) {
 	var o options
+	if cfg.Table != "" {
+		o.sink = append(o.sink, adbcsink.Table(cfg.Table))
+	}
+	if cfg.CheckpointTable != "" {
+		o.sink = append(o.sink, adbcsink.CheckpointTable(cfg.CheckpointTable))
+	}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	sh, release, err := openShared(ctx, path, o.lib)
+	sh, release, err := openShared(ctx, cfg.Path, cfg.Library)
 	if err != nil {
 		return nil, err
 	}
 	sopts := append(o.sink, adbcsink.Serialize(&sh.mu))
-	if !o.noEvol {
+	if !cfg.NoNewColumns {
 		sopts = append(sopts, adbcsink.AddColumns())
 	}
 	s, err := adbcsink.NewOn(sh.db, sopts...)
@@ -81,7 +87,7 @@ func New(ctx context.Context, path string, opts ...Option) (*Sink, error) {
 	return &Sink{Sink: s, release: release}, nil
 }
 
-// Close closes the Sink, and the database once no other Sink of this
+// Close releases the Sink, and the database once no other Sink of this
 // process uses it. Close the Writers first.
 func (s *Sink) Close() error {
 	err := s.Sink.Close()

@@ -26,9 +26,10 @@ import (
 	"github.com/flightline/flightline/internal/testkit/duckdbtest"
 )
 
-func newSink(t *testing.T, path string, opts ...duckdb.Option) *duckdb.Sink {
+func newSink(t *testing.T, cfg duckdb.Config, opts ...duckdb.Option) *duckdb.Sink {
 	t.Helper()
-	s, err := duckdb.New(context.Background(), path, append([]duckdb.Option{duckdb.Library(duckdbtest.Lib(t))}, opts...)...)
+	cfg.Library = duckdbtest.Lib(t)
+	s, err := duckdb.New(context.Background(), cfg, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	return s
@@ -67,7 +68,7 @@ func ids(t *testing.T, path, table string) []int64 {
 func TestIntegrationConformance(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conf.duckdb")
 	sinktest.Run(t, sinktest.Harness{
-		NewSink:   func(t *testing.T) flightsink.Sink { return newSink(t, path) },
+		NewSink:   func(t *testing.T) flightsink.Sink { return newSink(t, duckdb.Config{Path: path}) },
 		IDs:       func(t *testing.T, p flightsink.Pipeline) []int64 { return ids(t, path, p.Target) },
 		Guarantee: flightsink.ExactlyOnce,
 	})
@@ -93,7 +94,7 @@ func TestIntegrationSecondProcessRefused(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "ready\n", line)
 
-	_, err = duckdb.New(context.Background(), path, duckdb.Library(lib))
+	_, err = duckdb.New(context.Background(), duckdb.Config{Path: path, Library: lib})
 	require.Error(t, err)
 	require.ErrorIs(t, err, duckdb.ErrLocked)
 	require.ErrorIs(t, err, flightline.ErrFailedPrecondition)
@@ -103,7 +104,7 @@ func TestIntegrationSecondProcessRefused(t *testing.T) {
 	// Once that process ends, the file opens.
 	require.NoError(t, stdin.Close())
 	require.NoError(t, cmd.Wait())
-	newSink(t, path)
+	newSink(t, duckdb.Config{Path: path})
 }
 
 func TestIntegrationNewColumnsAdded(t *testing.T) {
@@ -111,7 +112,7 @@ func TestIntegrationNewColumnsAdded(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	ctx := context.Background()
-	s := newSink(t, path, duckdb.Table("evolve"))
+	s := newSink(t, duckdb.Config{Path: path, Table: "evolve"})
 	p := flightsink.Pipeline{ID: "evolve"}
 	w, _, err := s.Open(ctx, p)
 	require.NoError(t, err)
@@ -157,7 +158,7 @@ func TestIntegrationNewColumnsAdded(t *testing.T) {
 func TestMotherDuckNeedsToken(t *testing.T) {
 	t.Setenv(duckdb.TokenEnv, "")
 	t.Setenv("MOTHERDUCK_TOKEN", "")
-	_, err := duckdb.New(context.Background(), "md:analytics")
+	_, err := duckdb.New(context.Background(), duckdb.Config{Path: "md:analytics"})
 	require.ErrorIs(t, err, flightline.ErrUnauthenticated)
 	require.Contains(t, err.Error(), duckdb.TokenEnv)
 }
@@ -165,7 +166,7 @@ func TestMotherDuckNeedsToken(t *testing.T) {
 func TestNoLibrary(t *testing.T) {
 	t.Setenv(duckdb.LibraryEnv, "")
 	t.Setenv("FLIGHTLINE_CACHE", t.TempDir())
-	_, err := duckdb.New(context.Background(), filepath.Join(t.TempDir(), "x.duckdb"))
+	_, err := duckdb.New(context.Background(), duckdb.Config{Path: filepath.Join(t.TempDir(), "x.duckdb")})
 	require.ErrorIs(t, err, duckdb.ErrNoLibrary)
 	require.Contains(t, err.Error(), duckdb.LibraryEnv)
 	require.False(t, errors.Is(err, flightline.ErrInvalidInput))
@@ -179,7 +180,7 @@ func TestIntegrationUnmappableTypeRefused(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	path := filepath.Join(t.TempDir(), "types.duckdb")
-	s := newSink(t, path)
+	s := newSink(t, duckdb.Config{Path: path})
 	write := func(f arrow.Field, fill func(array.Builder)) error {
 		sc := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, f}, nil)
 		b := array.NewRecordBuilder(mem, sc)

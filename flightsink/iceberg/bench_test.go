@@ -46,7 +46,7 @@ func BenchmarkIcebergVsPyiceberg(b *testing.B) {
 	}
 	b.Run("flightline", func(b *testing.B) {
 		ctx := context.Background()
-		s, err := icesink.New(ctx, b.TempDir(), icesink.Allocator(mem))
+		s, err := icesink.New(ctx, icesink.Config{Warehouse: b.TempDir()}, icesink.Allocator(mem))
 		if err != nil {
 			b.Fatal(err)
 		}

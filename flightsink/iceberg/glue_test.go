@@ -30,9 +30,9 @@ import (
 // names shorter than three characters).
 const glueBucket = "flightline-iceberg-glue"
 
-// glueOpts are the options of a sink whose catalog is moto's Glue and
-// whose warehouse is on moto's S3 (bucket created), and the warehouse.
-func glueOpts(t *testing.T) (string, []icesink.Option) {
+// glueConfig is the Config of a sink whose catalog is moto's Glue and
+// whose warehouse is on moto's S3 (bucket created).
+func glueConfig(t *testing.T) icesink.Config {
 	t.Helper()
 	endpoint := servicetest.Need(t, "FLIGHTLINE_MOTO_ENDPOINT", "moto (fake AWS S3 and Glue)")
 	so := objstore.Options{objstore.EndpointURL: endpoint, objstore.AccessKeyID: "testing", objstore.SecretAccessKey: "testing",
@@ -41,10 +41,10 @@ func glueOpts(t *testing.T) (string, []icesink.Option) {
 	require.NoError(t, err)
 	_, _ = st.Client().CreateBucket(context.Background(), &awss3.CreateBucketInput{Bucket: aws.String(glueBucket)})
 	wh := fmt.Sprintf("s3://%s/wh-%d", glueBucket, time.Now().UnixNano())
-	return wh, []icesink.Option{
-		icesink.Glue(map[string]string{"glue.region": "us-east-1", "glue.endpoint": endpoint,
-			"glue.access-key-id": "testing", "glue.secret-access-key": "testing"}),
-		icesink.Properties(s3Props(so)),
+	return icesink.Config{Warehouse: wh, Catalog: "glue",
+		Glue: map[string]string{"glue.region": "us-east-1", "glue.endpoint": endpoint,
+			"glue.access-key-id": "testing", "glue.secret-access-key": "testing"},
+		Properties: s3Props(so),
 	}
 }
 
@@ -55,8 +55,9 @@ func TestIntegrationConformanceGlue(t *testing.T) {
 	if os.Getenv("FLIGHTLINE_CHAOS") != "1" && os.Getenv("FLIGHTLINE_ICEBERG_GLUE_SUITE") != "1" {
 		t.Skip("the full suite on the Glue catalog runs with FLIGHTLINE_CHAOS=1 or FLIGHTLINE_ICEBERG_GLUE_SUITE=1")
 	}
-	wh, opts := glueOpts(t)
-	h := harness(wh, append(opts, icesink.Table(fmt.Sprintf("glue%d.events", rand.IntN(1e6))))...)
+	cfg := glueConfig(t)
+	cfg.Table = fmt.Sprintf("glue%d.events", rand.IntN(1e6))
+	h := harness(cfg)
 	// Run on moto, ConcurrentPipelines loses commits: two writers that
 	// load the same head both pass iceberg-go's check and both
 	// UpdateTable calls succeed, the second overwriting the first.
@@ -71,26 +72,26 @@ func TestIntegrationConformanceGlue(t *testing.T) {
 // has changed"); Glue's own VersionId check is not exercised: moto ignores
 // VersionId.
 func TestIntegrationGlueCatalog(t *testing.T) {
-	wh, opts := glueOpts(t)
+	cfg := glueConfig(t)
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	ns := fmt.Sprintf("glue%d", rand.IntN(1e6))
-	opts = append(opts, icesink.Table(ns+".orders"), icesink.Allocator(mem))
+	cfg.Table = ns + ".orders"
 	p := flightsink.Pipeline{ID: "orders"}
 	write := func(w flightsink.Writer, from, to int64) error {
 		rec := sinktest.Batch(mem, from, to)
 		defer rec.Release()
 		return w.WriteBatch(ctx, rec, sinktest.CP(to))
 	}
-	s := newSink(t, wh, opts...)
+	s := newSink(t, cfg, icesink.Allocator(mem))
 	old, cp, err := s.Open(ctx, p)
 	require.NoError(t, err)
 	require.Nil(t, cp)
 	require.NoError(t, write(old, 0, 10))
 	require.NoError(t, write(old, 10, 20))
 	require.NoError(t, write(old, 10, 20), "a replay")
-	s2 := newSink(t, wh, opts...)
+	s2 := newSink(t, cfg, icesink.Allocator(mem))
 	w, cp, err := s2.Open(ctx, p)
 	require.NoError(t, err)
 	require.Equal(t, sinktest.CP(20), cp)
@@ -134,11 +135,11 @@ func TestIntegrationGlueCatalog(t *testing.T) {
 
 func TestGlueOptionsChecked(t *testing.T) {
 	ctx := context.Background()
-	_, err := icesink.New(ctx, "s3://b/wh", icesink.Glue(map[string]string{"glue.colour": "blue"}))
+	_, err := icesink.New(ctx, icesink.Config{Warehouse: "s3://b/wh", Catalog: "glue", Glue: map[string]string{"glue.colour": "blue"}})
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
 	require.ErrorContains(t, err, `unknown Glue property "glue.colour"`)
-	_, err = icesink.New(ctx, t.TempDir(), icesink.Glue(nil))
+	_, err = icesink.New(ctx, icesink.Config{Warehouse: t.TempDir(), Catalog: "glue"})
 	require.ErrorContains(t, err, "needs an s3:// warehouse")
-	_, err = icesink.New(ctx, "s3://b/wh", icesink.Glue(map[string]string{"glue.access-key-id": "k"}))
+	_, err = icesink.New(ctx, icesink.Config{Warehouse: "s3://b/wh", Catalog: "glue", Glue: map[string]string{"glue.access-key-id": "k"}})
 	require.ErrorContains(t, err, "give both")
 }

@@ -49,7 +49,7 @@ func TestKafkaSchemaStored(t *testing.T) {
 	b.Release()
 	defer rec.Release()
 
-	s := newSink(t, t.TempDir(), icesink.Allocator(mem))
+	s := newSink(t, icesink.Config{Warehouse: t.TempDir()}, icesink.Allocator(mem))
 	w, _, err := s.Open(ctx, flightsink.Pipeline{ID: "k"})
 	require.NoError(t, err)
 	require.NoError(t, w.WriteBatch(ctx, rec, sinktest.CP(5)))

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/flightline/flightline/flightsink"
+	icesink "github.com/flightline/flightline/flightsink/iceberg"
 	"github.com/flightline/flightline/internal/testkit/doputtest"
 )
 
@@ -11,5 +12,5 @@ import (
 // on a local warehouse. Iceberg has no dictionary type: that stream is refused.
 func TestMalformedDoPut(t *testing.T) {
 	wh := t.TempDir()
-	doputtest.Run(t, func(tb testing.TB) flightsink.Sink { return newSink(tb.(*testing.T), wh) }, "dictionaries")
+	doputtest.Run(t, func(tb testing.TB) flightsink.Sink { return newSink(tb.(*testing.T), icesink.Config{Warehouse: wh}) }, "dictionaries")
 }

@@ -89,8 +89,8 @@ func TestIntegrationPyicebergReadsExactlyOnce(t *testing.T) {
 	wh := filepath.Join(dir, "wh")
 	db := filepath.Join(dir, "catalog.db")
 	// Partitioned, so the reader also resolves day and bucket partitions.
-	opts := []icesink.Option{icesink.SQLite(db), icesink.Table("lake.orders"), icesink.Allocator(mem), icesink.Partition("day(ts), bucket(4, id)")}
-	s := newSink(t, wh, opts...)
+	cfg := icesink.Config{Warehouse: wh, SQLite: db, Table: "lake.orders", Partition: "day(ts), bucket(4, id)"}
+	s := newSink(t, cfg, icesink.Allocator(mem))
 	cp := func(k string, n int64) []byte { return checkpoint.Positions{k: n}.Encode() }
 	write := func(w flightsink.Writer, k string, from, to int64) error {
 		rec := richBatch(mem, span(from, to))
@@ -112,12 +112,12 @@ func TestIntegrationPyicebergReadsExactlyOnce(t *testing.T) {
 	g2.Release()
 	want = append(want, span(500, 600)...)
 
-	b, _, err := newSink(t, wh, opts...).Open(ctx, flightsink.Pipeline{ID: "b"})
+	b, _, err := newSink(t, cfg, icesink.Allocator(mem)).Open(ctx, flightsink.Pipeline{ID: "b"})
 	require.NoError(t, err)
 	require.NoError(t, write(b, "b/0", 10_000, 10_250))
 	want = append(want, span(10_000, 10_250)...)
 
-	a2, got, err := newSink(t, wh, opts...).Open(ctx, flightsink.Pipeline{ID: "a"})
+	a2, got, err := newSink(t, cfg, icesink.Allocator(mem)).Open(ctx, flightsink.Pipeline{ID: "a"})
 	require.NoError(t, err)
 	require.Equal(t, string(cp("a/0", 600)), string(got))
 	require.ErrorIs(t, write(a, "a/0", 600, 700), flightline.ErrFenced, "the zombie is fenced")

@@ -48,10 +48,10 @@ type restConf struct {
 	extra []restcat.Option // for tests: a transport
 }
 
-// REST lists the sink's tables in the Iceberg REST catalog at uri
+// setREST lists the sink's tables in the Iceberg REST catalog at uri
 // (http(s)://HOST[:PORT][/PATH], the path before /v1) instead of the SQL
 // catalog, with iceberg-go's catalog/rest; props are its properties
-// (RESTKeys). New's warehouse, when not empty, is sent as the catalog's
+// (RESTKeys). Config.Warehouse, when not empty, is sent as the catalog's
 // "warehouse" property: what the server takes it to be (a location, or
 // a catalog or warehouse name) is the server's business, and the server
 // places new tables. The file-IO properties (Properties) are passed on
@@ -62,7 +62,7 @@ type restConf struct {
 // assert-ref-snapshot-id on the main branch; the server refuses it (409)
 // when the branch moved, and the writer then reloads and decides, as on
 // the SQL catalog (see the package doc).
-func REST(uri string, props map[string]string) Option {
+func setREST(uri string, props map[string]string) Option {
 	return func(o *options) error {
 		u, err := url.Parse(uri)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -42,7 +42,7 @@ func restNamespace() string { return fmt.Sprintf("rest%d", rand.IntN(1e9)) }
 
 func TestIntegrationRESTConformance(t *testing.T) {
 	uri := restURI(t)
-	sinktest.Run(t, harness("", icesink.REST(uri, nil), icesink.Table(restNamespace()+".events")))
+	sinktest.Run(t, harness(icesink.Config{Catalog: "rest", URI: uri, Table: restNamespace() + ".events"}))
 }
 
 // commitRecorder keeps the bodies of the REST catalog's table-update
@@ -111,14 +111,15 @@ func TestIntegrationRESTCatalog(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	ns := restNamespace()
 	rec := &commitRecorder{}
-	opts := []icesink.Option{icesink.REST(uri, nil), icesink.RESTTransport(rec), icesink.Table(ns + ".orders"), icesink.Allocator(mem)}
+	cfg := icesink.Config{Catalog: "rest", URI: uri, Table: ns + ".orders"}
+	opts := []icesink.Option{icesink.RESTTransport(rec), icesink.Allocator(mem)}
 	p := flightsink.Pipeline{ID: "orders"}
 	write := func(w flightsink.Writer, from, to int64) error {
 		b := sinktest.Batch(mem, from, to)
 		defer b.Release()
 		return w.WriteBatch(ctx, b, sinktest.CP(to))
 	}
-	s := newSink(t, "", opts...)
+	s := newSink(t, cfg, opts...)
 	old, cp, err := s.Open(ctx, p)
 	require.NoError(t, err)
 	require.Nil(t, cp)
@@ -142,7 +143,7 @@ func TestIntegrationRESTCatalog(t *testing.T) {
 
 	require.NoError(t, write(old, 10, 20))
 	require.NoError(t, write(old, 10, 20), "a replay")
-	s2 := newSink(t, "", opts...)
+	s2 := newSink(t, cfg, opts...)
 	w, cp, err := s2.Open(ctx, p)
 	require.NoError(t, err)
 	require.Equal(t, sinktest.CP(20), cp)
@@ -203,8 +204,8 @@ func TestIntegrationRESTCredential(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	rec := &commitRecorder{}
-	s := newSink(t, "", icesink.REST(uri, map[string]string{"credential": "flightline:s3cr3t"}), icesink.RESTTransport(rec),
-		icesink.Table(restNamespace()+".events"), icesink.Allocator(mem))
+	s := newSink(t, icesink.Config{Catalog: "rest", URI: uri, REST: map[string]string{"credential": "flightline:s3cr3t"}, Table: restNamespace() + ".events"},
+		icesink.RESTTransport(rec), icesink.Allocator(mem))
 	w, _, err := s.Open(ctx, flightsink.Pipeline{ID: "p"})
 	require.NoError(t, err)
 	b := sinktest.Batch(mem, 0, 5)
@@ -217,7 +218,7 @@ func TestIntegrationRESTCredential(t *testing.T) {
 		"every catalog request carries the token the server issued for the credential")
 }
 
-func TestRESTOptionsChecked(t *testing.T) {
+func TestRESTConfigChecked(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
 		uri   string
@@ -229,13 +230,13 @@ func TestRESTOptionsChecked(t *testing.T) {
 		{"http://127.0.0.1:1", map[string]string{"colour": "blue"}, `unknown REST catalog property "colour"`},
 		{"http://127.0.0.1:1", map[string]string{"rest.sigv4-enabled": "maybe"}, "want true or false"},
 	} {
-		_, err := icesink.New(ctx, "", icesink.REST(c.uri, c.props))
+		_, err := icesink.New(ctx, icesink.Config{Catalog: "rest", URI: c.uri, REST: c.props})
 		require.ErrorIs(t, err, flightline.ErrInvalidInput, c.uri)
 		require.ErrorContains(t, err, c.want, c.uri)
 	}
-	_, err := icesink.New(ctx, "", icesink.REST("http://127.0.0.1:1", nil), icesink.SQLite("/x.db"))
+	_, err := icesink.New(ctx, icesink.Config{Catalog: "rest", URI: "http://127.0.0.1:1", SQLite: "/x.db"})
 	require.ErrorContains(t, err, "neither the Glue catalog nor a SQLite path")
 	// Nothing listens on port 1: New asks the server for its config.
-	_, err = icesink.New(ctx, "", icesink.REST("http://127.0.0.1:1", nil))
+	_, err = icesink.New(ctx, icesink.Config{Catalog: "rest", URI: "http://127.0.0.1:1"})
 	require.ErrorIs(t, err, flightline.ErrUnavailable)
 }

@@ -92,7 +92,119 @@ const (
 	DefaultTable     = "events"
 )
 
-// Option configures a Sink.
+// Config is what an iceberg sink is given in its URL or YAML.
+type Config struct {
+	// Warehouse is where the tables go: a local path, file:///path or
+	// s3://bucket/prefix. Required unless the Catalog option gives a
+	// catalog; for the rest catalog, optional: sent as the catalog's
+	// warehouse property (the server places tables).
+	Warehouse string
+	// Table names the default table, "namespace.table" (the namespace may
+	// have several dotted levels). A non-empty Pipeline.Target names a
+	// table in the same namespace instead. Default "flightline.events".
+	Table string
+	// Catalog is the catalog the tables are listed in: "sql" (the
+	// default: the SQL catalog on SQLite), "glue" (the AWS Glue Data
+	// Catalog, with the Glue properties) or "rest" (an Iceberg REST
+	// catalog at URI, with the REST properties).
+	Catalog string
+	// SQLite is the SQLite database file of the SQL catalog (default
+	// catalog.db in a local warehouse; required for an s3:// warehouse).
+	// It is created when missing. Several processes may share it.
+	SQLite string
+	// CatalogName is the catalog name rows are kept under in the SQL
+	// catalog's tables (pyiceberg's SqlCatalog name); default
+	// "flightline".
+	CatalogName string
+	// Properties are catalog and file-IO properties as iceberg-go takes
+	// them (s3.endpoint, s3.region, s3.access-key-id,
+	// s3.secret-access-key, ...).
+	Properties map[string]string
+	// Glue are the Glue catalog's properties (GlueKeys: glue.region,
+	// glue.endpoint, glue.id, glue.access-key-id, glue.secret-access-key,
+	// glue.session-token; credentials default to the SDK's chain), for
+	// Catalog "glue" only. A namespace is a Glue database (created if
+	// missing), and new tables' files go under the warehouse.
+	//
+	// A commit is refused by iceberg-go itself when the table's main
+	// branch moved since the writer loaded it ("branch main has
+	// changed"), and by Glue when the table's VersionId did (UpdateTable
+	// with the VersionId the table was loaded with: optimistic locking);
+	// the writer then reloads and decides, as on the SQL catalog (see the
+	// package doc).
+	Glue map[string]string
+	// URI is the REST catalog's endpoint, http(s)://HOST[:PORT][/PATH]
+	// (the path before /v1), for Catalog "rest": required there.
+	URI string
+	// REST are the REST catalog's properties (RESTKeys: credential,
+	// token, scope, prefix, …), for Catalog "rest" only. A commit is the
+	// REST UpdateTable request with the requirement assert-ref-snapshot-id
+	// on the main branch; the server refuses it (409) when the branch
+	// moved, and the writer then reloads and decides, as on the SQL
+	// catalog (see the package doc).
+	REST map[string]string
+	// SchemaEvolution allows batches with new nullable columns (added to
+	// the table in the commit of the batch) and batches without some
+	// optional columns. Off by default: any schema difference is
+	// ErrSchemaMismatch.
+	SchemaEvolution bool
+	// Partition is the partition spec of the tables the sink creates:
+	// comma-separated fields, each COLUMN (identity), identity(COLUMN),
+	// year|month|day|hour(COLUMN), bucket(N, COLUMN) or truncate(W,
+	// COLUMN), e.g. "day(ts), bucket(16, id)". It is applied with the
+	// first batch's columns (a table is created before its columns are
+	// known); a column it names must be in that batch, else the batch is
+	// ErrInvalidInput. An existing table keeps its spec. Default none.
+	Partition string
+	// ExpireSnapshotsOlderThan makes each writer expire the table's
+	// snapshots older than it (keeping the current one), at most every
+	// ten minutes, after a commit of its own, so that the table's metadata
+	// does not grow by a snapshot per commit for ever; 0 (the default)
+	// never expires. The expiry runs only while the current snapshot is
+	// the writer's own, which carries every pipeline's state, so no state
+	// is expired with its snapshot. Files only expired snapshots
+	// referenced (their manifest lists and manifests) are deleted. An
+	// expiry that fails is logged; the commit before it stands.
+	ExpireSnapshotsOlderThan time.Duration
+}
+
+// apply validates c and sets its values, defaults left for zero fields.
+func (c Config) apply(o *options) error {
+	set := []func(*options) error{setProperties(c.Properties), setSchemaEvolution(c.SchemaEvolution),
+		setPartition(c.Partition), setExpire(c.ExpireSnapshotsOlderThan)}
+	if c.Table != "" {
+		set = append(set, setTable(c.Table))
+	}
+	if c.SQLite != "" {
+		set = append(set, setSQLite(c.SQLite))
+	}
+	if c.CatalogName != "" {
+		set = append(set, setCatalogName(c.CatalogName))
+	}
+	switch c.Catalog {
+	case "", "sql":
+		if len(c.Glue) > 0 {
+			return fmt.Errorf("%w: iceberg sink: the glue.* properties are for the glue catalog", flightline.ErrInvalidInput)
+		}
+	case "glue":
+		set = append(set, setGlue(c.Glue))
+	case "rest":
+		set = append(set, setREST(c.URI, c.REST))
+	default:
+		return fmt.Errorf("%w: iceberg sink: catalog %q: want sql, glue or rest", flightline.ErrInvalidInput, c.Catalog)
+	}
+	if c.Catalog != "rest" && (c.URI != "" || len(c.REST) > 0) {
+		return fmt.Errorf("%w: iceberg sink: URI and the REST properties are for the rest catalog", flightline.ErrInvalidInput)
+	}
+	for _, f := range set {
+		if err := f(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Option configures a Sink beyond its Config.
 type Option func(*options) error
 
 type options struct {
@@ -121,7 +233,7 @@ type options struct {
 var GlueKeys = []string{gluecat.Region, gluecat.Endpoint, gluecat.CatalogIdKey, gluecat.AccessKeyID,
 	gluecat.SecretAccessKey, gluecat.SessionToken}
 
-// Glue lists the sink's tables in the AWS Glue Data Catalog (iceberg-go's
+// setGlue lists the sink's tables in the AWS Glue Data Catalog (iceberg-go's
 // catalog/glue) instead of the SQL catalog: a namespace is a Glue
 // database (created if missing), and new tables' files go under the
 // warehouse. props are the catalog's properties (GlueKeys: glue.region,
@@ -134,7 +246,7 @@ var GlueKeys = []string{gluecat.Region, gluecat.Endpoint, gluecat.CatalogIdKey, 
 // Glue when the table's VersionId did (UpdateTable with the VersionId
 // the table was loaded with: optimistic locking); the writer then
 // reloads and decides, as on the SQL catalog (see the package doc).
-func Glue(props map[string]string) Option {
+func setGlue(props map[string]string) Option {
 	return func(o *options) error {
 		for k := range props {
 			if !slices.Contains(GlueKeys, k) {
@@ -189,10 +301,10 @@ func Catalog(c catalog.Catalog) Option {
 	return func(o *options) error { o.cat = c; return nil }
 }
 
-// SQLite sets the SQLite database file of the SQL catalog (default
+// setSQLite sets the SQLite database file of the SQL catalog (default
 // catalog.db in a local warehouse; required for an s3:// warehouse). It
 // is created when missing. Several processes may share it.
-func SQLite(path string) Option {
+func setSQLite(path string) Option {
 	return func(o *options) error {
 		if path == "" {
 			return fmt.Errorf("%w: empty SQLite catalog path", flightline.ErrInvalidInput)
@@ -202,9 +314,9 @@ func SQLite(path string) Option {
 	}
 }
 
-// CatalogName sets the catalog name rows are kept under in the SQL
+// setCatalogName sets the catalog name rows are kept under in the SQL
 // catalog's tables (pyiceberg's SqlCatalog name); default "flightline".
-func CatalogName(name string) Option {
+func setCatalogName(name string) Option {
 	return func(o *options) error {
 		if name == "" {
 			return fmt.Errorf("%w: empty catalog name", flightline.ErrInvalidInput)
@@ -214,9 +326,9 @@ func CatalogName(name string) Option {
 	}
 }
 
-// Properties sets catalog and file-IO properties as iceberg-go takes them
+// setProperties sets catalog and file-IO properties as iceberg-go takes them
 // (s3.endpoint, s3.region, s3.access-key-id, s3.secret-access-key, ...).
-func Properties(p map[string]string) Option {
+func setProperties(p map[string]string) Option {
 	return func(o *options) error {
 		for k, v := range p {
 			o.props[k] = v
@@ -225,10 +337,10 @@ func Properties(p map[string]string) Option {
 	}
 }
 
-// Table names the default table, "namespace.table" (the namespace may
+// setTable names the default table, "namespace.table" (the namespace may
 // have several dotted levels). A non-empty Pipeline.Target names a table
 // in the same namespace instead. Default "flightline.events".
-func Table(ident string) Option {
+func setTable(ident string) Option {
 	return func(o *options) error {
 		parts := strings.Split(ident, ".")
 		if len(parts) < 2 || slicesHasEmpty(parts) {
@@ -248,10 +360,10 @@ func slicesHasEmpty(s []string) bool {
 	return false
 }
 
-// SchemaEvolution allows batches with new nullable columns (added to the
+// setSchemaEvolution allows batches with new nullable columns (added to the
 // table in the commit of the batch) and batches without some optional
 // columns. Off by default: any schema difference is ErrSchemaMismatch.
-func SchemaEvolution(on bool) Option { return func(o *options) error { o.evolve = on; return nil } }
+func setSchemaEvolution(on bool) Option { return func(o *options) error { o.evolve = on; return nil } }
 
 // Allocator sets the allocator for the batches the sink builds; nil means
 // memory.DefaultAllocator.
@@ -289,14 +401,14 @@ func MaxCommitAttempts(n int) Option {
 	}
 }
 
-// Partition sets the partition spec of the tables the sink creates:
+// setPartition sets the partition spec of the tables the sink creates:
 // comma-separated fields, each COLUMN (identity), identity(COLUMN),
 // year|month|day|hour(COLUMN), bucket(N, COLUMN) or truncate(W, COLUMN),
 // e.g. "day(ts), bucket(16, id)". It is applied with the first batch's
 // columns (a table is created before its columns are known); a column it
 // names must be in that batch, else the batch is ErrInvalidInput. An
 // existing table keeps its spec.
-func Partition(spec string) Option {
+func setPartition(spec string) Option {
 	return func(o *options) error {
 		if spec == "" {
 			o.part = nil
@@ -311,7 +423,7 @@ func Partition(spec string) Option {
 	}
 }
 
-// ExpireSnapshotsOlderThan makes each writer expire the table's snapshots
+// setExpire makes each writer expire the table's snapshots
 // older than d (keeping the current one), at most every ten minutes, after
 // a commit of its own, so that the table's metadata does not grow by a
 // snapshot per commit for ever; 0 (the default) never expires. The
@@ -320,7 +432,7 @@ func Partition(spec string) Option {
 // snapshot. Files only expired snapshots referenced (their manifest
 // lists and manifests) are deleted. An expiry that fails is logged; the
 // commit before it stands.
-func ExpireSnapshotsOlderThan(d time.Duration) Option {
+func setExpire(d time.Duration) Option {
 	return func(o *options) error {
 		if d < 0 {
 			return fmt.Errorf("%w: expire_snapshots_older_than %v < 0", flightline.ErrInvalidInput, d)
@@ -340,14 +452,22 @@ type Sink struct {
 	where string
 }
 
-// New returns a sink writing tables under warehouse (a local path,
-// file:///path or s3://bucket/prefix), listed in the SQL catalog on
-// SQLite (SQLite) unless Glue, REST or Catalog gives another (for REST
-// the warehouse is optional: the server places tables). It creates the
-// SQLite catalog's tables when missing; it touches no Iceberg table.
-func New(ctx context.Context, warehouse string, opts ...Option) (*Sink, error) {
+// New returns a sink writing tables under cfg.Warehouse, listed in the SQL
+// catalog on SQLite (Config.SQLite), in Glue (Config.Catalog "glue") or in
+// a REST catalog (Config.Catalog "rest", where the warehouse is optional:
+// the server places tables) unless the Catalog option gives another. It
+// connects at construction: it opens the SQL catalog's database, creating
+// its tables when missing, loads the AWS configuration of Glue, or asks
+// the REST catalog for its configuration; it touches no Iceberg table. It
+// validates cfg (table name, partition spec, catalog and its properties).
+// Close releases what New opened.
+func New(ctx context.Context, cfg Config, opts ...Option) (*Sink, error) {
+	warehouse := cfg.Warehouse
 	o := options{catName: "flightline", props: map[string]string{}, ns: []string{DefaultNamespace}, table: DefaultTable,
 		mem: memory.DefaultAllocator, log: slog.Default(), attempts: 100, expireEvery: 10 * time.Minute}
+	if err := cfg.apply(&o); err != nil {
+		return nil, err
+	}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -434,8 +554,9 @@ func warehouseURL(w string) (string, bool, error) {
 	return "file://" + abs, true, nil
 }
 
-// Close closes the SQL catalog's database, or the REST catalog's
-// connections, when New opened them.
+// Close releases the SQL catalog's database, or the REST catalog's
+// connections, when New opened them (a catalog given by the Catalog option
+// is its caller's) and returns its error.
 func (s *Sink) Close() error {
 	if s.owned != nil {
 		return s.owned.Close()

@@ -54,28 +54,28 @@ func readIDs(t *testing.T, s *icesink.Sink, cat catalog.Catalog, p flightsink.Pi
 	return ids
 }
 
-func newSink(t *testing.T, wh string, opts ...icesink.Option) *icesink.Sink {
+func newSink(t *testing.T, cfg icesink.Config, opts ...icesink.Option) *icesink.Sink {
 	t.Helper()
-	s, err := icesink.New(context.Background(), wh, opts...)
+	s, err := icesink.New(context.Background(), cfg, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	return s
 }
 
-func harness(wh string, opts ...icesink.Option) sinktest.Harness {
+func harness(cfg icesink.Config, opts ...icesink.Option) sinktest.Harness {
 	return sinktest.Harness{
 		Guarantee: flightsink.ExactlyOnce,
 		Group:     true,
-		NewSink:   func(t *testing.T) flightsink.Sink { return newSink(t, wh, opts...) },
+		NewSink:   func(t *testing.T) flightsink.Sink { return newSink(t, cfg, opts...) },
 		IDs: func(t *testing.T, p flightsink.Pipeline) []int64 {
-			s := newSink(t, wh, opts...)
+			s := newSink(t, cfg, opts...)
 			return readIDs(t, s, s.CatalogForTest(), p)
 		},
 	}
 }
 
 func TestConformanceLocal(t *testing.T) {
-	sinktest.Run(t, harness(t.TempDir()))
+	sinktest.Run(t, harness(icesink.Config{Warehouse: t.TempDir()}))
 }
 
 func s3Props(opts objstore.Options) map[string]string {
@@ -97,7 +97,7 @@ func TestIntegrationConformanceS3(t *testing.T) {
 	}
 	opts := s3test.Options(t)
 	wh := fmt.Sprintf("s3://%s/iceberg-%d", s3test.Bucket, time.Now().UnixNano())
-	sinktest.Run(t, harness(wh, icesink.SQLite(filepath.Join(t.TempDir(), "catalog.db")), icesink.Properties(s3Props(opts))))
+	sinktest.Run(t, harness(icesink.Config{Warehouse: wh, SQLite: filepath.Join(t.TempDir(), "catalog.db"), Properties: s3Props(opts)}))
 }
 
 // An S3 warehouse: data and metadata files on the S3 server of the tests,
@@ -108,20 +108,20 @@ func TestIntegrationS3Warehouse(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	wh := fmt.Sprintf("s3://%s/iceberg-%d", s3test.Bucket, time.Now().UnixNano())
-	sopts := []icesink.Option{icesink.SQLite(filepath.Join(t.TempDir(), "catalog.db")), icesink.Properties(s3Props(opts)), icesink.Allocator(mem)}
+	scfg := icesink.Config{Warehouse: wh, SQLite: filepath.Join(t.TempDir(), "catalog.db"), Properties: s3Props(opts)}
 	p := flightsink.Pipeline{ID: "s3"}
 	write := func(w flightsink.Writer, from, to int64) error {
 		rec := sinktest.Batch(mem, from, to)
 		defer rec.Release()
 		return w.WriteBatch(ctx, rec, sinktest.CP(to))
 	}
-	s := newSink(t, wh, sopts...)
+	s := newSink(t, scfg, icesink.Allocator(mem))
 	old, _, err := s.Open(ctx, p)
 	require.NoError(t, err)
 	require.NoError(t, write(old, 0, 10))
 	require.NoError(t, write(old, 10, 20))
 	require.NoError(t, write(old, 10, 20)) // replay
-	w, cp, err := newSink(t, wh, sopts...).Open(ctx, p)
+	w, cp, err := newSink(t, scfg, icesink.Allocator(mem)).Open(ctx, p)
 	require.NoError(t, err)
 	require.Equal(t, string(sinktest.CP(20)), string(cp))
 	require.ErrorIs(t, write(old, 20, 30), flightline.ErrFenced)
@@ -166,7 +166,7 @@ func TestUnmappableSchemaCommitsNothing(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	wh := t.TempDir()
-	s := newSink(t, wh)
+	s := newSink(t, icesink.Config{Warehouse: wh})
 	p := flightsink.Pipeline{ID: "bad"}
 	w, _, err := s.Open(ctx, p)
 	require.NoError(t, err)
@@ -195,7 +195,7 @@ func TestSchemaEvolution(t *testing.T) {
 	v2 := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "extra", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
 	p := flightsink.Pipeline{ID: "evo"}
 
-	strict := newSink(t, wh)
+	strict := newSink(t, icesink.Config{Warehouse: wh})
 	w, _, err := strict.Open(ctx, p)
 	require.NoError(t, err)
 	rec := batchOf(mem, v1, 2)
@@ -207,7 +207,7 @@ func TestSchemaEvolution(t *testing.T) {
 	require.ErrorIs(t, err, flightline.ErrSchemaMismatch)
 	require.NoError(t, w.Close(ctx))
 
-	evolving := newSink(t, wh, icesink.SchemaEvolution(true))
+	evolving := newSink(t, icesink.Config{Warehouse: wh, SchemaEvolution: true})
 	w, cp, err := evolving.Open(ctx, p)
 	require.NoError(t, err)
 	require.Equal(t, string(sinktest.CP(2)), string(cp))
@@ -233,7 +233,7 @@ func TestTwoWritersOneTable(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s := newSink(t, wh) // a sink each, as two processes
+			s := newSink(t, icesink.Config{Warehouse: wh}) // a sink each, as two processes
 			w, _, err := s.Open(ctx, flightsink.Pipeline{ID: fmt.Sprintf("p%d", i)})
 			if err != nil {
 				errs <- err
@@ -257,7 +257,7 @@ func TestTwoWritersOneTable(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	s := newSink(t, wh)
+	s := newSink(t, icesink.Config{Warehouse: wh})
 	ids := readIDs(t, s, s.CatalogForTest(), flightsink.Pipeline{})
 	require.Len(t, ids, 2*batches*rows)
 	seen := map[int64]bool{}
@@ -277,8 +277,8 @@ func TestTwoWritersOneTable(t *testing.T) {
 func TestExpireSnapshots(t *testing.T) {
 	ctx := context.Background()
 	wh := t.TempDir()
-	opts := []icesink.Option{icesink.ExpireSnapshotsOlderThan(time.Millisecond), icesink.ExpireEvery(0)}
-	s := newSink(t, wh, opts...)
+	cfg := icesink.Config{Warehouse: wh, ExpireSnapshotsOlderThan: time.Millisecond}
+	s := newSink(t, cfg, icesink.ExpireEvery(0))
 	p := flightsink.Pipeline{ID: "exp"}
 	w, _, err := s.Open(ctx, p)
 	require.NoError(t, err)
@@ -293,7 +293,7 @@ func TestExpireSnapshots(t *testing.T) {
 	tbl, err := s.CatalogForTest().LoadTable(ctx, ident)
 	require.NoError(t, err)
 	require.LessOrEqual(t, len(tbl.Metadata().Snapshots()), 2, "old snapshots expired")
-	cp, err := newSink(t, wh).Checkpoint(ctx, p)
+	cp, err := newSink(t, icesink.Config{Warehouse: wh}).Checkpoint(ctx, p)
 	require.NoError(t, err)
 	require.Equal(t, string(sinktest.CP(80)), string(cp))
 	ids := readIDs(t, s, s.CatalogForTest(), p)
@@ -307,10 +307,10 @@ func TestPartition(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	for _, bad := range []string{"day(", "bucket(x, id)", "frobnicate(id)", "bucket(4)", "a,,b"} {
-		_, err := icesink.New(ctx, t.TempDir(), icesink.Partition(bad))
+		_, err := icesink.New(ctx, icesink.Config{Warehouse: t.TempDir(), Partition: bad})
 		require.ErrorIs(t, err, flightline.ErrInvalidInput, bad)
 	}
-	s := newSink(t, t.TempDir(), icesink.Partition("day(ts), bucket(4, id)"), icesink.Allocator(mem))
+	s := newSink(t, icesink.Config{Warehouse: t.TempDir(), Partition: "day(ts), bucket(4, id)"}, icesink.Allocator(mem))
 	p := flightsink.Pipeline{ID: "part"}
 	w, _, err := s.Open(ctx, p)
 	require.NoError(t, err)
@@ -336,7 +336,7 @@ func TestPartition(t *testing.T) {
 	require.Len(t, readIDs(t, s, s.CatalogForTest(), p), 40)
 
 	// A column the spec names must be in the first batch.
-	s2 := newSink(t, t.TempDir(), icesink.Partition("day(nope)"), icesink.Allocator(mem))
+	s2 := newSink(t, icesink.Config{Warehouse: t.TempDir(), Partition: "day(nope)"}, icesink.Allocator(mem))
 	w2, _, err := s2.Open(ctx, p)
 	require.NoError(t, err)
 	rec = richBatch(mem, ids[:3])

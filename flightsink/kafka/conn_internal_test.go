@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,7 +13,7 @@ import (
 // The sink connects as internal/kafkaconn says, like the source: same
 // retry policy and its client id.
 func TestSinkSharesConnectionConfig(t *testing.T) {
-	s, err := New([]string{"127.0.0.1:1"}, ClientID("snk"))
+	s, err := New(context.Background(), Config{Brokers: []string{"127.0.0.1:1"}, ClientID: "snk"})
 	require.NoError(t, err)
 	defer s.Close()
 	require.EqualValues(t, kafkaconn.RequestRetries, s.cl.OptValue(kgo.RequestRetries))

@@ -41,7 +41,7 @@
 // transaction holding the checkpoint record alone.
 //
 // Errors: a missing topic the broker does not auto-create → ErrNotFound
-// (unless CreateMissingTopics); SASL failures → ErrUnauthenticated; ACL
+// (unless Config.CreateTopics); SASL failures → ErrUnauthenticated; ACL
 // denials → ErrPermissionDenied; a broker that goes away mid-transaction →
 // the transaction is aborted (by the broker's transaction timeout or the
 // next Open if the abort cannot reach it) and the error is ErrUnavailable,

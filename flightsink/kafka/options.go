@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/flightline/flightline"
@@ -20,7 +21,71 @@ const DefaultCheckpointTopic = "__flightline_checkpoints"
 // transactional.id of the pipeline's producer.
 const DefaultTransactionalIDPrefix = "flightline-"
 
-// Option configures a Sink. Options are validated once, in New.
+// Config is what a kafka sink is given in its URL or YAML.
+type Config struct {
+	// Brokers are the bootstrap servers, host:port each. Required.
+	Brokers []string
+	// Topic is the default topic rows are produced to. Pipeline.Target
+	// overrides it when non-empty.
+	Topic string
+	// CheckpointTopic is the compacted topic checkpoints are committed to
+	// (default DefaultCheckpointTopic). It is created with
+	// cleanup.policy=compact and one partition when missing. Never add
+	// partitions to it: a pipeline's checkpoint lives in the partition its
+	// id hashes to.
+	CheckpointTopic string
+	// TransactionalIDPrefix is the prefix of every pipeline's
+	// transactional.id (default DefaultTransactionalIDPrefix); the id is
+	// the prefix followed by the pipeline id, stable across restarts.
+	TransactionalIDPrefix string
+	// ClientID is the Kafka client id (default "flightline-sink").
+	ClientID string
+	// ValueFormat is how the value column is encoded into record values.
+	// Only "raw" (the bytes of a binary column, as they are; the default)
+	// exists in this version; anything else is refused.
+	ValueFormat string
+	// PartitionColumn names the int32 column each record's partition is
+	// taken from. Empty (the default): records go where the default
+	// partitioner puts them: murmur2 of the key (as the Java client does),
+	// and keyless records of one batch to one partition, rotating per
+	// batch.
+	PartitionColumn string
+	// CreateTopics, when positive, makes Open create a missing target
+	// topic with this many partitions and CreateReplicationFactor
+	// replicas. Zero (the default): a missing topic that the broker does
+	// not auto-create fails Open with flightline.ErrNotFound.
+	CreateTopics int32
+	// CreateReplicationFactor is the replication factor of topics
+	// CreateTopics creates (default -1: the broker's default).
+	CreateReplicationFactor int16
+	// TransactionTimeout is transaction.timeout.ms: how long the broker
+	// keeps a transaction of a crashed writer open before aborting it (a
+	// restarted writer aborts it at once). Default 60s.
+	TransactionTimeout time.Duration
+	// BatchTimeout bounds one commit, a WriteBatch or a group's
+	// WriteBatches (produce, flush and commit); past it the transaction is
+	// aborted and the call fails with flightline.ErrUnavailable. Default
+	// 30s. A group is bounded by the server's GroupLimits (64 MiB of Arrow
+	// buffers by default), so it stays within the same order of time as a
+	// large batch.
+	BatchTimeout time.Duration
+	// MaxBufferedRecords bounds the records the producer buffers (default
+	// 100000); Produce blocks while it is reached.
+	MaxBufferedRecords int
+	// TLS, when set, connects to the brokers over TLS with it (default
+	// plaintext).
+	TLS *tls.Config
+	// SASL is the SASL mechanism: "PLAIN", "SCRAM-SHA-256" or
+	// "SCRAM-SHA-512" (default none), with User and Password.
+	SASL string
+	// User is the SASL user.
+	User string
+	// Password is the SASL password.
+	Password string
+}
+
+// Option configures a Sink beyond its Config. Options are validated once,
+// in New.
 type Option func(*config) error
 
 type config struct {
@@ -39,118 +104,63 @@ type config struct {
 	log           *slog.Logger
 }
 
-// Topic sets the default topic rows are produced to. Pipeline.Target
-// overrides it when non-empty.
-func Topic(name string) Option { return func(c *config) error { c.topic = name; return nil } }
-
-// CheckpointTopic sets the compacted topic checkpoints are committed to
-// (default DefaultCheckpointTopic). It is created with
-// cleanup.policy=compact and one partition when missing. Never add
-// partitions to it: a pipeline's checkpoint lives in the partition its id
-// hashes to.
-func CheckpointTopic(name string) Option {
-	return func(c *config) error {
-		if name == "" {
-			return fmt.Errorf("%w: empty checkpoint topic", flightline.ErrInvalidInput)
+// fromConfig validates cfg and turns it into the sink's settings, defaults
+// filled in.
+func fromConfig(cfg Config) (config, error) {
+	c := config{
+		topic: cfg.Topic, cpTopic: cfg.CheckpointTopic, txnPrefix: cfg.TransactionalIDPrefix, clientID: cfg.ClientID,
+		partitionCol: cfg.PartitionColumn, txnTimeout: cfg.TransactionTimeout, batchTimeout: cfg.BatchTimeout,
+		maxBufRecords: cfg.MaxBufferedRecords, log: slog.Default(),
+	}
+	if c.cpTopic == "" {
+		c.cpTopic = DefaultCheckpointTopic
+	}
+	if c.txnPrefix == "" {
+		c.txnPrefix = DefaultTransactionalIDPrefix
+	}
+	if c.clientID == "" {
+		c.clientID = "flightline-sink"
+	}
+	if cfg.ValueFormat != "" && cfg.ValueFormat != "raw" {
+		return c, fmt.Errorf("%w: kafka sink value_format %q: only raw is supported", flightline.ErrInvalidInput, cfg.ValueFormat)
+	}
+	switch {
+	case cfg.CreateTopics < 0:
+		return c, fmt.Errorf("%w: create topics partitions %d < 1", flightline.ErrInvalidInput, cfg.CreateTopics)
+	case cfg.CreateTopics > 0:
+		c.create, c.createParts, c.createRF = true, cfg.CreateTopics, cfg.CreateReplicationFactor
+		if c.createRF == 0 {
+			c.createRF = -1
 		}
-		c.cpTopic = name
-		return nil
 	}
-}
-
-// TransactionalIDPrefix sets the prefix of every pipeline's
-// transactional.id (default DefaultTransactionalIDPrefix); the id is the
-// prefix followed by the pipeline id, stable across restarts.
-func TransactionalIDPrefix(p string) Option {
-	return func(c *config) error { c.txnPrefix = p; return nil }
-}
-
-// ClientID sets the Kafka client id. Default "flightline-sink".
-func ClientID(id string) Option { return func(c *config) error { c.clientID = id; return nil } }
-
-// ValueFormat sets how the value column is encoded into record values.
-// Only "raw" (the bytes of a binary column, as they are) exists in this
-// version; anything else is refused.
-func ValueFormat(f string) Option {
-	return func(c *config) error {
-		if f != "raw" {
-			return fmt.Errorf("%w: kafka sink value_format %q: only raw is supported", flightline.ErrInvalidInput, f)
+	if c.txnTimeout == 0 {
+		c.txnTimeout = 60 * time.Second
+	}
+	switch {
+	case c.batchTimeout == 0:
+		c.batchTimeout = 30 * time.Second
+	case c.batchTimeout < 0:
+		return c, fmt.Errorf("%w: batch timeout %v <= 0", flightline.ErrInvalidInput, c.batchTimeout)
+	}
+	switch {
+	case c.maxBufRecords == 0:
+		c.maxBufRecords = 100_000
+	case c.maxBufRecords < 0:
+		return c, fmt.Errorf("%w: max buffered records %d < 1", flightline.ErrInvalidInput, c.maxBufRecords)
+	}
+	if cfg.TLS != nil {
+		c.auth.UseTLS(cfg.TLS)
+	}
+	switch m := strings.ToUpper(cfg.SASL); m {
+	case "":
+	case "PLAIN":
+		c.auth.UseSASLPlain(cfg.User, cfg.Password)
+	default:
+		if err := c.auth.UseSASLScram(m, cfg.User, cfg.Password); err != nil {
+			return c, err
 		}
-		return nil
 	}
-}
-
-// PartitionColumn takes each record's partition from the int32 column
-// name. Without it, records go where the default partitioner puts them:
-// murmur2 of the key (as the Java client does), and keyless records of one
-// batch to one partition, rotating per batch.
-func PartitionColumn(name string) Option {
-	return func(c *config) error { c.partitionCol = name; return nil }
-}
-
-// CreateMissingTopics makes Open create a missing target topic with
-// partitions and replicationFactor (-1: the broker's default). Without it,
-// a missing topic that the broker does not auto-create fails Open with
-// flightline.ErrNotFound.
-func CreateMissingTopics(partitions int32, replicationFactor int16) Option {
-	return func(c *config) error {
-		if partitions < 1 {
-			return fmt.Errorf("%w: CreateMissingTopics partitions %d < 1", flightline.ErrInvalidInput, partitions)
-		}
-		c.create, c.createParts, c.createRF = true, partitions, replicationFactor
-		return nil
-	}
-}
-
-// TransactionTimeout sets transaction.timeout.ms: how long the broker keeps
-// a transaction of a crashed writer open before aborting it (a restarted
-// writer aborts it at once). Default 60s.
-func TransactionTimeout(d time.Duration) Option {
-	return func(c *config) error { c.txnTimeout = d; return nil }
-}
-
-// BatchTimeout bounds one commit, a WriteBatch or a group's WriteBatches
-// (produce, flush and commit); past it the transaction is aborted and the
-// call fails with flightline.ErrUnavailable. Default 30s. A group is
-// bounded by the server's GroupLimits (64 MiB of Arrow buffers by
-// default), so it stays within the same order of time as a large batch.
-func BatchTimeout(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("%w: batch timeout %v <= 0", flightline.ErrInvalidInput, d)
-		}
-		c.batchTimeout = d
-		return nil
-	}
-}
-
-// MaxBufferedRecords bounds the records the producer buffers (default
-// 100000); Produce blocks while it is reached.
-func MaxBufferedRecords(n int) Option {
-	return func(c *config) error {
-		if n < 1 {
-			return fmt.Errorf("%w: max buffered records %d < 1", flightline.ErrInvalidInput, n)
-		}
-		c.maxBufRecords = n
-		return nil
-	}
-}
-
-// TLS connects to the brokers over TLS with cfg.
-func TLS(cfg *tls.Config) Option { return func(c *config) error { c.auth.UseTLS(cfg); return nil } }
-
-// SASLPlain authenticates with SASL/PLAIN.
-func SASLPlain(user, pass string) Option {
-	return func(c *config) error {
-		c.auth.UseSASLPlain(user, pass)
-		return nil
-	}
-}
-
-// SASLScram authenticates with SASL/SCRAM; mechanism is "SCRAM-SHA-256" or
-// "SCRAM-SHA-512".
-func SASLScram(mechanism, user, pass string) Option {
-	return func(c *config) error { return c.auth.UseSASLScram(mechanism, user, pass) }
+	return c, nil
 }
 
 // Dialer sets the function broker connections are dialed with (tests use

@@ -43,14 +43,17 @@ var (
 	_ flightsink.Guaranteer = (*Sink)(nil)
 )
 
-// New returns a Sink producing to the Kafka cluster at brokers (host:port
-// each). It does not contact the brokers: an unreachable cluster or bad
-// credentials surface on the first Open or Checkpoint. Close releases its
+// New returns a Sink producing to the Kafka cluster at cfg.Brokers. It
+// does not contact the brokers (it makes the admin client, which connects
+// on first use): an unreachable cluster or bad credentials surface on the
+// first Open or Checkpoint. It validates cfg (brokers given, value format,
+// timeouts, SASL mechanism). Close releases the admin client's
 // connections.
-func New(brokers []string, opts ...Option) (*Sink, error) {
-	c := config{
-		cpTopic: DefaultCheckpointTopic, txnPrefix: DefaultTransactionalIDPrefix, clientID: "flightline-sink",
-		txnTimeout: 60 * time.Second, batchTimeout: 30 * time.Second, maxBufRecords: 100_000, log: slog.Default(),
+func New(_ context.Context, cfg Config, opts ...Option) (*Sink, error) {
+	brokers := cfg.Brokers
+	c, err := fromConfig(cfg)
+	if err != nil {
+		return nil, err
 	}
 	for _, o := range opts {
 		if err := o(&c); err != nil {
@@ -76,7 +79,7 @@ func New(brokers []string, opts ...Option) (*Sink, error) {
 // one Kafka transaction.
 func (s *Sink) Guarantee() flightsink.Guarantee { return flightsink.ExactlyOnce }
 
-// Close closes the sink's admin connections. Writers keep their own
+// Close releases the sink's admin connections. Writers keep their own
 // producers until their Close. It returns nil; the error is there so every
 // connector closes alike (io.Closer).
 func (s *Sink) Close() error {
@@ -235,7 +238,7 @@ type topicInfo struct {
 }
 
 // targetTopic checks that topic exists (creating it with
-// CreateMissingTopics) and reads its partition count and
+// Config.CreateTopics) and reads its partition count and
 // max.message.bytes.
 func (s *Sink) targetTopic(ctx context.Context, topic string) (topicInfo, error) {
 	n, err := s.partitions(ctx, topic)

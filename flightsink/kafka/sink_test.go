@@ -48,7 +48,14 @@ func checkedMem(t *testing.T) *memory.CheckedAllocator {
 
 func newSink(t *testing.T, opts ...kafkasink.Option) *kafkasink.Sink {
 	t.Helper()
-	s, err := kafkasink.New(brokers(t), opts...)
+	return newSinkWith(t, kafkasink.Config{}, opts...)
+}
+
+// newSinkWith returns a sink on the test cluster with cfg's other fields.
+func newSinkWith(t *testing.T, cfg kafkasink.Config, opts ...kafkasink.Option) *kafkasink.Sink {
+	t.Helper()
+	cfg.Brokers = brokers(t)
+	s, err := kafkasink.New(context.Background(), cfg, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	return s
@@ -155,13 +162,15 @@ func write(t *testing.T, mem memory.Allocator, w flightsink.Writer, from, to int
 }
 
 // TestIntegrationConformance runs the shared sink suite against the real
-// broker. Target topics are created on Open (CreateMissingTopics); rows
+// broker. Target topics are created on Open (Config.CreateTopics); rows
 // are read back with kcat, read_committed.
 func TestIntegrationConformance(t *testing.T) {
 	brokers(t)
 	kcatBin(t)
 	sinktest.Run(t, sinktest.Harness{
-		NewSink: func(t *testing.T) flightsink.Sink { return newSink(t, kafkasink.CreateMissingTopics(2, 1)) },
+		NewSink: func(t *testing.T) flightsink.Sink {
+			return newSinkWith(t, kafkasink.Config{CreateTopics: 2, CreateReplicationFactor: 1})
+		},
 		IDs: func(t *testing.T, p flightsink.Pipeline) []int64 {
 			return kcatIDs(t, p.Target, "read_committed")
 		},
@@ -295,7 +304,7 @@ func TestIntegrationNoValueColumn(t *testing.T) {
 }
 
 func TestIntegrationValueFormatRefused(t *testing.T) {
-	_, err := kafkasink.New([]string{"127.0.0.1:1"}, kafkasink.ValueFormat("json"))
+	_, err := kafkasink.New(context.Background(), kafkasink.Config{Brokers: []string{"127.0.0.1:1"}, ValueFormat: "json"})
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
 	require.Contains(t, err.Error(), "raw")
 }
@@ -341,7 +350,7 @@ func TestIntegrationOversizedRecordNamesRow(t *testing.T) {
 func TestIntegrationBadCredentials(t *testing.T) {
 	addr := integration.Need(t, "FLIGHTLINE_KAFKA_SASL_BROKERS", "Kafka SASL listener")
 	user := integration.Need(t, "FLIGHTLINE_KAFKA_SASL_USER", "Kafka SASL user")
-	s, err := kafkasink.New([]string{addr}, kafkasink.SASLPlain(user, "wrong-password"))
+	s, err := kafkasink.New(context.Background(), kafkasink.Config{Brokers: []string{addr}, SASL: "PLAIN", User: user, Password: "wrong-password"})
 	require.NoError(t, err)
 	defer s.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -359,7 +368,7 @@ func TestIntegrationKeyHeadersPartition(t *testing.T) {
 	ctx := context.Background()
 	topic := createTopic(t, "khp", 3, nil)
 	p := flightsink.Pipeline{ID: topic + "-pipe", Target: topic}
-	w, _, err := newSink(t, kafkasink.PartitionColumn("part")).Open(ctx, p)
+	w, _, err := newSinkWith(t, kafkasink.Config{PartitionColumn: "part"}).Open(ctx, p)
 	require.NoError(t, err)
 	hdr := arrow.ListOfNonNullable(arrow.StructOf(
 		arrow.Field{Name: "key", Type: arrow.BinaryTypes.String},
@@ -441,7 +450,7 @@ func TestIntegrationBrokerGoneMidTransaction(t *testing.T) {
 	topic := createTopic(t, "gone", 1, nil)
 	p := flightsink.Pipeline{ID: topic + "-pipe", Target: topic}
 	d := &cutDialer{}
-	s := newSink(t, kafkasink.Dialer(d.dial), kafkasink.BatchTimeout(10*time.Second))
+	s := newSinkWith(t, kafkasink.Config{BatchTimeout: 10 * time.Second}, kafkasink.Dialer(d.dial))
 	w, _, err := s.Open(ctx, p)
 	require.NoError(t, err)
 	require.NoError(t, write(t, mem, w, 0, 10))
@@ -474,7 +483,7 @@ func TestIntegrationDeadWriterDoesNotStallRestart(t *testing.T) {
 	ctx := context.Background()
 	topic := createTopic(t, "deadwriter", 2, nil)
 	p := flightsink.Pipeline{ID: topic + "-pipe", Target: topic}
-	dead, _, err := newSink(t, kafkasink.TransactionTimeout(60*time.Second)).Open(ctx, p)
+	dead, _, err := newSinkWith(t, kafkasink.Config{TransactionTimeout: 60 * time.Second}).Open(ctx, p)
 	require.NoError(t, err)
 	require.NoError(t, write(t, mem, dead, 0, 5))
 	stuck := make(chan struct{})

@@ -8,7 +8,7 @@
 // sink's root:
 //
 //	<root>/<target>/part-<seq>.<ext>                the data of commit <seq>
-//	<root>/<target>/<col>=<v>/part-<seq>-<i>.<ext>  … partitioned (PartitionBy)
+//	<root>/<target>/<col>=<v>/part-<seq>-<i>.<ext>  … partitioned (Config.PartitionBy)
 //	<root>/<target>/_flightline/commits/<seq>.json  the commit records
 //	<root>/<target>/_flightline/staging/…           data not yet committed
 //	<root>/<target>/_flightline/snapshots/<seq>.json what the records up to <seq> say

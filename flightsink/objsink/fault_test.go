@@ -70,7 +70,7 @@ func newFaulty(t *testing.T, root string) (*faulty, *objsink.Sink) {
 	l, err := objsink.NewLocal(root)
 	require.NoError(t, err)
 	f := &faulty{Local: l}
-	s, err := objsink.New(f, "file sink")
+	s, err := objsink.New(context.Background(), objsink.Config{Backend: f, Name: "file sink"})
 	require.NoError(t, err)
 	return f, s
 }
@@ -276,7 +276,7 @@ func TestCommitOutcomeUnknown(t *testing.T) {
 			l, err := objsink.NewLocal(root)
 			require.NoError(t, err)
 			u := &unsure{Local: l}
-			s, err := objsink.New(u, "file sink")
+			s, err := objsink.New(context.Background(), objsink.Config{Backend: u, Name: "file sink"})
 			require.NoError(t, err)
 			p := flightsink.Pipeline{ID: "p"}
 			w, _, err := s.Open(ctx, p)

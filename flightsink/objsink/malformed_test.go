@@ -1,6 +1,7 @@
 package objsink_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -23,7 +24,7 @@ func TestMalformedDoPut(t *testing.T) {
 			doputtest.Run(t, func(tb testing.TB) flightsink.Sink {
 				b, err := objsink.NewLocal(root)
 				require.NoError(tb, err)
-				s, err := objsink.New(b, "file sink", objsink.WithFormat(f))
+				s, err := objsink.New(context.Background(), objsink.Config{Backend: b, Name: "file sink", Format: f})
 				require.NoError(tb, err)
 				return s
 			}, unsupported...)

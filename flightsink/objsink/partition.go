@@ -20,34 +20,6 @@ const HiveNull = "__HIVE_DEFAULT_PARTITION__"
 // maxPartitionValue bounds a partition value's escaped length in bytes.
 const maxPartitionValue = 200
 
-// PartitionBy partitions the part files Hive-style by column: a batch is
-// written as one part file per value under <target>/<column>=<value>/
-// (the value escaped as Hive does, %XX for characters outside
-// A-Z a-z 0-9 . _ -; a null as HiveNull). The column stays in the files,
-// so readers that ignore the directory names see it too. The batch's part
-// files are committed together by one record.
-func PartitionBy(column string) Option {
-	return func(o *options) error {
-		if column == "" || o.partition != "" {
-			return fmt.Errorf("%w: one partition column, by value or by day", flightline.ErrInvalidInput)
-		}
-		o.partition = column
-		return nil
-	}
-}
-
-// PartitionByDay partitions the part files by the UTC day of column (a
-// timestamp or date): <target>/<column>_day=YYYY-MM-DD/.
-func PartitionByDay(column string) Option {
-	return func(o *options) error {
-		if err := PartitionBy(column)(o); err != nil {
-			return err
-		}
-		o.byDay = true
-		return nil
-	}
-}
-
 // encoded is one part file's bytes and its partition directory.
 type encoded struct {
 	dir  string

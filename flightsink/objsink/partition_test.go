@@ -47,10 +47,11 @@ func layout(t *testing.T, root string) []string {
 	return rel
 }
 
-func writeOne(t *testing.T, root string, rec arrow.RecordBatch, opts ...objsink.Option) error {
+func writeOne(t *testing.T, root string, rec arrow.RecordBatch, cfg objsink.Config, opts ...objsink.Option) error {
 	b, err := objsink.NewLocal(root)
 	require.NoError(t, err)
-	s, err := objsink.New(b, "file sink", opts...)
+	cfg.Backend, cfg.Name = b, "file sink"
+	s, err := objsink.New(context.Background(), cfg, opts...)
 	require.NoError(t, err)
 	w, _, err := s.Open(context.Background(), flightsink.Pipeline{ID: "p"})
 	require.NoError(t, err)
@@ -70,7 +71,7 @@ func TestPartitionLayout(t *testing.T) {
 	defer rec.Release()
 
 	root := t.TempDir()
-	require.NoError(t, writeOne(t, root, rec, objsink.PartitionBy("kind"), objsink.WithFormat(objsink.JSONL)))
+	require.NoError(t, writeOne(t, root, rec, objsink.Config{PartitionBy: "kind", Format: objsink.JSONL}))
 	require.Equal(t, []string{
 		"kind=%2Ehidden/part-00000000000000000002-0001.jsonl",
 		"kind=__HIVE_DEFAULT_PARTITION__/part-00000000000000000002-0002.jsonl",
@@ -82,7 +83,7 @@ func TestPartitionLayout(t *testing.T) {
 		"the rows of the partition, in order, the column kept")
 
 	root = t.TempDir()
-	require.NoError(t, writeOne(t, root, rec, objsink.PartitionByDay("ts")))
+	require.NoError(t, writeOne(t, root, rec, objsink.Config{PartitionByDay: "ts"}))
 	require.Equal(t, []string{
 		"ts_day=2026-01-01/part-00000000000000000002-0000.parquet",
 		"ts_day=2026-01-02/part-00000000000000000002-0001.parquet",
@@ -98,15 +99,15 @@ func TestPartitionColumnChecked(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	rec := events(t, mem, eventsJSON)
 	defer rec.Release()
-	for _, opt := range []objsink.Option{objsink.PartitionBy("colour"), objsink.PartitionByDay("kind")} {
+	for _, cfg := range []objsink.Config{{PartitionBy: "colour"}, {PartitionByDay: "kind"}} {
 		root := t.TempDir()
-		err := writeOne(t, root, rec, opt)
+		err := writeOne(t, root, rec, cfg)
 		require.ErrorIs(t, err, flightline.ErrSchemaMismatch)
 		require.Empty(t, layout(t, root))
 		staged, _ := os.ReadDir(filepath.Join(root, "default", "_flightline", "staging"))
 		require.Empty(t, staged)
 	}
-	_, err := objsink.New(nil, "file sink", objsink.PartitionBy("a"), objsink.PartitionByDay("b"))
+	_, err := objsink.New(context.Background(), objsink.Config{Name: "file sink", PartitionBy: "a", PartitionByDay: "b"})
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
 }
 
@@ -131,7 +132,7 @@ func TestDataDirAndBeforeCommit(t *testing.T) {
 	})
 	b, err := objsink.NewLocal(root)
 	require.NoError(t, err)
-	s, err := objsink.New(b, "file sink", objsink.DataDir("data"), objsink.PartitionByDay("ts"), hook)
+	s, err := objsink.New(context.Background(), objsink.Config{Backend: b, Name: "file sink", PartitionByDay: "ts"}, objsink.DataDir("data"), hook)
 	require.NoError(t, err)
 	w, _, err := s.Open(ctx, flightsink.Pipeline{ID: "p"})
 	require.NoError(t, err)
@@ -161,7 +162,7 @@ func TestDataDirAndBeforeCommit(t *testing.T) {
 	// Unpartitioned: one Dirs entry, "".
 	seen = nil
 	root = t.TempDir()
-	require.NoError(t, writeOne(t, root, rec, objsink.DataDir("data"), hook))
+	require.NoError(t, writeOne(t, root, rec, objsink.Config{}, objsink.DataDir("data"), hook))
 	require.Len(t, seen, 1)
 	require.Equal(t, []string{""}, seen[0].Dirs)
 	_, err = os.Stat(filepath.Join(root, "default", "data", "part-00000000000000000002.parquet"))
@@ -172,8 +173,7 @@ func TestDataDirAndBeforeCommit(t *testing.T) {
 	root = t.TempDir()
 	b, err = objsink.NewLocal(root)
 	require.NoError(t, err)
-	s, err = objsink.New(b, "file sink", objsink.DataDir("data"),
-		objsink.BeforeCommit(func(context.Context, objsink.Commit) error { return refused }))
+	s, err = objsink.New(context.Background(), objsink.Config{Backend: b, Name: "file sink"}, objsink.DataDir("data"), objsink.BeforeCommit(func(context.Context, objsink.Commit) error { return refused }))
 	require.NoError(t, err)
 	w, _, err = s.Open(ctx, flightsink.Pipeline{ID: "p"})
 	require.NoError(t, err)
@@ -187,7 +187,7 @@ func TestDataDirAndBeforeCommit(t *testing.T) {
 	require.ErrorIs(t, err, fs.ErrNotExist)
 
 	for _, bad := range []string{"", "_data", "a/.b", "k=v", "a//b"} {
-		_, err := objsink.New(b, "file sink", objsink.DataDir(bad))
+		_, err := objsink.New(context.Background(), objsink.Config{Backend: b, Name: "file sink"}, objsink.DataDir(bad))
 		require.ErrorIs(t, err, flightline.ErrInvalidInput, bad)
 	}
 }
@@ -212,16 +212,17 @@ func TestSchemaEvolution(t *testing.T) {
 	defer required.Release()
 
 	root := t.TempDir()
-	open := func(opts ...objsink.Option) flightsink.Writer {
+	open := func(cfg objsink.Config) flightsink.Writer {
 		b, err := objsink.NewLocal(root)
 		require.NoError(t, err)
-		s, err := objsink.New(b, "file sink", opts...)
+		cfg.Backend, cfg.Name = b, "file sink"
+		s, err := objsink.New(context.Background(), cfg)
 		require.NoError(t, err)
 		w, _, err := s.Open(ctx, flightsink.Pipeline{ID: "p"})
 		require.NoError(t, err)
 		return w
 	}
-	w := open(objsink.SchemaEvolution())
+	w := open(objsink.Config{SchemaEvolution: true})
 	require.NoError(t, w.WriteBatch(ctx, narrow, sinktest.CP(1)))
 	require.NoError(t, w.WriteBatch(ctx, wider, sinktest.CP(2)))
 	require.NoError(t, w.WriteBatch(ctx, narrow, sinktest.CP(3)), "a batch without the added column")
@@ -230,10 +231,10 @@ func TestSchemaEvolution(t *testing.T) {
 
 	// A restarted writer knows the widest schema: a group of a narrow and
 	// a wide batch is one part file of the wide schema.
-	w = open(objsink.SchemaEvolution())
+	w = open(objsink.Config{SchemaEvolution: true})
 	require.NoError(t, w.(flightsink.GroupWriter).WriteBatches(ctx, []flightsink.Batch{{Rec: narrow, CP: sinktest.CP(4)}, {Rec: wider, CP: sinktest.CP(5)}}))
-	require.ErrorIs(t, open().WriteBatch(ctx, required, sinktest.CP(6)), flightline.ErrSchemaMismatch, "without the option")
-	require.ErrorIs(t, open().WriteBatch(ctx, narrow, sinktest.CP(6)), flightline.ErrSchemaMismatch, "without the option the target's (wide) schema is required")
+	require.ErrorIs(t, open(objsink.Config{}).WriteBatch(ctx, required, sinktest.CP(6)), flightline.ErrSchemaMismatch, "without the option")
+	require.ErrorIs(t, open(objsink.Config{}).WriteBatch(ctx, narrow, sinktest.CP(6)), flightline.ErrSchemaMismatch, "without the option the target's (wide) schema is required")
 
 	data, err := os.ReadFile(filepath.Join(root, "default", "part-00000000000000000006.parquet"))
 	require.NoError(t, err, "the group's part file (record 6: after the markers 1 and 5 and the batches 2-4)")

@@ -42,7 +42,43 @@ const (
 // removes it: far longer than any writer takes from staging to commit.
 const StaleAfter = 10 * time.Minute
 
-// Option configures a Sink.
+// Config is what an objsink kind (file:, s3:, gcs:, azblob:, sftp:) is
+// given: the Backend it built from its URL, and the layout keys every such
+// kind shares.
+type Config struct {
+	// Backend is the store the part files and commit records go to (a
+	// Local directory or a backend under objsink/). Required. The Sink
+	// does not own it: Close leaves it open.
+	Backend Backend
+	// Name says which sink it is in errors (default "objsink"), e.g.
+	// "file sink".
+	Name string
+	// Format is the part files' format (default Parquet).
+	Format Format
+	// PartitionBy partitions the part files Hive-style by this column: a
+	// batch is written as one part file per value under
+	// <target>/<column>=<value>/ (the value escaped as Hive does, %XX for
+	// characters outside A-Z a-z 0-9 . _ -; a null as HiveNull). The
+	// column stays in the files, so readers that ignore the directory
+	// names see it too. The batch's part files are committed together by
+	// one record. Default: no partitions.
+	PartitionBy string
+	// PartitionByDay partitions the part files by the UTC day of this
+	// column (a timestamp or date): <target>/<column>_day=YYYY-MM-DD/.
+	// PartitionBy and PartitionByDay exclude each other.
+	PartitionByDay string
+	// SchemaEvolution accepts a batch whose schema is the target's with
+	// nullable columns added at the end (the target's schema becomes the
+	// batch's) instead of refusing it with flightline.ErrSchemaMismatch,
+	// and a batch without such trailing columns of the target's schema.
+	// Part files of older batches lack the added columns: readers that
+	// match columns by name (Athena, pyarrow.dataset with the newest
+	// schema) read them as null. In a group, the batches of older schemas
+	// are given the missing columns as nulls. Default off.
+	SchemaEvolution bool
+}
+
+// Option configures a Sink beyond its Config.
 type Option func(*options) error
 
 type options struct {
@@ -62,24 +98,9 @@ type options struct {
 	evolve bool
 }
 
-// SchemaEvolution accepts a batch whose schema is the target's with
-// nullable columns added at the end (the target's schema becomes the
-// batch's) instead of refusing it with flightline.ErrSchemaMismatch, and
-// a batch without such trailing columns of the target's schema. Part
-// files of older batches lack the added columns: readers that match
-// columns by name (Athena, pyarrow.dataset with the newest schema) read
-// them as null. In a group, the batches of older schemas are given the
-// missing columns as nulls.
-func SchemaEvolution() Option {
-	return func(o *options) error {
-		o.evolve = true
-		return nil
-	}
-}
-
 // fits says whether a batch of schema got may be written to a target of
-// schema want: the same schema, or, with SchemaEvolution, one of the two
-// the other with nullable columns added at its end.
+// schema want: the same schema, or, with Config.SchemaEvolution, one of
+// the two the other with nullable columns added at its end.
 func (s *Sink) fits(want, got *arrow.Schema) bool {
 	if flightsink.SameSchema(want, got) {
 		return true
@@ -135,18 +156,6 @@ func pad(mem memory.Allocator, rec arrow.RecordBatch, sc *arrow.Schema) arrow.Re
 		c.Release()
 	}
 	return out
-}
-
-// WithFormat sets the part files' format; Parquet is the default.
-func WithFormat(f Format) Option {
-	return func(o *options) error {
-		switch f {
-		case Parquet, JSONL, CSV:
-			o.format = f
-			return nil
-		}
-		return fmt.Errorf("%w: format %q: want parquet, jsonl or csv", flightline.ErrInvalidInput, f)
-	}
 }
 
 // Allocator sets the allocator Parquet encoding draws from (nil: the
@@ -226,10 +235,31 @@ type Sink struct {
 	probed  bool // a Prober backend's Probe succeeded
 }
 
-// New returns a Sink writing through b. name says which sink it is in
-// errors ("file sink").
-func New(b Backend, name string, opts ...Option) (*Sink, error) {
-	o := options{format: Parquet, mem: memory.DefaultAllocator}
+// New returns a Sink writing through cfg.Backend. It contacts nothing (a
+// Prober backend is probed on the first Open); it validates cfg (the
+// format, one partition column at most). Close releases nothing: the
+// Backend is its caller's.
+func New(_ context.Context, cfg Config, opts ...Option) (*Sink, error) {
+	b, name := cfg.Backend, cfg.Name
+	if name == "" {
+		name = "objsink"
+	}
+	o := options{format: Parquet, mem: memory.DefaultAllocator, evolve: cfg.SchemaEvolution}
+	switch cfg.Format {
+	case "":
+	case Parquet, JSONL, CSV:
+		o.format = cfg.Format
+	default:
+		return nil, fmt.Errorf("%s: %w: format %q: want parquet, jsonl or csv", name, flightline.ErrInvalidInput, cfg.Format)
+	}
+	switch {
+	case cfg.PartitionBy != "" && cfg.PartitionByDay != "":
+		return nil, fmt.Errorf("%s: %w: one partition column, by value or by day", name, flightline.ErrInvalidInput)
+	case cfg.PartitionBy != "":
+		o.partition = cfg.PartitionBy
+	case cfg.PartitionByDay != "":
+		o.partition, o.byDay = cfg.PartitionByDay, true
+	}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
@@ -237,6 +267,10 @@ func New(b Backend, name string, opts ...Option) (*Sink, error) {
 	}
 	return &Sink{b: b, o: o, name: name, cache: map[string]*summary{}}, nil
 }
+
+// Close releases nothing (the Backend is its caller's, who closes it after
+// the Sink) and returns nil.
+func (s *Sink) Close() error { return nil }
 
 // Format returns the part files' format.
 func (s *Sink) Format() Format { return s.o.format }

@@ -105,7 +105,7 @@ func parquetIDs(t *testing.T, data []byte) []int64 {
 	return ids
 }
 
-func conformance(t *testing.T, f objsink.Format, opts ...objsink.Option) {
+func conformance(t *testing.T, cfg objsink.Config) {
 	root := t.TempDir()
 	sinktest.Run(t, sinktest.Harness{
 		Guarantee: flightsink.ExactlyOnce,
@@ -113,20 +113,21 @@ func conformance(t *testing.T, f objsink.Format, opts ...objsink.Option) {
 		NewSink: func(t *testing.T) flightsink.Sink {
 			b, err := objsink.NewLocal(root)
 			require.NoError(t, err)
-			s, err := objsink.New(b, "file sink", append(opts, objsink.WithFormat(f))...)
+			cfg.Backend, cfg.Name = b, "file sink"
+			s, err := objsink.New(context.Background(), cfg)
 			require.NoError(t, err)
 			return s
 		},
-		IDs: func(t *testing.T, p flightsink.Pipeline) []int64 { return partIDs(t, root, f, p) },
+		IDs: func(t *testing.T, p flightsink.Pipeline) []int64 { return partIDs(t, root, cfg.Format, p) },
 	})
 }
 
-func TestConformanceParquet(t *testing.T) { conformance(t, objsink.Parquet) }
-func TestConformanceJSONL(t *testing.T)   { conformance(t, objsink.JSONL) }
-func TestConformanceCSV(t *testing.T)     { conformance(t, objsink.CSV) }
+func TestConformanceParquet(t *testing.T) { conformance(t, objsink.Config{Format: objsink.Parquet}) }
+func TestConformanceJSONL(t *testing.T)   { conformance(t, objsink.Config{Format: objsink.JSONL}) }
+func TestConformanceCSV(t *testing.T)     { conformance(t, objsink.Config{Format: objsink.CSV}) }
 
 // Partitioned by the suite's name column: a part file per row (and one
 // directory of nulls), so every commit publishes many files.
 func TestConformancePartitioned(t *testing.T) {
-	conformance(t, objsink.Parquet, objsink.PartitionBy("name"))
+	conformance(t, objsink.Config{Format: objsink.Parquet, PartitionBy: "name"})
 }

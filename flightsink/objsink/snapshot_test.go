@@ -36,7 +36,7 @@ func newCounting(t *testing.T, root string) (*counting, *objsink.Sink) {
 	l, err := objsink.NewLocal(root)
 	require.NoError(t, err)
 	c := &counting{Local: l}
-	s, err := objsink.New(c, "file sink")
+	s, err := objsink.New(context.Background(), objsink.Config{Backend: c, Name: "file sink"})
 	require.NoError(t, err)
 	return c, s
 }

@@ -64,8 +64,8 @@ func TestIntegrationInstancesWriteSideBySide(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	cps, tbl := pgtest.Name("icps"), pgtest.Name("inst")
-	sa := newSink(t, dsn, postgres.CheckpointTable(cps), postgres.Table(tbl), postgres.Instance("a"))
-	sb := newSink(t, dsn, postgres.CheckpointTable(cps), postgres.Table(tbl), postgres.Instance("b"))
+	sa := newSink(t, postgres.Config{DSN: dsn, CheckpointTable: cps, Table: tbl, Instance: "a"})
+	sb := newSink(t, postgres.Config{DSN: dsn, CheckpointTable: cps, Table: tbl, Instance: "b"})
 	p := flightsink.Pipeline{ID: "scale"}
 
 	wa, cp, err := sa.Open(ctx, p)
@@ -127,13 +127,19 @@ func TestIntegrationInstancesWriteSideBySide(t *testing.T) {
 	require.Equal(t, string(pos(1100, 1100)), string(got))
 
 	// The unnamed instance is a third instance of the pipeline.
-	sd := newSink(t, dsn, postgres.CheckpointTable(cps), postgres.Table(tbl))
+	sd := newSink(t, postgres.Config{DSN: dsn, CheckpointTable: cps, Table: tbl})
 	_, cp, err = sd.Open(ctx, p)
 	require.NoError(t, err)
 	require.Equal(t, string(pos(1100, 1100)), string(cp))
 
-	_, err = postgres.New(dsn, postgres.Instance(""))
-	require.ErrorIs(t, err, flightline.ErrInvalidInput)
+	// An empty Instance is that unnamed instance (the config kinds refuse
+	// an empty instance= themselves).
+	sz, err := postgres.New(context.Background(), postgres.Config{DSN: dsn, CheckpointTable: cps, Table: tbl, Instance: ""})
+	require.NoError(t, err)
+	_, cp, err = sz.Open(ctx, p)
+	require.NoError(t, err)
+	require.Equal(t, string(pos(1100, 1100)), string(cp))
+	require.NoError(t, sz.Close())
 }
 
 // A partition handed over from one instance to another while the first is
@@ -150,8 +156,8 @@ func TestIntegrationInstancesZombieHandOver(t *testing.T) {
 	for _, zombieFirst := range []bool{false, true} {
 		t.Run(fmt.Sprintf("zombieFirst=%v", zombieFirst), func(t *testing.T) {
 			cps, tbl := pgtest.Name("zcps"), pgtest.Name("zomb")
-			sa := newSink(t, dsn, postgres.CheckpointTable(cps), postgres.Table(tbl), postgres.Instance("a"))
-			sb := newSink(t, dsn, postgres.CheckpointTable(cps), postgres.Table(tbl), postgres.Instance("b"))
+			sa := newSink(t, postgres.Config{DSN: dsn, CheckpointTable: cps, Table: tbl, Instance: "a"})
+			sb := newSink(t, postgres.Config{DSN: dsn, CheckpointTable: cps, Table: tbl, Instance: "b"})
 			p := flightsink.Pipeline{ID: "zombie"}
 			wa, _, err := sa.Open(ctx, p)
 			require.NoError(t, err)
@@ -211,7 +217,7 @@ func TestIntegrationCheckpointTableUpgradedToInstances(t *testing.T) {
 		pos(40, 7), `"`+other+`"`, sinktest.CP(9))
 	require.NoError(t, err)
 
-	s := newSink(t, dsn, postgres.CheckpointTable(cps), postgres.Table(tbl))
+	s := newSink(t, postgres.Config{DSN: dsn, CheckpointTable: cps, Table: tbl})
 	p := flightsink.Pipeline{ID: "up"}
 	for _, q := range []struct {
 		p  flightsink.Pipeline
@@ -238,7 +244,7 @@ func TestIntegrationCheckpointTableUpgradedToInstances(t *testing.T) {
 
 	require.NoError(t, write(t, mem, w, 40, 50, pos(50, 7)))
 	// A second sink of the default instance, opened again: fences w.
-	s2 := newSink(t, dsn, postgres.CheckpointTable(cps), postgres.Table(tbl))
+	s2 := newSink(t, postgres.Config{DSN: dsn, CheckpointTable: cps, Table: tbl})
 	w2, cp, err := s2.Open(ctx, p)
 	require.NoError(t, err)
 	require.Equal(t, string(pos(50, 7)), string(cp))
@@ -246,7 +252,7 @@ func TestIntegrationCheckpointTableUpgradedToInstances(t *testing.T) {
 	require.NoError(t, write(t, mem, w2, 50, 60, pos(60, 7)))
 
 	// A named instance added after the upgrade starts from the merge.
-	sb := newSink(t, dsn, postgres.CheckpointTable(cps), postgres.Table(tbl), postgres.Instance("b"))
+	sb := newSink(t, postgres.Config{DSN: dsn, CheckpointTable: cps, Table: tbl, Instance: "b"})
 	wb, cp, err := sb.Open(ctx, p)
 	require.NoError(t, err)
 	require.Equal(t, string(pos(60, 7)), string(cp))

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/flightsink/postgres"
 	"github.com/flightline/flightline/internal/testkit/heaptest"
 	"github.com/flightline/flightline/internal/testkit/pgtest"
 )
@@ -13,7 +14,7 @@ import (
 // The PostgreSQL sink's live heap does not grow with the stream it copies:
 // 200 transactions of 1,000 rows each into a real server.
 func TestIntegrationMemoryFlat(t *testing.T) {
-	s := newSink(t, pgtest.DSN(t))
+	s := newSink(t, postgres.Config{DSN: pgtest.DSN(t)})
 	table := fmt.Sprintf("flat_%d", time.Now().UnixNano())
 	heaptest.SinkFlat(t, s, flightsink.Pipeline{ID: table, Target: table}, 200_000, 1000, 4<<20, nil)
 }

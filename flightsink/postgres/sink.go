@@ -28,7 +28,48 @@ const DefaultCheckpointTable = sqlcheckpoint.DefaultTable
 // idle_in_transaction_session_timeout unless the DSN sets one.
 const DefaultIdleInTransactionTimeout = "30s"
 
-// Option configures a Sink.
+// Config is what a postgres sink is given in its URL or YAML.
+type Config struct {
+	// DSN is the database: a postgres:// URL or a key=value string, as pgx
+	// accepts. Required.
+	DSN string
+	// Table is the default target table ("table" or "schema.table",
+	// quoted parts allowed). Pipeline.Target overrides it when non-empty.
+	Table string
+	// CheckpointTable is the checkpoint table (default
+	// DefaultCheckpointTable, in the first schema of the search_path).
+	CheckpointTable string
+	// Mode is how rows reach the target: ModeAppend (the default) COPYs
+	// every row; ModeUpsert applies each row as a change by Key: a row
+	// whose _op column is "delete" deletes the target's row of its key,
+	// every other row is written with INSERT … ON CONFLICT (key) DO
+	// UPDATE. Within one batch the last change of a key wins, as it would
+	// applied in order. The ChangeColumns are not written. Upserts and
+	// deletes commit in the transaction of the batch's checkpoint, so a
+	// replayed batch changes nothing.
+	Mode string
+	// Key are the key columns of ModeUpsert (required there, refused
+	// otherwise). A table the sink creates gets them as its primary key;
+	// an existing one needs a primary key or unique index on exactly them.
+	Key []string
+	// Instance names this sink instance within its pipelines, for a
+	// pipeline scaled out over several processes (one consumer group):
+	// each instance keeps its own checkpoint row per (pipeline, target).
+	// Writers of one instance fence each other (the newest Open wins);
+	// instances do not fence each other. Open and Checkpoint return the
+	// checkpoint merged over all instances (the per-partition maximum), and
+	// a writer whose batch names a partition another instance moved since
+	// its Open is refused with ErrConflict (re-open), so a partition
+	// handed over between instances is never written twice. Empty (the
+	// default): the default instance, whose rows are those of a checkpoint
+	// table from before instances.
+	Instance string
+	// MaxConns bounds the connection pool (default pgxpool's: max(4,
+	// CPUs)).
+	MaxConns int
+}
+
+// Option configures a Sink beyond its Config.
 type Option func(*options) error
 
 type options struct {
@@ -41,13 +82,7 @@ type options struct {
 	maxConns int32
 }
 
-// Table sets the default target table ("table" or "schema.table", quoted
-// parts allowed). Pipeline.Target overrides it when non-empty.
-func Table(name string) Option {
-	return func(o *options) error { o.table = name; return nil }
-}
-
-// The modes of Mode.
+// The modes of Config.Mode.
 const (
 	ModeAppend = "append"
 	ModeUpsert = "upsert"
@@ -58,69 +93,6 @@ const (
 // writes to the target.
 var ChangeColumns = []string{"_op", "_lsn", "_commit_time"}
 
-// Mode sets how rows reach the target: ModeAppend (the default) COPYs
-// every row; ModeUpsert applies each row as a change by Key: a row whose
-// _op column is "delete" deletes the target's row of its key, every other
-// row is written with INSERT … ON CONFLICT (key) DO UPDATE. Within one
-// batch the last change of a key wins, as it would applied in order. The
-// ChangeColumns are not written. Upserts and deletes commit in the
-// transaction of the batch's checkpoint, so a replayed batch changes
-// nothing.
-func Mode(mode string) Option {
-	return func(o *options) error {
-		switch mode {
-		case "", ModeAppend:
-			o.mode = ModeAppend
-		case ModeUpsert:
-			o.mode = ModeUpsert
-		default:
-			return fmt.Errorf("%w: mode %q: want %s or %s", flightline.ErrInvalidInput, mode, ModeAppend, ModeUpsert)
-		}
-		return nil
-	}
-}
-
-// Key sets the key columns of ModeUpsert (required there). A table the
-// sink creates gets them as its primary key; an existing one needs a
-// primary key or unique index on exactly them.
-func Key(cols ...string) Option {
-	return func(o *options) error {
-		for _, c := range cols {
-			if c == "" {
-				return fmt.Errorf("%w: empty key column", flightline.ErrInvalidInput)
-			}
-		}
-		o.key = cols
-		return nil
-	}
-}
-
-// CheckpointTable sets the checkpoint table (default
-// DefaultCheckpointTable, in the first schema of the search_path).
-func CheckpointTable(name string) Option {
-	return func(o *options) error { o.cpTable = name; return nil }
-}
-
-// Instance names this sink instance within its pipelines, for a pipeline
-// scaled out over several processes (one consumer group): each instance
-// keeps its own checkpoint row per (pipeline, target). Writers of one
-// instance fence each other (the newest Open wins); instances do not fence
-// each other. Open and Checkpoint return the checkpoint merged over all
-// instances (the per-partition maximum), and a writer whose batch names a
-// partition another instance moved since its Open is refused with
-// ErrConflict (re-open), so a partition handed over between instances is
-// never written twice. Without Instance the sink is the default instance,
-// whose rows are those of a checkpoint table from before instances.
-func Instance(name string) Option {
-	return func(o *options) error {
-		if name == "" {
-			return fmt.Errorf("%w: empty instance name", flightline.ErrInvalidInput)
-		}
-		o.instance = name
-		return nil
-	}
-}
-
 // Logger sets the logger; nil means slog.Default(), the default.
 // Nothing logged contains the password.
 func Logger(l *slog.Logger) Option {
@@ -129,17 +101,6 @@ func Logger(l *slog.Logger) Option {
 			l = slog.Default()
 		}
 		o.logger = l
-		return nil
-	}
-}
-
-// MaxConns bounds the connection pool (default pgxpool's: max(4, CPUs)).
-func MaxConns(n int) Option {
-	return func(o *options) error {
-		if n < 1 {
-			return fmt.Errorf("%w: MaxConns %d < 1", flightline.ErrInvalidInput, n)
-		}
-		o.maxConns = int32(n)
 		return nil
 	}
 }
@@ -171,12 +132,35 @@ type queries struct {
 	readOld, readTarget, hasColumn, pkey, addTarget, addInstance, newPkey string
 }
 
-// New returns a Sink writing to the database at dsn (a postgres:// URL or a
-// key=value string, as pgx accepts). It does not connect: connection and
-// authentication errors surface on the first Open or Checkpoint (or Ping).
-// Close releases the connection pool.
-func New(dsn string, opts ...Option) (*Sink, error) {
-	o := options{cpTable: DefaultCheckpointTable, logger: slog.Default()}
+// New returns a Sink writing to the database at cfg.DSN. It does not
+// connect (it makes the connection pool, which connects on first use):
+// connection and authentication errors surface on the first Open or
+// Checkpoint (or Ping). It validates cfg (the DSN, the table names, the
+// mode and its key, the pool size). Close releases the connection pool.
+func New(_ context.Context, cfg Config, opts ...Option) (*Sink, error) {
+	dsn := cfg.DSN
+	o := options{table: cfg.Table, cpTable: cfg.CheckpointTable, instance: cfg.Instance, logger: slog.Default()}
+	if o.cpTable == "" {
+		o.cpTable = DefaultCheckpointTable
+	}
+	switch cfg.Mode {
+	case "", ModeAppend:
+		o.mode = ModeAppend
+	case ModeUpsert:
+		o.mode = ModeUpsert
+	default:
+		return nil, fmt.Errorf("%w: mode %q: want %s or %s", flightline.ErrInvalidInput, cfg.Mode, ModeAppend, ModeUpsert)
+	}
+	for _, c := range cfg.Key {
+		if c == "" {
+			return nil, fmt.Errorf("%w: empty key column", flightline.ErrInvalidInput)
+		}
+	}
+	o.key = cfg.Key
+	if cfg.MaxConns < 0 {
+		return nil, fmt.Errorf("%w: MaxConns %d < 1", flightline.ErrInvalidInput, cfg.MaxConns)
+	}
+	o.maxConns = int32(cfg.MaxConns)
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -188,25 +172,25 @@ func New(dsn string, opts ...Option) (*Sink, error) {
 	if o.mode != ModeUpsert && len(o.key) > 0 {
 		return nil, fmt.Errorf("%w: postgres sink: key is for mode %s", flightline.ErrInvalidInput, ModeUpsert)
 	}
-	cfg, err := pgxpool.ParseConfig(dsn)
+	pcfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, pgerr.ParseError(err, dsn)
 	}
 	if o.maxConns > 0 {
-		cfg.MaxConns = o.maxConns
+		pcfg.MaxConns = o.maxConns
 	}
-	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
-		cfg.ConnConfig.RuntimeParams["application_name"] = "flightline-sink"
+	if pcfg.ConnConfig.RuntimeParams["application_name"] == "" {
+		pcfg.ConnConfig.RuntimeParams["application_name"] = "flightline-sink"
 	}
-	if cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] == "" {
+	if pcfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] == "" {
 		// A writer cut off from the server mid-transaction (a network
 		// partition) holds its checkpoint row locks until the server ends
 		// its session; this bounds that wait for the writers it blocks (the
 		// next Open of its pipeline, the other instances' commits). The
 		// sink never idles inside a transaction on purpose.
-		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = DefaultIdleInTransactionTimeout
+		pcfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = DefaultIdleInTransactionTimeout
 	}
-	s := &Sink{log: o.logger, password: cfg.ConnConfig.Password, server: pgerr.Describe(&cfg.ConnConfig.Config), instance: o.instance,
+	s := &Sink{log: o.logger, password: pcfg.ConnConfig.Password, server: pgerr.Describe(&pcfg.ConnConfig.Config), instance: o.instance,
 		upsert: o.mode == ModeUpsert, key: o.key}
 	if o.table != "" {
 		if s.table, err = pgerr.ParseIdent(o.table); err != nil {
@@ -229,7 +213,7 @@ func New(dsn string, opts ...Option) (*Sink, error) {
 		addInstance: `ALTER TABLE ` + cp + ` ADD COLUMN IF NOT EXISTS instance text NOT NULL DEFAULT ''`,
 		newPkey:     `ALTER TABLE ` + cp + ` ADD PRIMARY KEY (pipeline_id, target, instance)`,
 	}
-	if s.pool, err = pgxpool.NewWithConfig(context.Background(), cfg); err != nil {
+	if s.pool, err = pgxpool.NewWithConfig(context.Background(), pcfg); err != nil {
 		return nil, s.wrap(err, "postgres sink: pool for %s", s.server)
 	}
 	return s, nil
@@ -239,7 +223,7 @@ func New(dsn string, opts ...Option) (*Sink, error) {
 // one PostgreSQL transaction.
 func (s *Sink) Guarantee() flightsink.Guarantee { return flightsink.ExactlyOnce }
 
-// Close closes the connection pool. Writers of the sink fail afterwards.
+// Close releases the connection pool. Writers of the sink fail afterwards.
 // It returns nil; the error is there so every connector closes alike
 // (io.Closer).
 func (s *Sink) Close() error {

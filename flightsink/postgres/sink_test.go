@@ -26,9 +26,9 @@ import (
 	"github.com/flightline/flightline/internal/testkit/pgtest"
 )
 
-func newSink(t *testing.T, dsn string, opts ...postgres.Option) *postgres.Sink {
+func newSink(t *testing.T, cfg postgres.Config, opts ...postgres.Option) *postgres.Sink {
 	t.Helper()
-	s, err := postgres.New(dsn, opts...)
+	s, err := postgres.New(context.Background(), cfg, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	return s
@@ -55,9 +55,9 @@ func TestIntegrationConformance(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	c := pgtest.Conn(t)
 	sinktest.Run(t, sinktest.Harness{
-		NewSink: func(t *testing.T) flightsink.Sink { return newSink(t, dsn) },
+		NewSink: func(t *testing.T) flightsink.Sink { return newSink(t, postgres.Config{DSN: dsn}) },
 		NewInstance: func(t *testing.T, name string) flightsink.Sink {
-			return newSink(t, dsn, postgres.Instance(name))
+			return newSink(t, postgres.Config{DSN: dsn, Instance: name})
 		},
 		IDs:       func(t *testing.T, p flightsink.Pipeline) []int64 { return ids(t, c, p.Target) },
 		Guarantee: flightsink.ExactlyOnce,
@@ -74,9 +74,9 @@ func TestIntegrationZombieWritesNothing(t *testing.T) {
 	table := pgtest.Name("zombie")
 	p := flightsink.Pipeline{ID: table, Target: table}
 
-	old, _, err := newSink(t, dsn).Open(ctx, p)
+	old, _, err := newSink(t, postgres.Config{DSN: dsn}).Open(ctx, p)
 	require.NoError(t, err)
-	newer, _, err := newSink(t, dsn).Open(ctx, p)
+	newer, _, err := newSink(t, postgres.Config{DSN: dsn}).Open(ctx, p)
 	require.NoError(t, err)
 
 	rec := sinktest.Batch(mem, 0, 5)
@@ -105,7 +105,7 @@ func TestIntegrationZombieConcurrent(t *testing.T) {
 	ctx := context.Background()
 	table := pgtest.Name("zombie_race")
 	p := flightsink.Pipeline{ID: table, Target: table}
-	old, _, err := newSink(t, dsn).Open(ctx, p)
+	old, _, err := newSink(t, postgres.Config{DSN: dsn}).Open(ctx, p)
 	require.NoError(t, err)
 
 	done := make(chan error, 1)
@@ -119,7 +119,7 @@ func TestIntegrationZombieConcurrent(t *testing.T) {
 		done <- err
 	}()
 	time.Sleep(50 * time.Millisecond)
-	_, cp, err := newSink(t, dsn).Open(ctx, p)
+	_, cp, err := newSink(t, postgres.Config{DSN: dsn}).Open(ctx, p)
 	require.NoError(t, err)
 	require.ErrorIs(t, <-done, flightline.ErrFenced)
 	// Everything committed is covered by the checkpoint Open returned.
@@ -138,7 +138,7 @@ func TestIntegrationUnsupportedTypeWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	table := pgtest.Name("unsupported")
 	p := flightsink.Pipeline{ID: table, Target: table}
-	w, _, err := newSink(t, dsn).Open(ctx, p)
+	w, _, err := newSink(t, postgres.Config{DSN: dsn}).Open(ctx, p)
 	require.NoError(t, err)
 
 	sc := arrow.NewSchema([]arrow.Field{
@@ -159,7 +159,7 @@ func TestIntegrationUnsupportedTypeWritesNothing(t *testing.T) {
 	var exists bool
 	require.NoError(t, c.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, table).Scan(&exists))
 	require.False(t, exists, "no table may be created for a refused batch")
-	cp, err := newSink(t, dsn).Checkpoint(ctx, p)
+	cp, err := newSink(t, postgres.Config{DSN: dsn}).Checkpoint(ctx, p)
 	require.NoError(t, err)
 	require.Nil(t, cp)
 }
@@ -172,7 +172,7 @@ func TestIntegrationSchemaMismatchNamesColumnAndTypes(t *testing.T) {
 	ctx := context.Background()
 	table := pgtest.Name("mismatch")
 	pgtest.Exec(t, c, `CREATE TABLE `+table+` (id bigint NOT NULL, name integer)`)
-	w, _, err := newSink(t, dsn).Open(ctx, flightsink.Pipeline{ID: table, Target: table})
+	w, _, err := newSink(t, postgres.Config{DSN: dsn}).Open(ctx, flightsink.Pipeline{ID: table, Target: table})
 	require.NoError(t, err)
 	rec := sinktest.Batch(mem, 0, 3)
 	defer rec.Release()
@@ -186,7 +186,7 @@ func TestIntegrationSchemaMismatchNamesColumnAndTypes(t *testing.T) {
 	// Missing column and NOT NULL violations are mismatches too.
 	other := pgtest.Name("mismatch")
 	pgtest.Exec(t, c, `CREATE TABLE `+other+` (id bigint NOT NULL, name text NOT NULL)`)
-	w, _, err = newSink(t, dsn).Open(ctx, flightsink.Pipeline{ID: other, Target: other})
+	w, _, err = newSink(t, postgres.Config{DSN: dsn}).Open(ctx, flightsink.Pipeline{ID: other, Target: other})
 	require.NoError(t, err)
 	err = w.WriteBatch(ctx, rec, sinktest.CP(3)) // row 3 has a null name? ids 0..2: none
 	require.NoError(t, err)
@@ -207,7 +207,7 @@ func TestIntegrationQualifiedAndQuotedNames(t *testing.T) {
 	schema := "Sch " + pgtest.Name("q")
 	pgtest.Exec(t, c, `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize())
 	target := `"` + schema + `"."Odd ""Tab"".le; DROP TABLE x"`
-	s := newSink(t, dsn, postgres.Table(target), postgres.CheckpointTable(`"`+schema+`".cps`))
+	s := newSink(t, postgres.Config{DSN: dsn, Table: target, CheckpointTable: `"` + schema + `".cps`})
 	w, _, err := s.Open(ctx, flightsink.Pipeline{ID: "p"})
 	require.NoError(t, err)
 	rec := sinktest.Batch(mem, 0, 4)
@@ -244,7 +244,7 @@ func TestIntegrationBadCredentials(t *testing.T) {
 
 	t.Run("WrongPassword", func(t *testing.T) {
 		wrong := "wrong-" + password
-		s := newSink(t, withUser(role, wrong), postgres.Logger(log))
+		s := newSink(t, postgres.Config{DSN: withUser(role, wrong)}, postgres.Logger(log))
 		_, _, err := s.Open(ctx, p)
 		require.ErrorIs(t, err, flightline.ErrUnauthenticated)
 		require.Equal(t, codes.Unauthenticated, status.Code(flighterr.ToStatus(err)))
@@ -259,7 +259,7 @@ func TestIntegrationBadCredentials(t *testing.T) {
 		v := *u
 		v.Host = "127.0.0.1:1"
 		v.User = url.UserPassword(role, password)
-		s := newSink(t, v.String(), postgres.Logger(log))
+		s := newSink(t, postgres.Config{DSN: v.String()}, postgres.Logger(log))
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		_, _, err := s.Open(cctx, p)
@@ -273,7 +273,7 @@ func TestIntegrationBadCredentials(t *testing.T) {
 			"host=h port=notaport password=" + password,
 			"postgres://u:" + password + "@host/db?sslmode=bogus",
 		} {
-			_, err := postgres.New(dsn)
+			_, err := postgres.New(context.Background(), postgres.Config{DSN: dsn})
 			require.ErrorIs(t, err, flightline.ErrInvalidInput)
 			require.NotContains(t, err.Error(), password)
 			require.Contains(t, err.Error(), "invalid DSN")
@@ -281,7 +281,7 @@ func TestIntegrationBadCredentials(t *testing.T) {
 	})
 	t.Run("MissingPermission", func(t *testing.T) {
 		// The role may log in but not create the checkpoint table.
-		s := newSink(t, withUser(role, password), postgres.Logger(log))
+		s := newSink(t, postgres.Config{DSN: withUser(role, password)}, postgres.Logger(log))
 		_, _, err := s.Open(ctx, p)
 		require.ErrorIs(t, err, flightline.ErrPermissionDenied)
 		require.Contains(t, err.Error(), "permission denied")
@@ -294,7 +294,7 @@ func TestIntegrationBadCredentials(t *testing.T) {
 		pgtest.Exec(t, c, `CREATE TABLE `+cps+` (pipeline_id text NOT NULL, target text NOT NULL DEFAULT '', instance text NOT NULL DEFAULT '', checkpoint bytea, epoch bigint NOT NULL DEFAULT 0, updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (pipeline_id, target, instance))`)
 		pgtest.Exec(t, c, `GRANT SELECT, INSERT, UPDATE ON `+cps+` TO `+role)
 		pgtest.Exec(t, c, `GRANT SELECT ON `+tgt+` TO `+role)
-		s = newSink(t, withUser(role, password), postgres.Logger(log), postgres.CheckpointTable(cps))
+		s = newSink(t, postgres.Config{DSN: withUser(role, password), CheckpointTable: cps}, postgres.Logger(log))
 		w, _, err := s.Open(ctx, flightsink.Pipeline{ID: "ro", Target: tgt})
 		require.NoError(t, err)
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -312,7 +312,7 @@ func TestIntegrationBadCredentials(t *testing.T) {
 		pgtest.Exec(t, c, `CREATE TABLE `+cps+` (pipeline_id text NOT NULL, target text NOT NULL DEFAULT '', checkpoint bytea, epoch bigint NOT NULL DEFAULT 0, updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (pipeline_id, target))`)
 		pgtest.Exec(t, c, `GRANT SELECT, INSERT, UPDATE ON `+cps+` TO `+role)
 		pgtest.Exec(t, c, `INSERT INTO `+cps+` (pipeline_id, checkpoint, epoch) VALUES ('pre', 'x', 2)`)
-		s := newSink(t, withUser(role, password), postgres.Logger(log), postgres.CheckpointTable(cps), postgres.Table(pgtest.Name("pre")))
+		s := newSink(t, postgres.Config{DSN: withUser(role, password), CheckpointTable: cps, Table: pgtest.Name("pre")}, postgres.Logger(log))
 		_, _, err := s.Open(ctx, flightsink.Pipeline{ID: "pre"})
 		require.ErrorIs(t, err, flightline.ErrPermissionDenied)
 		require.Contains(t, err.Error(), "run as its owner once")
@@ -335,7 +335,7 @@ func TestIntegrationConcurrentPipelinesOneTable(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	ctx := context.Background()
 	table := pgtest.Name("shared")
-	s := newSink(t, dsn)
+	s := newSink(t, postgres.Config{DSN: dsn})
 	const pipes = 4
 	errs := make(chan error, pipes)
 	for i := range pipes {
@@ -375,7 +375,7 @@ func TestIntegrationCancelledCopyDoesNotReadReleasedBatch(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	table := pgtest.Name("cancelcopy")
-	s := newSink(t, dsn)
+	s := newSink(t, postgres.Config{DSN: dsn})
 	for i := range 8 {
 		p := flightsink.Pipeline{ID: fmt.Sprintf("%s_%d", table, i), Target: table}
 		w, _, err := s.Open(context.Background(), p)
@@ -403,7 +403,7 @@ func TestIntegrationOldCheckpointTableMigrated(t *testing.T) {
 	pgtest.Exec(t, c, `CREATE TABLE `+cps+` (pipeline_id text PRIMARY KEY, checkpoint bytea, epoch bigint NOT NULL DEFAULT 0, updated_at timestamptz NOT NULL DEFAULT now())`)
 	_, err := c.Exec(ctx, `INSERT INTO `+cps+` (pipeline_id, checkpoint, epoch) VALUES ('old', $1, 3)`, sinktest.CP(7))
 	require.NoError(t, err)
-	s := newSink(t, dsn, postgres.CheckpointTable(cps), postgres.Table(tbl))
+	s := newSink(t, postgres.Config{DSN: dsn, CheckpointTable: cps, Table: tbl})
 	p := flightsink.Pipeline{ID: "old"}
 	cp, err := s.Checkpoint(ctx, p)
 	require.NoError(t, err)
@@ -429,7 +429,7 @@ func TestIntegrationDefaultTableNamedIsOneKey(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	ctx := context.Background()
 	tbl := pgtest.Name("deftable")
-	s := newSink(t, dsn, postgres.Table(tbl))
+	s := newSink(t, postgres.Config{DSN: dsn, Table: tbl})
 	w, _, err := s.Open(ctx, flightsink.Pipeline{ID: "def"})
 	require.NoError(t, err)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())

@@ -25,10 +25,10 @@ func TestIntegrationConformanceUpsert(t *testing.T) {
 	c := pgtest.Conn(t)
 	sinktest.Run(t, sinktest.Harness{
 		NewSink: func(t *testing.T) flightsink.Sink {
-			return newSink(t, dsn, postgres.Mode(postgres.ModeUpsert), postgres.Key("id"))
+			return newSink(t, postgres.Config{DSN: dsn, Mode: postgres.ModeUpsert, Key: []string{"id"}})
 		},
 		NewInstance: func(t *testing.T, name string) flightsink.Sink {
-			return newSink(t, dsn, postgres.Mode(postgres.ModeUpsert), postgres.Key("id"), postgres.Instance(name))
+			return newSink(t, postgres.Config{DSN: dsn, Mode: postgres.ModeUpsert, Key: []string{"id"}, Instance: name})
 		},
 		IDs:       func(t *testing.T, p flightsink.Pipeline) []int64 { return ids(t, c, p.Target) },
 		Guarantee: flightsink.ExactlyOnce,
@@ -88,7 +88,7 @@ func TestIntegrationUpsertAppliesChanges(t *testing.T) {
 	c := pgtest.Conn(t)
 	table := pgtest.Name("upsert")
 	t.Cleanup(func() { pgtest.Exec(t, c, "DROP TABLE IF EXISTS "+table) })
-	s := newSink(t, pgtest.DSN(t), postgres.Mode(postgres.ModeUpsert), postgres.Key("id"), postgres.Table(table))
+	s := newSink(t, postgres.Config{DSN: pgtest.DSN(t), Mode: postgres.ModeUpsert, Key: []string{"id"}, Table: table})
 	ctx := context.Background()
 	w, cp, err := s.Open(ctx, flightsink.Pipeline{ID: table})
 	require.NoError(t, err)
@@ -132,10 +132,10 @@ func TestIntegrationUpsertAppliesChanges(t *testing.T) {
 }
 
 func TestUpsertOptions(t *testing.T) {
-	_, err := postgres.New("postgres://h/db", postgres.Mode(postgres.ModeUpsert))
+	_, err := postgres.New(context.Background(), postgres.Config{DSN: "postgres://h/db", Mode: postgres.ModeUpsert})
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
-	_, err = postgres.New("postgres://h/db", postgres.Key("id"))
+	_, err = postgres.New(context.Background(), postgres.Config{DSN: "postgres://h/db", Key: []string{"id"}})
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
-	_, err = postgres.New("postgres://h/db", postgres.Mode("merge"))
+	_, err = postgres.New(context.Background(), postgres.Config{DSN: "postgres://h/db", Mode: "merge"})
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
 }

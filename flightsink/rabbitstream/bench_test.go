@@ -37,7 +37,7 @@ const benchRows = 10000
 
 func BenchmarkSink(b *testing.B) {
 	u, _ := benchEnv(b)
-	s, err := rabbitstream.New(rabbitstream.Config{URL: u})
+	s, err := rabbitstream.New(context.Background(), rabbitstream.Config{URL: u})
 	require.NoError(b, err)
 	p := flightsink.Pipeline{ID: "bench", Target: fmt.Sprintf("fl_bench_%d", rand.Int64())}
 	ctx := context.Background()

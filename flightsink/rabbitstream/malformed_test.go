@@ -1,6 +1,7 @@
 package rabbitstream_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -14,7 +15,7 @@ import (
 func TestIntegrationMalformedDoPut(t *testing.T) {
 	u, _ := env(t)
 	doputtest.Run(t, func(tb testing.TB) flightsink.Sink {
-		s, err := rabbitstream.New(rabbitstream.Config{URL: u + "default_stream_unused"})
+		s, err := rabbitstream.New(context.Background(), rabbitstream.Config{URL: u + "default_stream_unused"})
 		require.NoError(tb, err)
 		return s
 	})

@@ -20,7 +20,7 @@ import (
 	"github.com/flightline/flightline/flightsink"
 )
 
-// Config configures a Sink.
+// Config is what a rabbitmq-stream sink is given in its URL or YAML.
 type Config struct {
 	// URL is rabbitmq-stream://user:password@host:port[/STREAM][?vhost=V].
 	// The path, when given, is the default stream; the vhost defaults to
@@ -35,15 +35,26 @@ type Config struct {
 	// ConfirmTimeout bounds the wait for a batch's confirms and for reading
 	// the stream on Open and Checkpoint (default 30s).
 	ConfirmTimeout time.Duration
-	// Logger receives the warning about a batch that came back different
-	// after a crash (default slog.Default()).
-	Logger *slog.Logger
+}
+
+// Option configures a Sink beyond its Config.
+type Option func(*options)
+
+type options struct {
+	log *slog.Logger
+}
+
+// Logger sets the logger that receives the warning about a batch that
+// came back different after a crash (default slog.Default()).
+func Logger(l *slog.Logger) Option {
+	return func(o *options) { o.log = l }
 }
 
 // Sink appends rows to RabbitMQ streams. Safe for concurrent use; every
 // Writer has its own connection.
 type Sink struct {
 	cfg               Config
+	log               *slog.Logger
 	host, port        string
 	user, pass, vhost string
 	stream            string
@@ -57,7 +68,13 @@ var (
 // New returns a Sink for cfg. It does not contact the broker: an
 // unreachable broker (flightline.ErrUnavailable) or refused credentials
 // (flightline.ErrUnauthenticated) surface on Open, Checkpoint and Ping.
-func New(cfg Config) (*Sink, error) {
+// It validates cfg.URL (scheme, host, known parameters). Close releases
+// nothing: every Writer owns its connection.
+func New(_ context.Context, cfg Config, opts ...Option) (*Sink, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	u, err := url.Parse(cfg.URL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: rabbitmq-stream sink: bad URL", flightline.ErrInvalidInput)
@@ -95,11 +112,16 @@ func New(cfg Config) (*Sink, error) {
 	if cfg.ConfirmTimeout <= 0 {
 		s.cfg.ConfirmTimeout = 30 * time.Second
 	}
-	if cfg.Logger == nil {
-		s.cfg.Logger = slog.Default()
+	s.log = o.log
+	if s.log == nil {
+		s.log = slog.Default()
 	}
 	return s, nil
 }
+
+// Close releases nothing (every Writer owns its connection and closes it)
+// and returns nil.
+func (s *Sink) Close() error { return nil }
 
 // Guarantee implements flightsink.Guaranteer: exactly-once (see the
 // package documentation for the one case where rows may repeat).

@@ -105,7 +105,7 @@ func TestSinktest(t *testing.T) {
 	sinktest.Run(t, sinktest.Harness{
 		Guarantee: flightsink.ExactlyOnce,
 		NewSink: func(t *testing.T) flightsink.Sink {
-			s, err := rabbitstream.New(rabbitstream.Config{URL: u + "default_stream_unused"})
+			s, err := rabbitstream.New(context.Background(), rabbitstream.Config{URL: u + "default_stream_unused"})
 			require.NoError(t, err)
 			return s
 		},
@@ -133,7 +133,7 @@ func requireOnce(t *testing.T, got []int64, from, to int64) {
 }
 
 func newSink(t *testing.T, u string) (*rabbitstream.Sink, flightsink.Pipeline) {
-	s, err := rabbitstream.New(rabbitstream.Config{URL: u})
+	s, err := rabbitstream.New(context.Background(), rabbitstream.Config{URL: u})
 	require.NoError(t, err)
 	name := fmt.Sprintf("fl_test_%d", rand.Int64())
 	return s, flightsink.Pipeline{ID: "p_" + name, Target: name}
@@ -249,7 +249,7 @@ func TestBrokerDownIsUnavailable(t *testing.T) {
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	require.NoError(t, l.Close())
-	s, err := rabbitstream.New(rabbitstream.Config{URL: "rabbitmq-stream://guest:guest@" + addr + "/s"})
+	s, err := rabbitstream.New(context.Background(), rabbitstream.Config{URL: "rabbitmq-stream://guest:guest@" + addr + "/s"})
 	require.NoError(t, err)
 	_, _, err = s.Open(context.Background(), flightsink.Pipeline{ID: "down"})
 	require.ErrorIs(t, err, flightline.ErrUnavailable)
@@ -262,7 +262,7 @@ func TestWrongCredentialsUnauthenticated(t *testing.T) {
 	require.NoError(t, err)
 	pu.User = url.UserPassword("guest", "not-the-password")
 	pu.Path = "/s"
-	s, err := rabbitstream.New(rabbitstream.Config{URL: pu.String()})
+	s, err := rabbitstream.New(context.Background(), rabbitstream.Config{URL: pu.String()})
 	require.NoError(t, err)
 	_, _, err = s.Open(context.Background(), flightsink.Pipeline{ID: "creds"})
 	require.ErrorIs(t, err, flightline.ErrUnauthenticated)
@@ -271,10 +271,10 @@ func TestWrongCredentialsUnauthenticated(t *testing.T) {
 
 func TestBadConfig(t *testing.T) {
 	for _, u := range []string{"amqp://h/s", "rabbitmq-stream:///s", "rabbitmq-stream://h/s?foo=1"} {
-		_, err := rabbitstream.New(rabbitstream.Config{URL: u})
+		_, err := rabbitstream.New(context.Background(), rabbitstream.Config{URL: u})
 		require.ErrorIs(t, err, flightline.ErrInvalidInput, u)
 	}
-	s, err := rabbitstream.New(rabbitstream.Config{URL: "rabbitmq-stream://h"})
+	s, err := rabbitstream.New(context.Background(), rabbitstream.Config{URL: "rabbitmq-stream://h"})
 	require.NoError(t, err)
 	_, _, err = s.Open(context.Background(), flightsink.Pipeline{ID: "x"})
 	require.ErrorIs(t, err, flightline.ErrInvalidInput, "no stream anywhere")

@@ -101,10 +101,10 @@ func (w *Writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 	if ci >= 0 {
 		if c := w.st.cut[ci]; c.base == 0 && c.rows == n && bytes.Equal(c.cp, cp) && samePrefix(c.bodies, bodies) {
 			b, from = c.batch, c.landed()
-			w.s.cfg.Logger.Info("rabbitmq-stream sink: completing a batch a crash cut short",
+			w.s.log.Info("rabbitmq-stream sink: completing a batch a crash cut short",
 				"pipeline", w.p.ID, "stream", w.stream, "batch", c.batch, "rows_in_stream", c.landed(), "rows", c.rows)
 		} else {
-			w.s.cfg.Logger.Warn("rabbitmq-stream sink: the batch a crash cut short came back different; its rows already in the stream may now be there twice",
+			w.s.log.Warn("rabbitmq-stream sink: the batch a crash cut short came back different; its rows already in the stream may now be there twice",
 				"pipeline", w.p.ID, "stream", w.stream, "batch", c.batch, "rows_in_stream", c.landed(), "rows", c.rows,
 				"first_publishing_id", c.lastID-int64(len(c.bodies))+1, "last_publishing_id", c.lastID)
 		}

@@ -7,8 +7,8 @@
 // honour If-None-Match: * on PutObject. The kind's default is exactly-once
 // on any source: flightsink/objsink's protocol on flightsink/objsink/s3.
 //
-//	sink, err := s3.New("my-bucket/events",
-//		s3.StorageOptions(map[string]string{"AWS_REGION": "eu-west-1"}))
+//	sink, err := s3.New(ctx, s3.Config{Location: "my-bucket/events",
+//		Storage: map[string]string{"AWS_REGION": "eu-west-1"}})
 //
 // # Layout
 //

@@ -1,6 +1,7 @@
 package s3
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -76,13 +77,13 @@ func TestParseLocation(t *testing.T) {
 	_, _, err = ParseLocation("s3://my-bucket/events")
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
 	require.Contains(t, err.Error(), `give it as bucket/prefix, e.g. "my-bucket/events"`)
-	_, err = New("s3a://my-bucket/events")
+	_, err = New(context.Background(), Config{Location: "s3a://my-bucket/events"})
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
 	for _, bad := range []string{"", "/", "ab", "bucket/a//b", "bucket/../x"} {
 		_, _, err := ParseLocation(bad)
 		require.ErrorIsf(t, err, flightline.ErrInvalidInput, "%q", bad)
 	}
-	_, err = New("bucket/p", StorageOptions(map[string]string{"AWS_SECRET": "x"}))
+	_, err = New(context.Background(), Config{Location: "bucket/p", Storage: map[string]string{"AWS_SECRET": "x"}})
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
 }
 

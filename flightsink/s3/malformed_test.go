@@ -1,6 +1,7 @@
 package s3
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,7 +14,7 @@ import (
 func TestIntegrationMalformedDoPut(t *testing.T) {
 	loc, opts := testLocation(t)
 	doputtest.Run(t, func(tb testing.TB) flightsink.Sink {
-		s, err := New(loc, StorageOptions(opts))
+		s, err := New(context.Background(), Config{Location: loc, Storage: opts})
 		require.NoError(tb, err)
 		return s
 	})

@@ -15,32 +15,43 @@ import (
 	"github.com/flightline/flightline/internal/parquetw"
 )
 
-// Option configures a Sink.
+// Config is what an s3 sink (commit=at-least-once) is given in its URL or
+// YAML.
+type Config struct {
+	// Location is "bucket/prefix" (or just "bucket") without a scheme:
+	// "s3://bucket/prefix" is refused with an error showing the accepted
+	// form. Required.
+	Location string
+	// Storage holds the object-store options: the AWS_* keys the Delta
+	// sink takes (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+	// AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL, AWS_ALLOW_HTTP).
+	// What they leave out comes from the AWS SDK's default chain. Unknown
+	// keys are an error.
+	Storage map[string]string
+	// PartSize is the part size of multipart uploads (default
+	// objstore.DefaultPartSize, 16 MiB). AWS S3 needs parts of at least
+	// 5 MiB.
+	PartSize int
+	// MultipartThreshold is the object size above which multipart uploads
+	// are used (default objstore.MultipartThreshold, 32 MiB).
+	MultipartThreshold int
+	// ParquetDictionary sets which columns the Parquet writer
+	// dictionary-encodes: "auto" (the default: the columns whose sampled
+	// cardinality makes it pay), "always" or "never".
+	ParquetDictionary string
+	// ParquetRowGroupRows bounds the rows of one Parquet row group
+	// (default 1M, more than a batch usually holds: one row group per
+	// file).
+	ParquetRowGroupRows int64
+}
+
+// Option configures a Sink beyond its Config.
 type Option func(*options) error
 
 type options struct {
-	storage        objstore.Options
 	mem            memory.Allocator
 	log            *slog.Logger
-	part, thresh   int
-	pqOptions      []parquetw.Option
 	clientOverride func(*objstore.S3) *objstore.S3 // tests: fault injection
-}
-
-// StorageOptions sets the object-store options: the AWS_* keys the Delta
-// sink takes (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
-// AWS_REGION, AWS_ENDPOINT_URL, AWS_ALLOW_HTTP). What they leave out comes
-// from the AWS SDK's default chain. Unknown keys are an error.
-func StorageOptions(o map[string]string) Option {
-	return func(op *options) error {
-		for k := range o {
-			if !objstore.IsOption(k) {
-				return fmt.Errorf("%w: s3 sink: unknown storage option %q (known: %s)", flightline.ErrInvalidInput, k, strings.Join(objstore.OptionKeys(), ", "))
-			}
-		}
-		op.storage = o
-		return nil
-	}
 }
 
 // Allocator sets the allocator Parquet encoding draws from; nil means
@@ -67,53 +78,15 @@ func Logger(l *slog.Logger) Option {
 	}
 }
 
-// Multipart sets the part size of multipart uploads and the object size
-// above which they are used (defaults 16 MiB and 32 MiB). AWS S3 needs
-// parts of at least 5 MiB.
-func Multipart(partSize, threshold int) Option {
-	return func(o *options) error {
-		if partSize < 1 || threshold < 1 {
-			return fmt.Errorf("%w: s3 sink: multipart part size %d and threshold %d must be positive", flightline.ErrInvalidInput, partSize, threshold)
-		}
-		o.part, o.thresh = partSize, threshold
-		return nil
-	}
-}
-
-// ParquetDictionary sets which columns the Parquet writer
-// dictionary-encodes: "auto" (the default: the columns whose sampled
-// cardinality makes it pay), "always" or "never".
-func ParquetDictionary(mode string) Option {
-	return func(o *options) error {
-		opt, err := parquetw.DictionaryMode(mode)
-		if err != nil {
-			return err
-		}
-		o.pqOptions = append(o.pqOptions, opt)
-		return nil
-	}
-}
-
-// ParquetRowGroupRows bounds the rows of one Parquet row group (default
-// 1M, more than a batch usually holds: one row group per file).
-func ParquetRowGroupRows(n int64) Option {
-	return func(o *options) error {
-		if n < 1 {
-			return fmt.Errorf("%w: Parquet row group rows %d < 1", flightline.ErrInvalidInput, n)
-		}
-		o.pqOptions = append(o.pqOptions, parquetw.MaxRowGroupRows(n))
-		return nil
-	}
-}
-
 // Sink is the at-least-once S3 sink: one snappy Parquet object per batch,
 // at a key derived from the batch's checkpoints (see the package
 // documentation). It is safe for concurrent use by several pipelines.
 type Sink struct {
-	store  objstore.Store
-	loc    string // bucket/prefix, for messages
-	o      options
-	bucket string
+	store     objstore.Store
+	loc       string // bucket/prefix, for messages
+	o         options
+	pqOptions []parquetw.Option
+	bucket    string
 }
 
 var (
@@ -121,18 +94,41 @@ var (
 	_ flightsink.Guaranteer = (*Sink)(nil)
 )
 
-// New returns a sink writing under location, given as "bucket/prefix" (or
-// just "bucket") without a scheme: "s3://bucket/prefix" is refused with an
-// error showing the accepted form. Pipeline p's objects go under
-// bucket/prefix/<p.ID>/, or bucket/prefix/<p.Target>/<p.ID>/ when p.Target
-// is set.
+// New returns a sink writing under cfg.Location. Pipeline p's objects go
+// under bucket/prefix/<p.ID>/, or bucket/prefix/<p.Target>/<p.ID>/ when
+// p.Target is set.
 //
-// New contacts nothing (it only loads the SDK configuration); wrong
-// credentials and a missing bucket are reported by Open.
-func New(location string, opts ...Option) (*Sink, error) {
+// New contacts nothing (it only loads the SDK configuration, within ctx);
+// wrong credentials and a missing bucket are reported by Open. It
+// validates cfg (the location, the storage keys, the multipart sizes and
+// the Parquet settings). Close releases nothing.
+func New(ctx context.Context, cfg Config, opts ...Option) (*Sink, error) {
+	location := cfg.Location
 	bucket, prefix, err := ParseLocation(location)
 	if err != nil {
 		return nil, err
+	}
+	for k := range cfg.Storage {
+		if !objstore.IsOption(k) {
+			return nil, fmt.Errorf("%w: s3 sink: unknown storage option %q (known: %s)", flightline.ErrInvalidInput, k, strings.Join(objstore.OptionKeys(), ", "))
+		}
+	}
+	if cfg.PartSize < 0 || cfg.MultipartThreshold < 0 {
+		return nil, fmt.Errorf("%w: s3 sink: multipart part size %d and threshold %d must be positive", flightline.ErrInvalidInput, cfg.PartSize, cfg.MultipartThreshold)
+	}
+	var pqOptions []parquetw.Option
+	if cfg.ParquetDictionary != "" {
+		opt, err := parquetw.DictionaryMode(cfg.ParquetDictionary)
+		if err != nil {
+			return nil, err
+		}
+		pqOptions = append(pqOptions, opt)
+	}
+	if cfg.ParquetRowGroupRows != 0 {
+		if cfg.ParquetRowGroupRows < 1 {
+			return nil, fmt.Errorf("%w: Parquet row group rows %d < 1", flightline.ErrInvalidInput, cfg.ParquetRowGroupRows)
+		}
+		pqOptions = append(pqOptions, parquetw.MaxRowGroupRows(cfg.ParquetRowGroupRows))
 	}
 	o := options{mem: memory.DefaultAllocator, log: slog.Default()}
 	for _, opt := range opts {
@@ -143,18 +139,29 @@ func New(location string, opts ...Option) (*Sink, error) {
 	if o.mem == nil {
 		o.mem = memory.DefaultAllocator
 	}
-	st, err := objstore.NewS3(context.Background(), bucket, prefix, o.storage)
+	st, err := objstore.NewS3(ctx, bucket, prefix, cfg.Storage)
 	if err != nil {
 		return nil, fmt.Errorf("s3 sink %s: %w", location, err)
 	}
-	if o.part > 0 {
-		st.SetPartSize(o.part, o.thresh)
+	if cfg.PartSize > 0 || cfg.MultipartThreshold > 0 {
+		part, thresh := cfg.PartSize, cfg.MultipartThreshold
+		if part == 0 {
+			part = objstore.DefaultPartSize
+		}
+		if thresh == 0 {
+			thresh = objstore.MultipartThreshold
+		}
+		st.SetPartSize(part, thresh)
 	}
 	if o.clientOverride != nil {
 		st = o.clientOverride(st)
 	}
-	return &Sink{store: st, loc: objstore.Join(bucket, prefix), o: o, bucket: bucket}, nil
+	return &Sink{store: st, loc: objstore.Join(bucket, prefix), o: o, pqOptions: pqOptions, bucket: bucket}, nil
 }
+
+// Close releases nothing (the sink holds no connection of its own: the
+// SDK's client pools its connections) and returns nil.
+func (s *Sink) Close() error { return nil }
 
 // Ping checks that the bucket exists and that the credentials reach it (an
 // S3 HeadBucket), contacting the endpoint; its error names the cause. It

@@ -106,7 +106,7 @@ func TestIntegrationS3Conformance(t *testing.T) {
 	sinktest.Run(t, sinktest.Harness{
 		Guarantee: flightsink.AtLeastOnce,
 		NewSink: func(t *testing.T) flightsink.Sink {
-			s, err := New(loc, StorageOptions(opts))
+			s, err := New(context.Background(), Config{Location: loc, Storage: opts})
 			require.NoError(t, err)
 			return s
 		},
@@ -200,7 +200,7 @@ func TestIntegrationS3IndependentRead(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	ctx := ctxT(t)
-	s, err := New(loc, StorageOptions(opts), Allocator(mem))
+	s, err := New(context.Background(), Config{Location: loc, Storage: opts}, Allocator(mem))
 	require.NoError(t, err)
 	p := flightsink.Pipeline{ID: "orders-to-s3"}
 	sizes := []int64{1, 7, 250, 1000, 4096, 3}
@@ -271,7 +271,7 @@ func TestIntegrationS3SchemaMismatchAcrossWriters(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	ctx := ctxT(t)
 	p := flightsink.Pipeline{ID: "p"}
-	s1, err := New(loc, StorageOptions(opts), Allocator(mem))
+	s1, err := New(context.Background(), Config{Location: loc, Storage: opts}, Allocator(mem))
 	require.NoError(t, err)
 	w, _, err := s1.Open(ctx, p)
 	require.NoError(t, err)
@@ -280,7 +280,7 @@ func TestIntegrationS3SchemaMismatchAcrossWriters(t *testing.T) {
 	rec.Release()
 
 	// Another process, another schema: refused at its first batch.
-	s2, err := New(loc, StorageOptions(opts), Allocator(mem))
+	s2, err := New(context.Background(), Config{Location: loc, Storage: opts}, Allocator(mem))
 	require.NoError(t, err)
 	w2, _, err := s2.Open(ctx, p)
 	require.NoError(t, err)
@@ -307,7 +307,7 @@ func TestIntegrationS3WrongCredentials(t *testing.T) {
 		bad[k] = v
 	}
 	bad[objstore.SecretAccessKey] = "not-the-secret"
-	s, err := New(loc, StorageOptions(bad))
+	s, err := New(context.Background(), Config{Location: loc, Storage: bad})
 	require.NoError(t, err, "New contacts nothing")
 	_, _, err = s.Open(ctxT(t), flightsink.Pipeline{ID: "p"})
 	require.ErrorIs(t, err, flightline.ErrUnauthenticated)
@@ -317,7 +317,7 @@ func TestIntegrationS3WrongCredentials(t *testing.T) {
 	t.Log(err)
 
 	bad[objstore.AccessKeyID] = "nobody"
-	s, err = New(loc, StorageOptions(bad))
+	s, err = New(context.Background(), Config{Location: loc, Storage: bad})
 	require.NoError(t, err)
 	_, _, err = s.Open(ctxT(t), flightsink.Pipeline{ID: "p"})
 	require.ErrorIs(t, err, flightline.ErrUnauthenticated)
@@ -326,7 +326,7 @@ func TestIntegrationS3WrongCredentials(t *testing.T) {
 
 func TestIntegrationS3MissingBucket(t *testing.T) {
 	_, opts := testLocation(t)
-	s, err := New("no-such-bucket-flightline/x", StorageOptions(opts))
+	s, err := New(context.Background(), Config{Location: "no-such-bucket-flightline/x", Storage: opts})
 	require.NoError(t, err)
 	_, _, err = s.Open(ctxT(t), flightsink.Pipeline{ID: "p"})
 	require.ErrorIs(t, err, flightline.ErrNotFound)
@@ -388,7 +388,7 @@ func TestIntegrationS3MultipartFailureLeavesNothing(t *testing.T) {
 	cp := sinktest.CP(rec.NumRows())
 	key := "big/" + ObjectName(nil, cp)
 
-	faulty, err := New(loc, StorageOptions(opts), Allocator(mem), Multipart(5<<20, 6<<20),
+	faulty, err := New(context.Background(), Config{Location: loc, Storage: opts, PartSize: 5 << 20, MultipartThreshold: 6 << 20}, Allocator(mem),
 		func(o *options) error {
 			o.clientOverride = func(s *objstore.S3) *objstore.S3 { return s.WithClientOptions(failUploadPart(2)) }
 			return nil
@@ -411,7 +411,7 @@ func TestIntegrationS3MultipartFailureLeavesNothing(t *testing.T) {
 	ids, _ := readIDs(t, raw, "big")
 	require.Empty(t, ids)
 
-	good, err := New(loc, StorageOptions(opts), Allocator(mem), Multipart(5<<20, 6<<20))
+	good, err := New(context.Background(), Config{Location: loc, Storage: opts, PartSize: 5 << 20, MultipartThreshold: 6 << 20}, Allocator(mem))
 	require.NoError(t, err)
 	w, _, err = good.Open(ctx, p)
 	require.NoError(t, err)

@@ -56,7 +56,7 @@ func (w *writer) WriteBatch(ctx context.Context, rec arrow.RecordBatch, cp []byt
 	if rec.NumRows() > 0 {
 		name := ObjectName(w.last, cp)
 		start := time.Now()
-		opts := append([]parquetw.Option{parquetw.Allocator(w.s.o.mem)}, w.s.o.pqOptions...)
+		opts := append([]parquetw.Option{parquetw.Allocator(w.s.o.mem)}, w.s.pqOptions...)
 		st := parquetw.Storable(w.s.o.mem, rec, sc)
 		data, _, err := parquetw.Bytes(st, opts...)
 		st.Release()

@@ -35,7 +35,7 @@ func TestIntegrationAbandonedCopyCommitsNothing(t *testing.T) {
 	cfg := snowtest.Config(t)
 	late := snowtest.NewLateStatement("COPY INTO")
 	cfg.Transport = late
-	s, err := snowflake.New(cfg, emulatorOpts(snowflake.RetryFor(time.Second))...)
+	s, err := snowflake.New(context.Background(), cfg, emulatorOpts(snowflake.RetryFor(time.Second))...)
 	require.NoError(t, err)
 	defer s.Close()
 	bg := context.Background()

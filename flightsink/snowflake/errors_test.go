@@ -29,7 +29,7 @@ func TestDeadEndpointUnavailable(t *testing.T) {
 	const pw = "Dead-Endpoint-Secret"
 	cfg := snowconn.Config{Account: "acct", User: "loader", Password: pw, Database: "DB",
 		Host: "127.0.0.1", Port: port, Protocol: "http", Timeout: 2 * time.Second, Retries: 1}
-	s, err := snowflake.New(cfg, snowflake.Table("t"), snowflake.RetryFor(3*time.Second))
+	s, err := snowflake.New(context.Background(), cfg, snowflake.Table("t"), snowflake.RetryFor(3*time.Second))
 	require.NoError(t, err)
 	defer s.Close()
 	ctx := context.Background()
@@ -49,10 +49,10 @@ func TestOptionsRefused(t *testing.T) {
 		snowflake.MaxConns(1), snowflake.MatchByColumnName("sometimes"), snowflake.RetryFor(-time.Second),
 		snowflake.Table(`"open`), snowflake.Stage("a.b.c.d"),
 	} {
-		_, err := snowflake.New(cfg, opt)
+		_, err := snowflake.New(context.Background(), cfg, opt)
 		require.ErrorIs(t, err, flightline.ErrInvalidInput)
 	}
-	s, err := snowflake.New(cfg)
+	s, err := snowflake.New(context.Background(), cfg)
 	require.NoError(t, err)
 	defer s.Close()
 	_, _, err = s.Open(context.Background(), flightsink.Pipeline{ID: "p"})

@@ -279,7 +279,7 @@ func TestIntegrationSecretsNeverLogged(t *testing.T) {
 	cfg.Password = pw
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(&logs), &slog.HandlerOptions{Level: slog.LevelDebug}))
-	s, err := snowflake.New(cfg, emulatorOpts(snowflake.Logger(log))...)
+	s, err := snowflake.New(context.Background(), cfg, emulatorOpts(snowflake.Logger(log))...)
 	require.NoError(t, err)
 	defer s.Close()
 	table := snowtest.Name("secret")

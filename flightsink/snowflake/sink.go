@@ -164,9 +164,10 @@ type timingCounters struct {
 // New returns a Sink on the account cfg names. It does not connect: the
 // first Open or Checkpoint (or Ping) does, and fails there with a
 // classified error (wrong credentials ErrUnauthenticated, a missing
-// database or warehouse ErrNotFound naming it). Close releases the
-// sessions.
-func New(cfg snowconn.Config, opts ...Option) (*Sink, error) {
+// database or warehouse ErrNotFound naming it). It validates the options
+// (table, stage and checkpoint table names, match mode, pool size). Close
+// releases the sessions.
+func New(_ context.Context, cfg snowconn.Config, opts ...Option) (*Sink, error) {
 	o := options{cpTable: quote(sqlcheckpoint.DefaultTable), stage: DefaultStage, match: MatchCaseSensitive,
 		logger: slog.Default(), retry: 2 * time.Minute, maxConns: 8}
 	for _, opt := range opts {
@@ -227,7 +228,8 @@ func (s *Sink) retrying(ctx context.Context, op func(context.Context) error) err
 // Guarantee implements flightsink.Guaranteer.
 func (s *Sink) Guarantee() flightsink.Guarantee { return flightsink.ExactlyOnce }
 
-// Close closes the sink's sessions. Writers fail afterwards.
+// Close releases the sink's sessions (the connection pool New made).
+// Writers fail afterwards.
 func (s *Sink) Close() error { return s.db.Close() }
 
 // Ping connects and authenticates, and checks the session's database and

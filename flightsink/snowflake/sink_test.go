@@ -1,6 +1,7 @@
 package snowflake_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -24,7 +25,7 @@ func emulatorOpts(extra ...snowflake.Option) []snowflake.Option {
 
 func newSink(t *testing.T, opts ...snowflake.Option) *snowflake.Sink {
 	t.Helper()
-	s, err := snowflake.New(snowtest.Config(t), emulatorOpts(opts...)...)
+	s, err := snowflake.New(context.Background(), snowtest.Config(t), emulatorOpts(opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	return s

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"sync"
 
@@ -32,35 +33,29 @@ const (
 // DefaultMaxWidth is the widest a table cell gets, in runes.
 const DefaultMaxWidth = 40
 
-// Option configures a Sink.
+// Config is what a stdout sink is given in its URL or YAML.
+type Config struct {
+	// Format is how rows are printed; the zero value means JSONL.
+	Format Format
+	// MaxWidth is the widest a table cell gets, in runes (at least 4);
+	// longer values are cut and end in "…". Zero means DefaultMaxWidth.
+	MaxWidth int
+}
+
+// Option configures a Sink beyond its Config.
 type Option func(*options) error
 
 type options struct {
 	format   Format
 	maxWidth int
+	w        io.Writer
 	route    func(target string) io.Writer
 }
 
-// WithFormat sets the format; JSONL is the default.
-func WithFormat(f Format) Option {
+// WithWriter prints to w instead of os.Stdout.
+func WithWriter(w io.Writer) Option {
 	return func(o *options) error {
-		switch f {
-		case Table, JSONL, CSV:
-			o.format = f
-			return nil
-		}
-		return fmt.Errorf("%w: stdout sink: format %q: want table, jsonl or csv", flightline.ErrInvalidInput, f)
-	}
-}
-
-// MaxWidth sets the widest a table cell gets, in runes (at least 4);
-// longer values are cut and end in "…". Default DefaultMaxWidth.
-func MaxWidth(n int) Option {
-	return func(o *options) error {
-		if n < 4 {
-			return fmt.Errorf("%w: stdout sink: max_width %d: want at least 4", flightline.ErrInvalidInput, n)
-		}
-		o.maxWidth = n
+		o.w = w
 		return nil
 	}
 }
@@ -85,16 +80,35 @@ type Sink struct {
 	cps map[flightsink.Pipeline][]byte
 }
 
-// New returns a Sink printing to w (os.Stdout in the CLI).
-func New(w io.Writer, opts ...Option) (*Sink, error) {
-	o := options{format: JSONL, maxWidth: DefaultMaxWidth}
+// New returns a Sink printing to os.Stdout (or the writer WithWriter
+// gives). It connects to nothing; it validates cfg (a known Format, a
+// MaxWidth of at least 4). Close releases nothing.
+func New(_ context.Context, cfg Config, opts ...Option) (*Sink, error) {
+	o := options{format: JSONL, maxWidth: DefaultMaxWidth, w: os.Stdout}
+	if cfg.Format != "" {
+		switch cfg.Format {
+		case Table, JSONL, CSV:
+			o.format = cfg.Format
+		default:
+			return nil, fmt.Errorf("%w: stdout sink: format %q: want table, jsonl or csv", flightline.ErrInvalidInput, cfg.Format)
+		}
+	}
+	if cfg.MaxWidth != 0 {
+		if cfg.MaxWidth < 4 {
+			return nil, fmt.Errorf("%w: stdout sink: max_width %d: want at least 4", flightline.ErrInvalidInput, cfg.MaxWidth)
+		}
+		o.maxWidth = cfg.MaxWidth
+	}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
 		}
 	}
-	return &Sink{w: w, opts: o, cps: map[flightsink.Pipeline][]byte{}}, nil
+	return &Sink{w: o.w, opts: o, cps: map[flightsink.Pipeline][]byte{}}, nil
 }
+
+// Close releases nothing (the Sink does not own its writer) and returns nil.
+func (s *Sink) Close() error { return nil }
 
 // Format returns the sink's format.
 func (s *Sink) Format() Format { return s.opts.format }

@@ -63,8 +63,8 @@ func harness(f stdout.Format, parse func(t *testing.T, out string) []int64) sink
 		Guarantee: flightsink.AtLeastOnce,
 		Repeats:   true,
 		NewSink: func(t *testing.T) flightsink.Sink {
-			s, err := stdout.New(io.Discard, stdout.WithFormat(f),
-				stdout.PerTarget(func(target string) io.Writer { return o.of(target) }))
+			s, err := stdout.New(context.Background(), stdout.Config{Format: f},
+				stdout.WithWriter(io.Discard), stdout.PerTarget(func(target string) io.Writer { return o.of(target) }))
 			require.NoError(t, err)
 			return s
 		},
@@ -107,10 +107,10 @@ func TestConformanceJSONL(t *testing.T) { sinktest.Run(t, harness(stdout.JSONL, 
 func TestConformanceCSV(t *testing.T) { sinktest.Run(t, harness(stdout.CSV, csvIDs)) }
 
 // printed writes batches with one sink and returns what it printed.
-func printed(t *testing.T, opts []stdout.Option, recs ...arrow.RecordBatch) string {
+func printed(t *testing.T, cfg stdout.Config, recs ...arrow.RecordBatch) string {
 	t.Helper()
 	var b bytes.Buffer
-	s, err := stdout.New(&b, opts...)
+	s, err := stdout.New(context.Background(), cfg, stdout.WithWriter(&b))
 	require.NoError(t, err)
 	w, cp, err := s.Open(context.Background(), flightsink.Pipeline{ID: "p"})
 	require.NoError(t, err)
@@ -142,7 +142,7 @@ func TestTable(t *testing.T) {
 	defer a.Release()
 	b := mixed(t, mem, `[{"id": 4, "note": "a note far longer than the widest a cell may be", "price": 1}]`)
 	defer b.Release()
-	got := printed(t, []stdout.Option{stdout.WithFormat(stdout.Table), stdout.MaxWidth(20)}, a, b)
+	got := printed(t, stdout.Config{Format: stdout.Table, MaxWidth: 20}, a, b)
 	want := "" +
 		"id  | note           | price\n" +
 		"----+----------------+------\n" +
@@ -161,7 +161,7 @@ func TestJSONLKeepsColumnOrder(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	a := mixed(t, mem, `[{"id": 1, "note": "<&>", "price": 2.5}, {"id": 2, "note": null, "price": null}]`)
 	defer a.Release()
-	require.Equal(t, `{"id":1,"note":"<&>","price":2.5}`+"\n"+`{"id":2,"note":null,"price":null}`+"\n", printed(t, nil, a))
+	require.Equal(t, `{"id":1,"note":"<&>","price":2.5}`+"\n"+`{"id":2,"note":null,"price":null}`+"\n", printed(t, stdout.Config{}, a))
 }
 
 func TestCSV(t *testing.T) {
@@ -171,13 +171,13 @@ func TestCSV(t *testing.T) {
 	defer a.Release()
 	b := mixed(t, mem, `[{"id": 3, "note": "c", "price": 1}]`)
 	defer b.Release()
-	require.Equal(t, "id,note,price\n1,\"a,b\",2.5\n2,,\n3,c,1\n", printed(t, []stdout.Option{stdout.WithFormat(stdout.CSV)}, a, b))
+	require.Equal(t, "id,note,price\n1,\"a,b\",2.5\n2,,\n3,c,1\n", printed(t, stdout.Config{Format: stdout.CSV}, a, b))
 }
 
 func TestBadOptions(t *testing.T) {
-	_, err := stdout.New(io.Discard, stdout.WithFormat("xml"))
+	_, err := stdout.New(context.Background(), stdout.Config{Format: "xml"}, stdout.WithWriter(io.Discard))
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
-	_, err = stdout.New(io.Discard, stdout.MaxWidth(3))
+	_, err = stdout.New(context.Background(), stdout.Config{MaxWidth: 3}, stdout.WithWriter(io.Discard))
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
 }
 
@@ -189,7 +189,7 @@ func (failing) Write([]byte) (int, error) { return 0, errors.New("broken pipe") 
 func TestWriteErrorKeepsCheckpoint(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	s, err := stdout.New(failing{})
+	s, err := stdout.New(context.Background(), stdout.Config{}, stdout.WithWriter(failing{}))
 	require.NoError(t, err)
 	p := flightsink.Pipeline{ID: "p"}
 	w, _, err := s.Open(context.Background(), p)

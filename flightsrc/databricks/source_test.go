@@ -47,7 +47,7 @@ func TestIntegrationConformance(t *testing.T) {
 				},
 				Append: func(t *testing.T, stream string, from, to int64) {
 					ctx := context.Background()
-					s, err := sinkdelta.New(ctx, prefix+"/"+stream, sinkdelta.CheckpointInterval(4), sinkdelta.StorageOptions(e.DirectOptions()))
+					s, err := sinkdelta.New(ctx, sinkdelta.Config{URI: prefix + "/" + stream, CheckpointInterval: 4, Storage: e.DirectOptions()})
 					require.NoError(t, err)
 					w, _, err := s.Open(ctx, flightsink.Pipeline{ID: "fill"})
 					require.NoError(t, err)

@@ -49,7 +49,7 @@ func TestDeltaConformance(t *testing.T) {
 				},
 				Append: func(t *testing.T, stream string, from, to int64) {
 					ctx := context.Background()
-					s, err := sinkdelta.New(ctx, dir(stream), sinkdelta.CheckpointInterval(4))
+					s, err := sinkdelta.New(ctx, sinkdelta.Config{URI: dir(stream), CheckpointInterval: 4})
 					require.NoError(t, err)
 					w, _, err := s.Open(ctx, flightsink.Pipeline{ID: "fill"})
 					require.NoError(t, err)

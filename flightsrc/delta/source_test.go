@@ -21,7 +21,7 @@ import (
 
 func fill(t *testing.T, dir string, from, to, step int64) {
 	ctx := context.Background()
-	s, err := sinkdelta.New(ctx, dir, sinkdelta.CheckpointInterval(4))
+	s, err := sinkdelta.New(ctx, sinkdelta.Config{URI: dir, CheckpointInterval: 4})
 	require.NoError(t, err)
 	w, _, err := s.Open(ctx, flightsink.Pipeline{ID: "fill"})
 	require.NoError(t, err)

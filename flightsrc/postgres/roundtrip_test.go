@@ -215,7 +215,7 @@ func TestIntegrationTypeMapRoundTrip(t *testing.T) {
 	b.Release()
 	defer rec.Release()
 
-	sink, err := sinkpg.New(dsn)
+	sink, err := sinkpg.New(context.Background(), sinkpg.Config{DSN: dsn})
 	require.NoError(t, err)
 	defer sink.Close()
 	w, _, err := sink.Open(ctx, flightsink.Pipeline{ID: table, Target: table})
@@ -257,7 +257,7 @@ func TestIntegrationSubMicrosecondRefused(t *testing.T) {
 	rec := b.NewRecordBatch()
 	b.Release()
 	defer rec.Release()
-	sink, err := sinkpg.New(dsn)
+	sink, err := sinkpg.New(context.Background(), sinkpg.Config{DSN: dsn})
 	require.NoError(t, err)
 	defer sink.Close()
 	w, _, err := sink.Open(ctx, flightsink.Pipeline{ID: table, Target: table})

@@ -54,44 +54,49 @@ type Backend struct {
 	c                 *container.Client
 }
 
+// Config is what an azblob sink is given in its URL or YAML.
+type Config struct {
+	// Container is the blob container. Required.
+	Container string
+	// Prefix is the prefix of every blob name (default none).
+	Prefix string
+	// Account names the storage account (the service URL is
+	// https://ACCOUNT.blob.core.windows.net unless Endpoint says
+	// otherwise). Required with Key or without Endpoint.
+	Account string
+	// Key is the storage account's key: it authenticates with a shared
+	// key. Key and SAS exclude each other; one of them is required.
+	Key string
+	// SAS is a shared access signature (the query string, with or without
+	// its leading '?'), for the account's service URL or Endpoint.
+	SAS string
+	// Endpoint is the service URL, e.g.
+	// http://127.0.0.1:10000/devstoreaccount1 for Azurite (default the
+	// account's).
+	Endpoint string
+}
+
 type config struct {
 	endpoint, account, key, sas string
 	timeout                     time.Duration
 }
 
-// Option configures a Backend.
+// Option configures a Backend beyond its Config.
 type Option func(*config)
-
-// SharedKey authenticates with the storage account's name and key.
-func SharedKey(account, key string) Option {
-	return func(c *config) { c.account, c.key = account, key }
-}
-
-// SAS authenticates with a shared access signature (the query string,
-// with or without its leading '?'), for Account's service URL or Endpoint.
-func SAS(token string) Option {
-	return func(c *config) { c.sas = strings.TrimPrefix(token, "?") }
-}
-
-// Account names the storage account (the service URL is
-// https://ACCOUNT.blob.core.windows.net) when SharedKey does not.
-func Account(name string) Option { return func(c *config) { c.account = name } }
-
-// Endpoint sets the service URL, e.g. http://127.0.0.1:10000/devstoreaccount1
-// for Azurite.
-func Endpoint(u string) Option {
-	return func(c *config) { c.endpoint = strings.TrimRight(u, "/") }
-}
 
 // Timeout bounds each call (default 5 minutes).
 func Timeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
 
-// New returns the Backend of container/prefix. It contacts nothing.
-func New(containerName, prefix string, opts ...Option) (*Backend, error) {
+// New returns the Backend of cfg.Container and cfg.Prefix. It contacts
+// nothing (it makes the container client); it validates cfg (the container
+// name, the endpoint, one kind of credentials). Close releases nothing.
+func New(_ context.Context, c Config, opts ...Option) (*Backend, error) {
+	containerName, prefix := c.Container, c.Prefix
 	if containerName == "" || strings.ContainsAny(containerName, "/?#") {
 		return nil, fmt.Errorf("%w: azblob: container %q", flightline.ErrInvalidInput, containerName)
 	}
-	cfg := config{timeout: 5 * time.Minute}
+	cfg := config{timeout: 5 * time.Minute, account: c.Account, key: c.Key, sas: strings.TrimPrefix(c.SAS, "?"),
+		endpoint: strings.TrimRight(c.Endpoint, "/")}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -134,6 +139,10 @@ func New(containerName, prefix string, opts ...Option) (*Backend, error) {
 	}
 	return b, nil
 }
+
+// Close releases nothing (the client holds no connection of its own
+// beyond the SDK's pool) and returns nil.
+func (b *Backend) Close() error { return nil }
 
 func (b *Backend) name(key string) string {
 	if b.prefix == "" {

@@ -38,8 +38,9 @@ type azurite struct{ objsinktest.Azurite }
 
 func need(t *testing.T) azurite { return azurite{objsinktest.NeedAzurite(t)} }
 
-func (a azurite) opts() []azblob.Option {
-	return []azblob.Option{azblob.Endpoint(a.Endpoint), azblob.SharedKey(a.Account, a.Key)}
+// config is the Config of container cont and prefix on Azurite.
+func (a azurite) config(cont, prefix string) azblob.Config {
+	return azblob.Config{Container: cont, Prefix: prefix, Endpoint: a.Endpoint, Account: a.Account, Key: a.Key}
 }
 
 func (a azurite) newContainer(t *testing.T) string { return a.NewContainer(t) }
@@ -100,9 +101,9 @@ func TestIntegrationAzblobConformance(t *testing.T) {
 		Guarantee: flightsink.ExactlyOnce,
 		Group:     true,
 		NewSink: func(t *testing.T) flightsink.Sink {
-			b, err := azblob.New(cont, "lake", a.opts()...)
+			b, err := azblob.New(context.Background(), a.config(cont, "lake"))
 			require.NoError(t, err)
-			s, err := objsink.New(b, "azblob sink")
+			s, err := objsink.New(context.Background(), objsink.Config{Backend: b, Name: "azblob sink"})
 			require.NoError(t, err)
 			return s
 		},
@@ -119,7 +120,7 @@ func TestIntegrationAzblobConformance(t *testing.T) {
 func TestIntegrationAzblobBackend(t *testing.T) {
 	a := need(t)
 	ctx := context.Background()
-	b, err := azblob.New(a.newContainer(t), "x", a.opts()...)
+	b, err := azblob.New(context.Background(), a.config(a.newContainer(t), "x"))
 	require.NoError(t, err)
 	require.NoError(t, b.PutIfAbsent(ctx, "d/a", []byte("one")))
 	require.ErrorIs(t, b.PutIfAbsent(ctx, "d/a", []byte("two")), objsink.ErrExists)
@@ -152,7 +153,7 @@ func TestIntegrationAzblobBackend(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, objs)
 
-	missing, err := azblob.New("no-such-container-37", "x", a.opts()...)
+	missing, err := azblob.New(context.Background(), a.config("no-such-container-37", "x"))
 	require.NoError(t, err)
 	err = missing.PutIfAbsent(ctx, "k", []byte("v"))
 	require.ErrorIs(t, err, flightline.ErrNotFound)
@@ -161,8 +162,8 @@ func TestIntegrationAzblobBackend(t *testing.T) {
 	_, err = missing.List(ctx, "d")
 	require.ErrorIs(t, err, flightline.ErrNotFound)
 
-	wrong, err := azblob.New("whatever", "x", azblob.Endpoint(a.Endpoint),
-		azblob.SharedKey(a.Account, base64.StdEncoding.EncodeToString([]byte("not the key"))))
+	wrong, err := azblob.New(context.Background(), azblob.Config{Container: "whatever", Prefix: "x", Endpoint: a.Endpoint,
+		Account: a.Account, Key: base64.StdEncoding.EncodeToString([]byte("not the key"))})
 	require.NoError(t, err)
 	err = wrong.Put(ctx, "k", []byte("v"))
 	require.True(t, errors.Is(err, flightline.ErrUnauthenticated) || errors.Is(err, flightline.ErrPermissionDenied), "wrong key: %v", err)
@@ -170,7 +171,7 @@ func TestIntegrationAzblobBackend(t *testing.T) {
 	require.NotContains(t, err.Error(), a.Key)
 	t.Logf("wrong key: %v", err)
 
-	down, err := azblob.New("c", "x", azblob.Endpoint("http://127.0.0.1:1/devstoreaccount1"), azblob.SharedKey(a.Account, a.Key))
+	down, err := azblob.New(context.Background(), azblob.Config{Container: "c", Prefix: "x", Endpoint: "http://127.0.0.1:1/devstoreaccount1", Account: a.Account, Key: a.Key})
 	require.NoError(t, err)
 	err = down.Put(ctx, "k", []byte("v"))
 	require.ErrorIs(t, err, flightline.ErrUnavailable)
@@ -191,7 +192,7 @@ func TestIntegrationAzblobSAS(t *testing.T) {
 		Permissions: perms.String(), ContainerName: cont,
 	}.SignWithSharedKey(cred)
 	require.NoError(t, err)
-	b, err := azblob.New(cont, "s", azblob.Endpoint(a.Endpoint), azblob.SAS("?"+q.Encode()))
+	b, err := azblob.New(context.Background(), azblob.Config{Container: cont, Prefix: "s", Endpoint: a.Endpoint, SAS: "?" + q.Encode()})
 	require.NoError(t, err)
 	require.NoError(t, b.PutIfAbsent(ctx, "d/a", []byte("one")))
 	require.ErrorIs(t, b.PutIfAbsent(ctx, "d/a", []byte("two")), objsink.ErrExists)
@@ -210,7 +211,7 @@ func TestIntegrationAzblobSAS(t *testing.T) {
 		Permissions: ro.String(), ContainerName: cont,
 	}.SignWithSharedKey(cred)
 	require.NoError(t, err)
-	rb, err := azblob.New(cont, "s", azblob.Endpoint(a.Endpoint), azblob.SAS(q.Encode()))
+	rb, err := azblob.New(context.Background(), azblob.Config{Container: cont, Prefix: "s", Endpoint: a.Endpoint, SAS: q.Encode()})
 	require.NoError(t, err)
 	err = rb.PutIfAbsent(ctx, "d/c", []byte("x"))
 	require.ErrorIs(t, err, flightline.ErrPermissionDenied)
@@ -219,7 +220,7 @@ func TestIntegrationAzblobSAS(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ok)
 
-	down, err := azblob.New(cont, "s", azblob.Endpoint("http://127.0.0.1:1/devstoreaccount1"), azblob.SAS(q.Encode()))
+	down, err := azblob.New(context.Background(), azblob.Config{Container: cont, Prefix: "s", Endpoint: "http://127.0.0.1:1/devstoreaccount1", SAS: q.Encode()})
 	require.NoError(t, err)
 	err = down.Put(ctx, "k", []byte("v"))
 	require.ErrorIs(t, err, flightline.ErrUnavailable)
@@ -228,18 +229,19 @@ func TestIntegrationAzblobSAS(t *testing.T) {
 }
 
 func TestNewRefusesBadConfig(t *testing.T) {
-	for name, opts := range map[string][]azblob.Option{
-		"no credentials": {azblob.Account("acct")},
-		"no account":     {azblob.SAS("sv=1")},
-		"key and sas":    {azblob.SharedKey("acct", "a2V5"), azblob.SAS("sv=1")},
-		"key not base64": {azblob.SharedKey("acct", "%%%secret%%%")},
-		"bad endpoint":   {azblob.Endpoint("ftp://x"), azblob.SAS("sv=1")},
+	for name, cfg := range map[string]azblob.Config{
+		"no credentials": {Account: "acct"},
+		"no account":     {SAS: "sv=1"},
+		"key and sas":    {Account: "acct", Key: "a2V5", SAS: "sv=1"},
+		"key not base64": {Account: "acct", Key: "%%%secret%%%"},
+		"bad endpoint":   {Endpoint: "ftp://x", SAS: "sv=1"},
 	} {
-		_, err := azblob.New("c", "p", opts...)
+		cfg.Container, cfg.Prefix = "c", "p"
+		_, err := azblob.New(context.Background(), cfg)
 		require.Error(t, err, name)
 		require.NotContains(t, err.Error(), "secret", name)
 	}
-	_, err := azblob.New("a/b", "p", azblob.SAS("sv=1"), azblob.Account("acct"))
+	_, err := azblob.New(context.Background(), azblob.Config{Container: "a/b", Prefix: "p", SAS: "sv=1", Account: "acct"})
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
 }
 
@@ -256,9 +258,9 @@ func TestIntegrationAzblobPythonRead(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	p := flightsink.Pipeline{ID: "py-read"}
 	open := func() flightsink.Writer {
-		b, err := azblob.New(cont, "lake", a.opts()...)
+		b, err := azblob.New(context.Background(), a.config(cont, "lake"))
 		require.NoError(t, err)
-		s, err := objsink.New(b, "azblob sink", objsink.Allocator(mem))
+		s, err := objsink.New(context.Background(), objsink.Config{Backend: b, Name: "azblob sink"}, objsink.Allocator(mem))
 		require.NoError(t, err)
 		w, _, err := s.Open(ctx, p)
 		require.NoError(t, err)

@@ -1,6 +1,7 @@
 package azblob_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -16,9 +17,9 @@ func TestIntegrationAzblobMalformedDoPut(t *testing.T) {
 	a := need(t)
 	cont := a.newContainer(t)
 	doputtest.Run(t, func(tb testing.TB) flightsink.Sink {
-		b, err := azblob.New(cont, "lake", a.opts()...)
+		b, err := azblob.New(context.Background(), a.config(cont, "lake"))
 		require.NoError(tb, err)
-		s, err := objsink.New(b, "azblob sink")
+		s, err := objsink.New(context.Background(), objsink.Config{Backend: b, Name: "azblob sink"})
 		require.NoError(tb, err)
 		return s
 	})

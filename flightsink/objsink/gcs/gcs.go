@@ -41,22 +41,35 @@ type Backend struct {
 	hc                   *http.Client
 }
 
-// Option configures a Backend.
-type Option func(*Backend)
-
-// Endpoint sets the API endpoint, e.g. http://127.0.0.1:4443 for
-// fake-gcs-server, and turns authentication off.
-func Endpoint(u string) Option {
-	return func(b *Backend) { b.base = strings.TrimRight(u, "/"); b.hc = &http.Client{} }
+// Config is what a gcs sink is given in its URL or YAML.
+type Config struct {
+	// Bucket is the bucket. Required.
+	Bucket string
+	// Prefix is the prefix of every object name (default none).
+	Prefix string
+	// Endpoint is the API endpoint, e.g. http://127.0.0.1:4443 for
+	// fake-gcs-server; it turns authentication off (default
+	// DefaultEndpoint, with the application default credentials).
+	Endpoint string
 }
 
-// New returns the Backend of gs://bucket/prefix. Without Endpoint it finds
-// the application default credentials now and fails if there are none.
-func New(ctx context.Context, bucket, prefix string, opts ...Option) (*Backend, error) {
+// Option configures a Backend beyond its Config. The backend has none
+// yet; the type keeps New's shape the same as every other one's.
+type Option func(*Backend)
+
+// New returns the Backend of gs://BUCKET/PREFIX. Without cfg.Endpoint it
+// finds the application default credentials at construction and fails if
+// there are none; it validates the bucket name. Close releases the HTTP
+// client's idle connections.
+func New(ctx context.Context, cfg Config, opts ...Option) (*Backend, error) {
+	bucket, prefix := cfg.Bucket, cfg.Prefix
 	if bucket == "" || strings.ContainsAny(bucket, "/?#") {
 		return nil, fmt.Errorf("%w: gcs: bucket %q", flightline.ErrInvalidInput, bucket)
 	}
 	b := &Backend{base: DefaultEndpoint, bucket: bucket, prefix: strings.Trim(prefix, "/")}
+	if cfg.Endpoint != "" {
+		b.base, b.hc = strings.TrimRight(cfg.Endpoint, "/"), &http.Client{}
+	}
 	for _, o := range opts {
 		o(b)
 	}
@@ -69,6 +82,12 @@ func New(ctx context.Context, bucket, prefix string, opts ...Option) (*Backend, 
 	}
 	b.hc.Timeout = 5 * time.Minute
 	return b, nil
+}
+
+// Close releases the HTTP client's idle connections and returns nil.
+func (b *Backend) Close() error {
+	b.hc.CloseIdleConnections()
+	return nil
 }
 
 func (b *Backend) name(key string) string {

@@ -71,9 +71,9 @@ func TestIntegrationGCSConformance(t *testing.T) {
 		Guarantee: flightsink.ExactlyOnce,
 		Group:     true,
 		NewSink: func(t *testing.T) flightsink.Sink {
-			b, err := gcs.New(context.Background(), bucket, "lake", gcs.Endpoint(endpoint))
+			b, err := gcs.New(context.Background(), gcs.Config{Bucket: bucket, Prefix: "lake", Endpoint: endpoint})
 			require.NoError(t, err)
-			s, err := objsink.New(b, "gcs sink")
+			s, err := objsink.New(context.Background(), objsink.Config{Backend: b, Name: "gcs sink"})
 			require.NoError(t, err)
 			return s
 		},
@@ -90,7 +90,7 @@ func TestIntegrationGCSConformance(t *testing.T) {
 func TestIntegrationGCSBackend(t *testing.T) {
 	endpoint := objsinktest.GCSEndpoint(t)
 	ctx := context.Background()
-	b, err := gcs.New(ctx, objsinktest.NewBucket(t, endpoint), "x", gcs.Endpoint(endpoint))
+	b, err := gcs.New(ctx, gcs.Config{Bucket: objsinktest.NewBucket(t, endpoint), Prefix: "x", Endpoint: endpoint})
 	require.NoError(t, err)
 	require.NoError(t, b.PutIfAbsent(ctx, "d/a", []byte("one")))
 	require.ErrorIs(t, b.PutIfAbsent(ctx, "d/a", []byte("two")), objsink.ErrExists)
@@ -116,10 +116,10 @@ func TestIntegrationGCSBackend(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ok)
 
-	missing, err := gcs.New(ctx, "no-such-bucket-37", "x", gcs.Endpoint(endpoint))
+	missing, err := gcs.New(ctx, gcs.Config{Bucket: "no-such-bucket-37", Prefix: "x", Endpoint: endpoint})
 	require.NoError(t, err)
 	require.ErrorIs(t, missing.PutIfAbsent(ctx, "k", []byte("v")), flightline.ErrNotFound)
-	down, err := gcs.New(ctx, "b", "x", gcs.Endpoint("http://127.0.0.1:1"))
+	down, err := gcs.New(ctx, gcs.Config{Bucket: "b", Prefix: "x", Endpoint: "http://127.0.0.1:1"})
 	require.NoError(t, err)
 	require.ErrorIs(t, down.Put(ctx, "k", []byte("v")), flightline.ErrUnavailable)
 }
@@ -131,23 +131,23 @@ func TestIntegrationGCSBackend(t *testing.T) {
 func TestGCSErrorCodes(t *testing.T) {
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", filepath.Join(t.TempDir(), "no-such-credentials.json"))
 	t.Setenv("HOME", t.TempDir()) // no gcloud application-default file
-	_, err := gcs.New(context.Background(), "b", "p")
+	_, err := gcs.New(context.Background(), gcs.Config{Bucket: "b", Prefix: "p"})
 	require.ErrorIs(t, err, flightline.ErrUnauthenticated)
 	require.Equal(t, codes.Unauthenticated, flighterr.Code(err))
 	require.ErrorContains(t, err, "application default credentials")
 	t.Logf("no credentials: %v", err)
 
-	down, err := gcs.New(context.Background(), "b", "x", gcs.Endpoint("http://127.0.0.1:1"))
+	down, err := gcs.New(context.Background(), gcs.Config{Bucket: "b", Prefix: "x", Endpoint: "http://127.0.0.1:1"})
 	require.NoError(t, err)
 	err = down.PutIfAbsent(context.Background(), "k", []byte("v"))
 	require.Equal(t, codes.Unavailable, flighterr.Code(err), "%v", err)
-	_, err = gcs.New(context.Background(), "a/b", "x", gcs.Endpoint("http://127.0.0.1:1"))
+	_, err = gcs.New(context.Background(), gcs.Config{Bucket: "a/b", Prefix: "x", Endpoint: "http://127.0.0.1:1"})
 	require.Equal(t, codes.InvalidArgument, flighterr.Code(err), "%v", err)
 }
 
 func TestIntegrationGCSMissingBucketCode(t *testing.T) {
 	endpoint := objsinktest.GCSEndpoint(t)
-	b, err := gcs.New(context.Background(), "no-such-bucket-37", "x", gcs.Endpoint(endpoint))
+	b, err := gcs.New(context.Background(), gcs.Config{Bucket: "no-such-bucket-37", Prefix: "x", Endpoint: endpoint})
 	require.NoError(t, err)
 	err = b.PutIfAbsent(context.Background(), "k", []byte("v"))
 	require.Equal(t, codes.NotFound, flighterr.Code(err), "%v", err)

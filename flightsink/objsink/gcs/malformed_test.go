@@ -18,9 +18,9 @@ func TestIntegrationGCSMalformedDoPut(t *testing.T) {
 	endpoint := objsinktest.GCSEndpoint(t)
 	bucket := objsinktest.NewBucket(t, endpoint)
 	doputtest.Run(t, func(tb testing.TB) flightsink.Sink {
-		b, err := gcs.New(context.Background(), bucket, "lake", gcs.Endpoint(endpoint))
+		b, err := gcs.New(context.Background(), gcs.Config{Bucket: bucket, Prefix: "lake", Endpoint: endpoint})
 		require.NoError(tb, err)
-		s, err := objsink.New(b, "gcs sink")
+		s, err := objsink.New(context.Background(), objsink.Config{Backend: b, Name: "gcs sink"})
 		require.NoError(tb, err)
 		return s
 	})

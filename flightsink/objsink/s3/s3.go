@@ -18,6 +18,7 @@
 package s3
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -40,20 +41,57 @@ type Backend struct {
 	prefix string
 }
 
-// New returns the Backend of s3://bucket/prefix configured by opts
-// (objstore's storage options: endpoint, keys, region; missing ones come
-// from the AWS SDK's default chain).
-func New(ctx context.Context, bucket, prefix string, opts objstore.Options) (*Backend, error) {
+// Config is what an s3 sink (commit=exactly-once) is given in its URL or
+// YAML.
+type Config struct {
+	// Bucket is the bucket. Required.
+	Bucket string
+	// Prefix is the prefix of every key (default none).
+	Prefix string
+	// Storage holds objstore's storage options: endpoint, keys, region;
+	// missing ones come from the AWS SDK's default chain.
+	Storage objstore.Options
+	// PartSize is the part size of multipart uploads (default
+	// objstore.DefaultPartSize).
+	PartSize int
+	// MultipartThreshold is the object size above which multipart uploads
+	// are used (default objstore.MultipartThreshold).
+	MultipartThreshold int
+}
+
+// Option configures a Backend beyond its Config. The backend has none
+// yet; the type keeps New's shape the same as every other one's.
+type Option func(*Backend)
+
+// New returns the Backend of s3://BUCKET/PREFIX. It contacts nothing (it
+// loads the SDK configuration, within ctx); it validates the bucket name
+// and the multipart sizes. Close releases nothing.
+func New(ctx context.Context, cfg Config, opts ...Option) (*Backend, error) {
+	bucket, prefix := cfg.Bucket, cfg.Prefix
 	if bucket == "" || strings.ContainsAny(bucket, "/?#") {
 		return nil, fmt.Errorf("%w: s3: bucket %q", flightline.ErrInvalidInput, bucket)
 	}
+	if cfg.PartSize < 0 || cfg.MultipartThreshold < 0 {
+		return nil, fmt.Errorf("%w: s3: multipart part size %d and threshold %d must be positive", flightline.ErrInvalidInput, cfg.PartSize, cfg.MultipartThreshold)
+	}
 	prefix = strings.Trim(prefix, "/")
-	st, err := objstore.NewS3(ctx, bucket, prefix, opts)
+	st, err := objstore.NewS3(ctx, bucket, prefix, cfg.Storage)
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{st: st, bucket: bucket, prefix: prefix}, nil
+	if cfg.PartSize > 0 || cfg.MultipartThreshold > 0 {
+		st.SetPartSize(cmp.Or(cfg.PartSize, objstore.DefaultPartSize), cmp.Or(cfg.MultipartThreshold, objstore.MultipartThreshold))
+	}
+	b := &Backend{st: st, bucket: bucket, prefix: prefix}
+	for _, o := range opts {
+		o(b)
+	}
+	return b, nil
 }
+
+// Close releases nothing (the SDK's client pools its connections) and
+// returns nil.
+func (b *Backend) Close() error { return nil }
 
 // Store is the underlying objstore store (for a check of the bucket with
 // HeadBucket).

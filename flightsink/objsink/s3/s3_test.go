@@ -72,9 +72,9 @@ func TestIntegrationS3Conformance(t *testing.T) {
 		Guarantee: flightsink.ExactlyOnce,
 		Group:     true,
 		NewSink: func(t *testing.T) flightsink.Sink {
-			b, err := s3.New(context.Background(), s3test.Bucket, prefix, opts)
+			b, err := s3.New(context.Background(), s3.Config{Bucket: s3test.Bucket, Prefix: prefix, Storage: opts})
 			require.NoError(t, err)
-			s, err := objsink.New(b, "s3 objsink")
+			s, err := objsink.New(context.Background(), objsink.Config{Backend: b, Name: "s3 objsink"})
 			require.NoError(t, err)
 			return s
 		},
@@ -139,11 +139,11 @@ func exercise(t *testing.T, b *s3.Backend) {
 
 func TestIntegrationS3Backend(t *testing.T) {
 	opts := s3test.Options(t)
-	b, err := s3.New(context.Background(), s3test.Bucket, freshPrefix(t), opts)
+	b, err := s3.New(context.Background(), s3.Config{Bucket: s3test.Bucket, Prefix: freshPrefix(t), Storage: opts})
 	require.NoError(t, err)
 	exercise(t, b)
 
-	missing, err := s3.New(context.Background(), "no-such-bucket-38", "x", opts)
+	missing, err := s3.New(context.Background(), s3.Config{Bucket: "no-such-bucket-38", Prefix: "x", Storage: opts})
 	require.NoError(t, err)
 	err = missing.PutIfAbsent(context.Background(), "k", []byte("v"))
 	require.Equal(t, codes.NotFound, flighterr.Code(err), "%v", err)
@@ -159,16 +159,16 @@ func TestIntegrationS3BackendMoto(t *testing.T) {
 	st, err := objstore.NewS3(context.Background(), "flightline-objsink-moto", "", opts)
 	require.NoError(t, err)
 	_, _ = st.Client().CreateBucket(context.Background(), &awss3.CreateBucketInput{Bucket: aws.String("flightline-objsink-moto")})
-	b, err := s3.New(context.Background(), "flightline-objsink-moto", freshPrefix(t), opts)
+	b, err := s3.New(context.Background(), s3.Config{Bucket: "flightline-objsink-moto", Prefix: freshPrefix(t), Storage: opts})
 	require.NoError(t, err)
 	exercise(t, b)
 }
 
 func TestS3ErrorCodes(t *testing.T) {
-	_, err := s3.New(context.Background(), "a/b", "x", objstore.Options{})
+	_, err := s3.New(context.Background(), s3.Config{Bucket: "a/b", Prefix: "x", Storage: objstore.Options{}})
 	require.Equal(t, codes.InvalidArgument, flighterr.Code(err), "%v", err)
-	down, err := s3.New(context.Background(), "b", "x", objstore.Options{objstore.EndpointURL: "http://127.0.0.1:1",
-		objstore.AccessKeyID: "k", objstore.SecretAccessKey: "s", objstore.AllowHTTP: "true"})
+	down, err := s3.New(context.Background(), s3.Config{Bucket: "b", Prefix: "x", Storage: objstore.Options{objstore.EndpointURL: "http://127.0.0.1:1",
+		objstore.AccessKeyID: "k", objstore.SecretAccessKey: "s", objstore.AllowHTTP: "true"}})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -200,10 +200,10 @@ func ignoreIfNoneMatch(o *awss3.Options) {
 func TestIntegrationS3ProbeRefusesStoreIgnoringIfNoneMatch(t *testing.T) {
 	opts := s3test.Options(t)
 	prefix := freshPrefix(t)
-	good, err := s3.New(context.Background(), s3test.Bucket, prefix, opts)
+	good, err := s3.New(context.Background(), s3.Config{Bucket: s3test.Bucket, Prefix: prefix, Storage: opts})
 	require.NoError(t, err)
 	bad := good.WithClientOptions(ignoreIfNoneMatch)
-	sink, err := objsink.New(bad, "s3 sink")
+	sink, err := objsink.New(context.Background(), objsink.Config{Backend: bad, Name: "s3 sink"})
 	require.NoError(t, err)
 	_, _, err = sink.Open(context.Background(), flightsink.Pipeline{ID: "p"})
 	require.ErrorIs(t, err, flightline.ErrFailedPrecondition)
@@ -218,7 +218,7 @@ func TestIntegrationS3ProbeRefusesStoreIgnoringIfNoneMatch(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, keys, "the refused Open left nothing: no probe object, no commit record")
 
-	sink, err = objsink.New(good, "s3 sink")
+	sink, err = objsink.New(context.Background(), objsink.Config{Backend: good, Name: "s3 sink"})
 	require.NoError(t, err)
 	w, _, err := sink.Open(context.Background(), flightsink.Pipeline{ID: "p"})
 	require.NoError(t, err)

@@ -19,7 +19,30 @@ import (
 	"github.com/flightline/flightline/flightsink/objsink"
 )
 
-// Option configures Dial.
+// Config is what an sftp sink is given in its URL or YAML.
+type Config struct {
+	// Addr is the SSH server, host:port. Required.
+	Addr string
+	// User is the SSH user. Required.
+	User string
+	// Root is the directory on the server the part files go under; it
+	// must exist. Required.
+	Root string
+	// KeyFile authenticates with the private key in this file, decrypted
+	// with Passphrase when that is not empty. KeyFile or Password (or
+	// both) is required.
+	KeyFile, Passphrase string
+	// Password authenticates with a password (the kind takes it only from
+	// the environment).
+	Password string
+	// KnownHosts is the file the server's host key is checked against
+	// (OpenSSH format). Default: ~/.ssh/known_hosts.
+	KnownHosts string
+	// InsecureIgnoreHostKey accepts any host key; New logs a warning.
+	InsecureIgnoreHostKey bool
+}
+
+// Option configures New beyond its Config.
 type Option func(*dialConfig)
 
 type dialConfig struct {
@@ -30,50 +53,35 @@ type dialConfig struct {
 	timeout             time.Duration
 }
 
-// KeyFile authenticates with the private key in file, decrypted with
-// passphrase when it is not empty.
-func KeyFile(file, passphrase string) Option {
-	return func(c *dialConfig) { c.keyFile, c.passphrase = file, passphrase }
-}
-
-// Password authenticates with a password (the kind takes it only from the
-// environment).
-func Password(pw string) Option { return func(c *dialConfig) { c.password = pw } }
-
-// KnownHosts checks the server's host key against file (OpenSSH format).
-// Default: ~/.ssh/known_hosts.
-func KnownHosts(file string) Option { return func(c *dialConfig) { c.knownHosts = file } }
-
-// InsecureIgnoreHostKey accepts any host key; Dial logs a warning.
-func InsecureIgnoreHostKey() Option { return func(c *dialConfig) { c.insecure = true } }
-
 // Timeout bounds the TCP connect and the SSH handshake (default 30s).
 func Timeout(d time.Duration) Option { return func(c *dialConfig) { c.timeout = d } }
 
-// Dial connects to the SSH server at addr (host:port) as user, starts the
-// sftp subsystem and returns the Backend of root, which dials again (with
-// the same options) at its next call after the connection is lost: a
-// server restart or a cut connection fails the calls in flight with
-// flightline.ErrUnavailable, and the coordinator's retry reaches a new
-// connection. Errors of the first dial: no credentials
-// or a bad key file → flightline.ErrInvalidInput; a host key not in
-// known_hosts or refused credentials → flightline.ErrUnauthenticated; an
-// unreachable server → flightline.ErrUnavailable; a server without the
-// extensions → flightline.ErrFailedPrecondition (see New). Secrets never
-// appear in an error.
-func Dial(ctx context.Context, addr, user, root string, opts ...Option) (*Redialing, error) {
-	r := &Redialing{dial: func(ctx context.Context) (*Backend, error) { return dial(ctx, addr, user, root, opts...) }}
+// New connects to the SSH server at cfg.Addr as cfg.User at construction,
+// starts the sftp subsystem and returns the Backend of cfg.Root, which
+// dials again (with the same Config) at its next call after the connection
+// is lost: a server restart or a cut connection fails the calls in flight
+// with flightline.ErrUnavailable, and the coordinator's retry reaches a new
+// connection. It validates cfg (a user, credentials, a readable key file
+// and known_hosts). Errors of the first dial: no credentials or a bad key
+// file → flightline.ErrInvalidInput; a host key not in known_hosts or
+// refused credentials → flightline.ErrUnauthenticated; an unreachable
+// server → flightline.ErrUnavailable; a server without the extensions →
+// flightline.ErrFailedPrecondition (see NewOn). Secrets never appear in an
+// error. Close releases the connection.
+func New(ctx context.Context, cfg Config, opts ...Option) (*Redialing, error) {
+	c := dialConfig{timeout: 30 * time.Second, keyFile: cfg.KeyFile, passphrase: cfg.Passphrase, password: cfg.Password,
+		knownHosts: cfg.KnownHosts, insecure: cfg.InsecureIgnoreHostKey}
+	for _, o := range opts {
+		o(&c)
+	}
+	r := &Redialing{dial: func(ctx context.Context) (*Backend, error) { return dial(ctx, cfg.Addr, cfg.User, cfg.Root, c) }}
 	if _, err := r.backend(ctx); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-func dial(ctx context.Context, addr, user, root string, opts ...Option) (*Backend, error) {
-	c := dialConfig{timeout: 30 * time.Second}
-	for _, o := range opts {
-		o(&c)
-	}
+func dial(ctx context.Context, addr, user, root string, c dialConfig) (*Backend, error) {
 	if user == "" {
 		return nil, fmt.Errorf("%w: sftp sink: no user: write sftp://USER@HOST/PATH", flightline.ErrInvalidInput)
 	}
@@ -144,7 +152,7 @@ func dial(ctx context.Context, addr, user, root string, opts ...Option) (*Backen
 		client.Close()
 		return nil, fmt.Errorf("%w: sftp sink: start the sftp subsystem on %s: %v", flightline.ErrUnavailable, addr, err)
 	}
-	b, err := New(sc, root, client.Close)
+	b, err := NewOn(sc, root, client.Close)
 	if err != nil {
 		sc.Close()
 		client.Close()
@@ -153,7 +161,7 @@ func dial(ctx context.Context, addr, user, root string, opts ...Option) (*Backen
 	return b, nil
 }
 
-// Redialing is the Backend Dial returns: a Backend on one SSH connection,
+// Redialing is the Backend New returns: a Backend on one SSH connection,
 // replaced by a new one at the first call after the connection ended.
 // Safe for concurrent use.
 type Redialing struct {
@@ -222,7 +230,7 @@ func (r *Redialing) Root() string {
 	return r.cur.root
 }
 
-// Close closes the connection; later calls fail.
+// Close releases the connection; later calls fail.
 func (r *Redialing) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -55,22 +55,19 @@ func TestIntegrationSFTPDialErrors(t *testing.T) {
 	require.NoError(t, os.WriteFile(emptyHosts, nil, 0o644))
 	for _, c := range []struct {
 		name string
-		addr string
-		user string
-		root string
-		opts []sftp.Option
+		cfg  sftp.Config
 		code codes.Code
 		want string
 	}{
-		{"a key the server does not know", s.Addr, s.User, root, []sftp.Option{sftp.KeyFile(otherKey, ""), sftp.KnownHosts(s.KnownHosts)}, codes.Unauthenticated, "ssh handshake"},
-		{"another user", s.Addr, "nobody-" + s.User, root, []sftp.Option{sftp.KeyFile(s.Key, ""), sftp.KnownHosts(s.KnownHosts)}, codes.Unauthenticated, "ssh handshake"},
-		{"a wrong password", s.Addr, s.User, root, []sftp.Option{sftp.Password("not-the-password-37"), sftp.KnownHosts(s.KnownHosts)}, codes.Unauthenticated, "ssh handshake"},
-		{"another host key in known_hosts", s.Addr, s.User, root, []sftp.Option{sftp.KeyFile(s.Key, ""), sftp.KnownHosts(wrongHosts)}, codes.Unauthenticated, "known_hosts"},
-		{"the host not in known_hosts", s.Addr, s.User, root, []sftp.Option{sftp.KeyFile(s.Key, ""), sftp.KnownHosts(emptyHosts)}, codes.Unauthenticated, "known_hosts"},
-		{"a missing directory", s.Addr, s.User, filepath.Join(root, "no-such-dir"), []sftp.Option{sftp.KeyFile(s.Key, ""), sftp.KnownHosts(s.KnownHosts)}, codes.NotFound, "no-such-dir"},
-		{"nothing listening", "127.0.0.1:1", s.User, root, []sftp.Option{sftp.KeyFile(s.Key, ""), sftp.KnownHosts(s.KnownHosts)}, codes.Unavailable, "connect to 127.0.0.1:1"},
+		{"a key the server does not know", sftp.Config{Addr: s.Addr, User: s.User, Root: root, KeyFile: otherKey, KnownHosts: s.KnownHosts}, codes.Unauthenticated, "ssh handshake"},
+		{"another user", sftp.Config{Addr: s.Addr, User: "nobody-" + s.User, Root: root, KeyFile: s.Key, KnownHosts: s.KnownHosts}, codes.Unauthenticated, "ssh handshake"},
+		{"a wrong password", sftp.Config{Addr: s.Addr, User: s.User, Root: root, Password: "not-the-password-37", KnownHosts: s.KnownHosts}, codes.Unauthenticated, "ssh handshake"},
+		{"another host key in known_hosts", sftp.Config{Addr: s.Addr, User: s.User, Root: root, KeyFile: s.Key, KnownHosts: wrongHosts}, codes.Unauthenticated, "known_hosts"},
+		{"the host not in known_hosts", sftp.Config{Addr: s.Addr, User: s.User, Root: root, KeyFile: s.Key, KnownHosts: emptyHosts}, codes.Unauthenticated, "known_hosts"},
+		{"a missing directory", sftp.Config{Addr: s.Addr, User: s.User, Root: filepath.Join(root, "no-such-dir"), KeyFile: s.Key, KnownHosts: s.KnownHosts}, codes.NotFound, "no-such-dir"},
+		{"nothing listening", sftp.Config{Addr: "127.0.0.1:1", User: s.User, Root: root, KeyFile: s.Key, KnownHosts: s.KnownHosts}, codes.Unavailable, "connect to 127.0.0.1:1"},
 	} {
-		_, err := sftp.Dial(ctx, c.addr, c.user, c.root, c.opts...)
+		_, err := sftp.New(ctx, c.cfg)
 		require.Error(t, err, c.name)
 		require.Equal(t, c.code, flighterr.Code(err), "%s: %v", c.name, err)
 		require.ErrorContains(t, err, c.want, c.name)
@@ -140,10 +137,10 @@ func TestIntegrationSFTPConnectionCut(t *testing.T) {
 	hosts := filepath.Join(t.TempDir(), "known_hosts")
 	require.NoError(t, os.WriteFile(hosts, []byte(strings.ReplaceAll(string(kh), "]:"+port+" ", "]:"+pport+" ")), 0o644))
 
-	b, err := sftp.Dial(ctx, proxy.l.Addr().String(), s.User, root, sftp.KeyFile(s.Key, ""), sftp.KnownHosts(hosts))
+	b, err := sftp.New(ctx, sftp.Config{Addr: proxy.l.Addr().String(), User: s.User, Root: root, KeyFile: s.Key, KnownHosts: hosts})
 	require.NoError(t, err)
 	defer b.Close()
-	sink, err := objsink.New(b, "sftp sink")
+	sink, err := objsink.New(context.Background(), objsink.Config{Backend: b, Name: "sftp sink"})
 	require.NoError(t, err)
 	p := flightsink.Pipeline{ID: "cut"}
 	write := func(w flightsink.Writer, from, to int64) error {

@@ -1,6 +1,7 @@
 package sftp_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -17,9 +18,9 @@ func TestSFTPMalformedDoPut(t *testing.T) {
 	root := t.TempDir()
 	doputtest.Run(t, func(tb testing.TB) flightsink.Sink {
 		c, _ := serve(tb.(*testing.T))
-		b, err := sftp.New(c, root, nil)
+		b, err := sftp.NewOn(c, root, nil)
 		require.NoError(tb, err)
-		s, err := objsink.New(b, "sftp sink")
+		s, err := objsink.New(context.Background(), objsink.Config{Backend: b, Name: "sftp sink"})
 		require.NoError(tb, err)
 		return s
 	})

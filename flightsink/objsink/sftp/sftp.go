@@ -19,7 +19,7 @@
 //     sftp-server.
 //   - The Backend of New does not redial: after its connection broke,
 //     every call fails with flightline.ErrUnavailable. The Backend of
-//     Dial (Redialing) dials again at the first call after the loss.
+//     New (Redialing) dials again at the first call after the loss.
 package sftp
 
 import (
@@ -52,11 +52,12 @@ type Backend struct {
 	dirs  sync.Map // directories known to exist
 }
 
-// New returns the Backend of the directory root on c; a missing root is
+// NewOn returns the Backend of the directory root on c, a client the
+// caller connected (New dials one itself); a missing root is
 // flightline.ErrNotFound (it is not created: a drop directory is the
 // server's to provision, and a typo should not make a new one). closer (may be nil) is called by Close after the client is
 // closed, e.g. to close the SSH connection under it.
-func New(c *sftp.Client, root string, closer func() error) (*Backend, error) {
+func NewOn(c *sftp.Client, root string, closer func() error) (*Backend, error) {
 	for _, ext := range Required {
 		if _, ok := c.HasExtension(ext); !ok {
 			return nil, fmt.Errorf("%w: sftp sink: the server does not offer %s, which the exactly-once protocol needs (OpenSSH's sftp-server has it); no at-least-once fallback is built", flightline.ErrFailedPrecondition, ext)

@@ -96,9 +96,9 @@ func TestSFTPConformance(t *testing.T) {
 		Group:     true,
 		NewSink: func(t *testing.T) flightsink.Sink {
 			c, _ := serve(t)
-			b, err := sftp.New(c, root, nil)
+			b, err := sftp.NewOn(c, root, nil)
 			require.NoError(t, err)
-			s, err := objsink.New(b, "sftp sink")
+			s, err := objsink.New(context.Background(), objsink.Config{Backend: b, Name: "sftp sink"})
 			require.NoError(t, err)
 			return s
 		},
@@ -116,7 +116,7 @@ func TestSFTPBackend(t *testing.T) {
 	ctx := context.Background()
 	c, srv := serve(t)
 	root := t.TempDir()
-	b, err := sftp.New(c, root, nil)
+	b, err := sftp.NewOn(c, root, nil)
 	require.NoError(t, err)
 	require.NoError(t, b.PutIfAbsent(ctx, "d/a", []byte("one")))
 	err = b.PutIfAbsent(ctx, "d/a", []byte("two"))
@@ -159,13 +159,13 @@ func TestSFTPBackend(t *testing.T) {
 
 	// A missing root directory: NotFound at New, and when it is removed
 	// under a running backend.
-	_, err = sftp.New(c, filepath.Join(root, "no-such-dir"), nil)
+	_, err = sftp.NewOn(c, filepath.Join(root, "no-such-dir"), nil)
 	require.ErrorIs(t, err, flightline.ErrNotFound)
 	require.ErrorContains(t, err, "no-such-dir")
 	require.Equal(t, codes.NotFound, flighterr.Code(err), "the code at the Flight boundary")
 	gone := filepath.Join(root, "gone")
 	require.NoError(t, os.Mkdir(gone, 0o755))
-	gb, err := sftp.New(c, gone, nil)
+	gb, err := sftp.NewOn(c, gone, nil)
 	require.NoError(t, err)
 	require.NoError(t, os.Remove(gone))
 	err = gb.PutIfAbsent(ctx, "t/k", []byte("v"))
@@ -192,7 +192,7 @@ func TestSFTPRace(t *testing.T) {
 	bs := make([]*sftp.Backend, n)
 	for i := range bs {
 		c, _ := serve(t)
-		b, err := sftp.New(c, root, nil)
+		b, err := sftp.NewOn(c, root, nil)
 		require.NoError(t, err)
 		bs[i] = b
 	}
@@ -225,7 +225,7 @@ func TestSFTPRefusesServerWithoutExtensions(t *testing.T) {
 	go srv.Serve()
 	c, err := pkgsftp.NewClientPipe(cr, cw)
 	require.NoError(t, err)
-	_, err = sftp.New(c, t.TempDir(), nil)
+	_, err = sftp.NewOn(c, t.TempDir(), nil)
 	srv.Close() // first: the client's Close waits for its reader to end
 	c.Close()
 	require.ErrorIs(t, err, flightline.ErrFailedPrecondition)
