@@ -62,6 +62,9 @@ func (c kafkaSinkConfig) sinkConfig() (kafkasink.Config, error) {
 		cfg.BatchTimeout = *c.BatchTimeout
 	}
 	if c.TransactionTimeout != nil {
+		if *c.TransactionTimeout <= 0 { // the sink reads 0 as its default
+			return cfg, fmt.Errorf("%w: transaction timeout %v <= 0", flightline.ErrInvalidInput, *c.TransactionTimeout)
+		}
 		cfg.TransactionTimeout = *c.TransactionTimeout
 	}
 	if c.ClientID != nil {

@@ -57,6 +57,9 @@ func openS3Sink(e env, u *url.URL, c s3SinkConfig) (flightsink.Sink, func(), err
 		shown.RawQuery = "" // it may hold AWS_SECRET_ACCESS_KEY
 		return nil, nil, fmt.Errorf("s3: %q: want s3:BUCKET/PREFIX (no //), e.g. s3:my-bucket/events", shown.Redacted())
 	}
+	if c.PartSize < 1 || c.MultipartThreshold < 1 { // the sink reads 0 as its default
+		return nil, nil, fmt.Errorf("%w: s3: multipart part_size %d and multipart_threshold %d must be positive", flightline.ErrInvalidInput, c.PartSize, c.MultipartThreshold)
+	}
 	if c.Commit == s3AtLeastOnce {
 		if c.Format != string(objsink.Parquet) || c.PartitionBy != "" || c.PartitionByDay != "" {
 			return nil, nil, fmt.Errorf("s3: commit=at-least-once writes Parquet objects without partitions: leave out format, partition_by and partition_by_day")

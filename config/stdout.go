@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsink/stdout"
 	"github.com/flightline/flightline/internal/spec"
@@ -39,6 +40,9 @@ func openStdout(e env, u *url.URL, c stdoutConfig) (flightsink.Sink, func(), err
 		if stdoutIsTerminal() {
 			f = stdout.Table
 		}
+	}
+	if c.MaxWidth < 4 { // the sink reads 0 as its default
+		return nil, nil, fmt.Errorf("%w: stdout: max_width %d: want at least 4", flightline.ErrInvalidInput, c.MaxWidth)
 	}
 	s, err := stdout.New(e.ctx, stdout.Config{Format: f, MaxWidth: c.MaxWidth})
 	if err != nil {

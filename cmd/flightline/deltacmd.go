@@ -56,6 +56,9 @@ func deltaCommand(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--target-file-size: %w", err)
 	}
+	if size < 1 { // the sink reads 0 as its default
+		return fmt.Errorf("--target-file-size %s: want a positive size", *target)
+	}
 	s, err := sinkdelta.New(ctx, sinkdelta.Config{URI: uri, TargetFileSize: int64(size)}, sinkdelta.LogRetention(*logRet), sinkdelta.FileRetention(*fileRet))
 	if err != nil {
 		return err

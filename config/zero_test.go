@@ -1,0 +1,27 @@
+package config
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/internal/endpoint"
+)
+
+// TestZeroValuesRefused: a key whose zero the connector's Config reads as
+// "the default" is refused when a user writes 0, as before the connectors
+// took Configs: writing 0 never silently means the default.
+func TestZeroValuesRefused(t *testing.T) {
+	for _, c := range []struct{ url, want string }{
+		{"stdout:?format=table&max_width=0", "max_width 0: want at least 4"},
+		{"stdout:?format=table&max_width=3", "max_width 3: want at least 4"},
+		{"kafka:?brokers=127.0.0.1:1&topic=t&value_format=raw&transaction_timeout=0s", "transaction timeout 0s <= 0"},
+		{"s3:my-bucket/events?part_size=0", "part_size 0 and multipart_threshold"},
+		{"s3:my-bucket/events?multipart_threshold=0", "must be positive"},
+	} {
+		_, _, err := openSink(testEnv, c.url, endpoint.ClientConfig{})
+		require.ErrorIs(t, err, flightline.ErrInvalidInput, c.url)
+		require.ErrorContains(t, err, c.want, c.url)
+	}
+}
