@@ -72,7 +72,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
+	"modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
@@ -522,7 +522,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Sink, error) {
 	for k, v := range o.props {
 		props[k] = v
 	}
-	cat, err := sqlcat.NewCatalog(o.catName, db, sqlcat.SQLite, props)
+	cat, err := newSQLCatalog(ctx, o.catName, db, props)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%w: iceberg sink: SQL catalog %s: %w", flightline.ErrUnavailable, o.catURI, err)
@@ -531,6 +531,31 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Sink, error) {
 	s.where = fmt.Sprintf("sql catalog %s, warehouse %s", o.catURI, wh)
 	return s, nil
 }
+
+// newSQLCatalog opens the SQL catalog on db, creating its tables when
+// missing. Processes that open a new catalog file at the same moment race
+// for it: switching the file to WAL and creating the tables take its write
+// lock in ways SQLite answers with SQLITE_BUSY at once, without waiting
+// out busy_timeout (two sinks started together failed so). It retries
+// those for up to a minute, as busy_timeout would have waited.
+func newSQLCatalog(ctx context.Context, name string, db *sql.DB, props iceberg.Properties) (*sqlcat.Catalog, error) {
+	deadline := time.Now().Add(time.Minute)
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		cat, err := sqlcat.NewCatalog(name, db, sqlcat.SQLite, props)
+		var se *sqlite.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqliteBusy || time.Now().After(deadline) {
+			return cat, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+	}
+}
+
+// sqliteBusy is SQLITE_BUSY, the primary result code of a locked database.
+const sqliteBusy = 5
 
 // warehouseURL returns warehouse as the URL iceberg-go takes and whether
 // it is on local disk.

@@ -351,3 +351,31 @@ func mustPlan(t *testing.T, tbl *table.Table) []table.FileScanTask {
 	require.NoError(t, err)
 	return tasks
 }
+
+// TestNewTogetherOnANewCatalog: sinks started at the same moment on a
+// catalog file that does not exist yet all open it (SQLite answered some
+// of them SQLITE_BUSY at once, whatever busy_timeout said).
+func TestNewTogetherOnANewCatalog(t *testing.T) {
+	for round := range 5 {
+		wh := t.TempDir()
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s, err := icesink.New(context.Background(), icesink.Config{Warehouse: wh})
+				if err != nil {
+					errs <- err
+					return
+				}
+				errs <- s.Close()
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err, "round %d", round)
+		}
+	}
+}
