@@ -107,14 +107,21 @@ func openAdbcSource(e env, u *url.URL, c adbcSourceConfig) (flightsrc.Source, fu
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := []adbcsrc.Option{adbcsrc.Table(c.Table, c.Cursor, c.Tiebreak), adbcsrc.Logger(e.log)}
+	sc := adbcsrc.Config{Config: cfg, Tables: []adbcsrc.Table{{Name: c.Table, Cursor: c.Cursor, Tiebreak: c.Tiebreak}}}
+	// The Config reads 0 as the default; a 0 written is refused, as before.
 	if c.Poll != nil {
-		opts = append(opts, adbcsrc.PollInterval(*c.Poll))
+		if *c.Poll <= 0 {
+			return nil, nil, fmt.Errorf("%w: adbc source: poll %v: want a positive duration", flightline.ErrInvalidInput, *c.Poll)
+		}
+		sc.PollInterval = *c.Poll
 	}
 	if c.BatchRows != nil {
-		opts = append(opts, adbcsrc.BatchRows(*c.BatchRows))
+		if *c.BatchRows < 1 {
+			return nil, nil, fmt.Errorf("%w: adbc source: batch_rows %d: want at least 1", flightline.ErrInvalidInput, *c.BatchRows)
+		}
+		sc.BatchRows = *c.BatchRows
 	}
-	s, err := adbcsrc.New(e.ctx, cfg, opts...)
+	s, err := adbcsrc.New(e.ctx, sc, adbcsrc.Logger(e.log))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -24,4 +24,12 @@ func TestZeroValuesRefused(t *testing.T) {
 		require.ErrorIs(t, err, flightline.ErrInvalidInput, c.url)
 		require.ErrorContains(t, err, c.want, c.url)
 	}
+	for _, c := range []struct{ url, want string }{
+		{"adbc:flightsql?uri=grpc://127.0.0.1:1&table=t&cursor=c&tiebreak=c&poll=0s", "poll 0s: want a positive duration"},
+		{"adbc:flightsql?uri=grpc://127.0.0.1:1&table=t&cursor=c&tiebreak=c&batch_rows=0", "batch_rows 0: want at least 1"},
+	} {
+		_, _, err := openSource(testEnv, c.url, endpoint.ClientConfig{})
+		require.ErrorIs(t, err, flightline.ErrInvalidInput, c.url)
+		require.ErrorContains(t, err, c.want, c.url)
+	}
 }
