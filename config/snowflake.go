@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
 	sfsink "github.com/flightline/flightline/flightsink/snowflake"
 	"github.com/flightline/flightline/flightsrc"
@@ -150,14 +151,21 @@ func openSfSource(e env, u *url.URL, c sfSourceConfig) (flightsrc.Source, func()
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := []sfsrc.Option{sfsrc.Table(c.Table, c.Cursor, c.Tiebreak), sfsrc.Logger(e.log)}
+	sc := sfsrc.Config{Config: cfg, Tables: []sfsrc.Table{{Name: c.Table, Cursor: c.Cursor, Tiebreak: c.Tiebreak}}}
+	// The Config reads 0 as the default; a 0 written is refused, as before.
 	if c.Poll != nil {
-		opts = append(opts, sfsrc.PollInterval(*c.Poll))
+		if *c.Poll <= 0 {
+			return nil, nil, fmt.Errorf("%w: snowflake source: poll %v: want a positive duration", flightline.ErrInvalidInput, *c.Poll)
+		}
+		sc.PollInterval = *c.Poll
 	}
 	if c.BatchRows != nil {
-		opts = append(opts, sfsrc.BatchRows(*c.BatchRows))
+		if *c.BatchRows < 1 {
+			return nil, nil, fmt.Errorf("%w: snowflake source: batch_rows %d: want at least 1", flightline.ErrInvalidInput, *c.BatchRows)
+		}
+		sc.BatchRows = *c.BatchRows
 	}
-	s, err := sfsrc.New(e.ctx, cfg, opts...)
+	s, err := sfsrc.New(e.ctx, sc, sfsrc.Logger(e.log))
 	if err != nil {
 		return nil, nil, err
 	}

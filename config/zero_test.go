@@ -27,6 +27,8 @@ func TestZeroValuesRefused(t *testing.T) {
 	for _, c := range []struct{ url, want string }{
 		{"adbc:flightsql?uri=grpc://127.0.0.1:1&table=t&cursor=c&tiebreak=c&poll=0s", "poll 0s: want a positive duration"},
 		{"adbc:flightsql?uri=grpc://127.0.0.1:1&table=t&cursor=c&tiebreak=c&batch_rows=0", "batch_rows 0: want at least 1"},
+		{"snowflake://U@acct/DB?warehouse=WH&table=T&cursor=ID&tiebreak=ID&poll=0s", "poll 0s: want a positive duration"},
+		{"snowflake://U@acct/DB?warehouse=WH&table=T&cursor=ID&tiebreak=ID&batch_rows=0", "batch_rows 0: want at least 1"},
 	} {
 		_, _, err := openSource(testEnv, c.url, endpoint.ClientConfig{})
 		require.ErrorIs(t, err, flightline.ErrInvalidInput, c.url)

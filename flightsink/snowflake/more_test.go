@@ -213,7 +213,8 @@ func TestIntegrationTypesRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, w.WriteBatch(ctx, rec, sinktest.CP(n)))
 
-	src, err := sfsrc.New(context.Background(), snowtest.Config(t), sfsrc.Table(table, "ID", "ID"), sfsrc.Allocator(mem))
+	src, err := sfsrc.New(context.Background(), sfsrc.Config{Config: snowtest.Config(t),
+		Tables: []sfsrc.Table{{Name: table, Cursor: "ID", Tiebreak: "ID"}}}, sfsrc.Allocator(mem))
 	require.NoError(t, err)
 	defer src.Close()
 	r, err := src.Read(ctx, flightsrc.ReadRequest{Stream: table})
