@@ -85,14 +85,16 @@ func openAdbcSink(e env, u *url.URL, c adbcSinkConfig) (flightsink.Sink, func(),
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := []adbcsink.Option{adbcsink.CheckpointTable(c.CheckpointTable), adbcsink.Logger(e.log)}
+	// The Config reads "" as the default; an empty checkpoint_table=
+	// written is refused, as before.
+	if c.CheckpointTable == "" {
+		return nil, nil, fmt.Errorf("%w: adbc sink: checkpoint_table=\"\": empty table name", flightline.ErrInvalidInput)
+	}
+	sc := adbcsink.Config{Config: cfg, CheckpointTable: c.CheckpointTable, AtLeastOnce: c.AtLeastOnce}
 	if c.Table != nil {
-		opts = append(opts, adbcsink.Table(*c.Table))
+		sc.Table = *c.Table
 	}
-	if c.AtLeastOnce {
-		opts = append(opts, adbcsink.AtLeastOnce())
-	}
-	s, err := adbcsink.New(e.ctx, cfg, opts...)
+	s, err := adbcsink.New(e.ctx, sc, adbcsink.Logger(e.log))
 	if err != nil {
 		return nil, nil, err
 	}

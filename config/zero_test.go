@@ -19,6 +19,7 @@ func TestZeroValuesRefused(t *testing.T) {
 		{"kafka:?brokers=127.0.0.1:1&topic=t&value_format=raw&transaction_timeout=0s", "transaction timeout 0s <= 0"},
 		{"s3:my-bucket/events?part_size=0", "part_size 0 and multipart_threshold"},
 		{"s3:my-bucket/events?multipart_threshold=0", "must be positive"},
+		{"adbc:flightsql?uri=grpc://127.0.0.1:1&table=t&checkpoint_table=", "empty table name"},
 		{"snowflake://U@acct/DB?warehouse=WH&table=T&max_conns=0", "max_conns 0 < 2"},
 		{"snowflake://U@acct/DB?warehouse=WH&table=T&stage=", "empty name"},
 		{"snowflake://U@acct/DB?warehouse=WH&table=T&checkpoint_table=", "empty name"},
