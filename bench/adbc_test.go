@@ -74,7 +74,7 @@ func BenchmarkADBCPostgres(b *testing.B) {
 		tables = append(tables, tbl)
 	}
 	cfg := fadbc.Config{Driver: drv, URI: dsn}
-	asink, err := adbcsink.New(ctx, cfg)
+	asink, err := adbcsink.New(ctx, adbcsink.Config{Config: cfg})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func BenchmarkSnowflakeSink(b *testing.B) {
 					r.Release()
 				}
 			}()
-			s, err := snowflake.New(context.Background(), cfg, snowflake.MatchByColumnName(snowflake.MatchCaseInsensitive), snowflake.Stage(snowtest.Stage))
+			s, err := snowflake.New(context.Background(), snowflake.Config{Config: cfg, Match: snowflake.MatchCaseInsensitive, Stage: snowtest.Stage})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -85,14 +85,16 @@ func openAdbcSink(e env, u *url.URL, c adbcSinkConfig) (flightsink.Sink, func(),
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := []adbcsink.Option{adbcsink.CheckpointTable(c.CheckpointTable), adbcsink.Logger(e.log)}
+	// The Config reads "" as the default; an empty checkpoint_table=
+	// written is refused, as before.
+	if c.CheckpointTable == "" {
+		return nil, nil, fmt.Errorf("%w: adbc sink: checkpoint_table=\"\": empty table name", flightline.ErrInvalidInput)
+	}
+	sc := adbcsink.Config{Config: cfg, CheckpointTable: c.CheckpointTable, AtLeastOnce: c.AtLeastOnce}
 	if c.Table != nil {
-		opts = append(opts, adbcsink.Table(*c.Table))
+		sc.Table = *c.Table
 	}
-	if c.AtLeastOnce {
-		opts = append(opts, adbcsink.AtLeastOnce())
-	}
-	s, err := adbcsink.New(e.ctx, cfg, opts...)
+	s, err := adbcsink.New(e.ctx, sc, adbcsink.Logger(e.log))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -107,14 +109,21 @@ func openAdbcSource(e env, u *url.URL, c adbcSourceConfig) (flightsrc.Source, fu
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := []adbcsrc.Option{adbcsrc.Table(c.Table, c.Cursor, c.Tiebreak), adbcsrc.Logger(e.log)}
+	sc := adbcsrc.Config{Config: cfg, Tables: []adbcsrc.Table{{Name: c.Table, Cursor: c.Cursor, Tiebreak: c.Tiebreak}}}
+	// The Config reads 0 as the default; a 0 written is refused, as before.
 	if c.Poll != nil {
-		opts = append(opts, adbcsrc.PollInterval(*c.Poll))
+		if *c.Poll <= 0 {
+			return nil, nil, fmt.Errorf("%w: adbc source: poll %v: want a positive duration", flightline.ErrInvalidInput, *c.Poll)
+		}
+		sc.PollInterval = *c.Poll
 	}
 	if c.BatchRows != nil {
-		opts = append(opts, adbcsrc.BatchRows(*c.BatchRows))
+		if *c.BatchRows < 1 {
+			return nil, nil, fmt.Errorf("%w: adbc source: batch_rows %d: want at least 1", flightline.ErrInvalidInput, *c.BatchRows)
+		}
+		sc.BatchRows = *c.BatchRows
 	}
-	s, err := adbcsrc.New(e.ctx, cfg, opts...)
+	s, err := adbcsrc.New(e.ctx, sc, adbcsrc.Logger(e.log))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -117,7 +117,7 @@ func openDatabricksSink(e env, u *url.URL, c databricksSinkConfig) (flightsink.S
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := sinkdbx.New(e.ctx, sinkdbx.Config{Table: name, Workspace: cfg, Storage: c.Storage, Delta: dc}, sinkdbx.Vend(vo), sinkdbx.Logger(e.log))
+	s, err := sinkdbx.New(e.ctx, sinkdbx.Config{Table: name, Workspace: cfg, Storage: c.Storage, VendMargin: vo.Margin, Delta: dc}, sinkdbx.Logger(e.log))
 	if err != nil {
 		return nil, nil, err
 	}

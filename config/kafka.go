@@ -185,14 +185,10 @@ func (c kafkaSourceConfig) options(e env) (cfg kafka.Config, opts []kafka.Option
 		return cfg, nil, nil, err
 	}
 	switch c.SASL {
-	case "plain":
-		opts = append(opts, kafka.SASLPlain(c.User, pass))
-	case "scram-sha-256", "scram-sha-512":
-		opts = append(opts, kafka.SASLScram(strings.ToUpper(c.SASL), c.User, pass))
+	case "plain", "scram-sha-256", "scram-sha-512":
+		cfg.SASL, cfg.User, cfg.Password = strings.ToUpper(c.SASL), c.User, pass
 	}
-	if tc != nil {
-		opts = append(opts, kafka.TLS(tc))
-	}
+	cfg.TLS = tc
 	var newDec func() (kafkadecode.ValueDecoder, error)
 	switch c.Format {
 	case "raw":

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
 	sfsink "github.com/flightline/flightline/flightsink/snowflake"
 	"github.com/flightline/flightline/flightsrc"
@@ -102,18 +103,25 @@ func openSfSink(e env, u *url.URL, c sfSinkConfig) (flightsink.Sink, func(), err
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := []sfsink.Option{sfsink.Logger(e.log), sfsink.CheckpointTable(quoteIfPlain(c.CheckpointTable)),
-		sfsink.Stage(c.Stage), sfsink.MatchByColumnName(c.Match)}
+	// The Config reads "" and 0 as the default; an empty stage= or
+	// checkpoint_table= and a max_conns=0 written are refused, as before.
+	if c.Stage == "" || c.CheckpointTable == "" {
+		return nil, nil, fmt.Errorf("%w: snowflake sink: stage=%q checkpoint_table=%q: empty name", flightline.ErrInvalidInput, c.Stage, c.CheckpointTable)
+	}
+	sc := sfsink.Config{Config: cfg, CheckpointTable: quoteIfPlain(c.CheckpointTable), Stage: c.Stage, Match: c.Match}
 	if c.Table != nil {
-		opts = append(opts, sfsink.Table(*c.Table))
+		sc.Table = *c.Table
 	}
 	if c.RetryFor != nil {
-		opts = append(opts, sfsink.RetryFor(*c.RetryFor))
+		sc.RetryFor = *c.RetryFor // 0 keeps the default, as it did
 	}
 	if c.MaxConns != nil {
-		opts = append(opts, sfsink.MaxConns(*c.MaxConns))
+		if *c.MaxConns < 2 {
+			return nil, nil, fmt.Errorf("%w: snowflake sink: max_conns %d < 2 (a batch's PUT needs a second session beside its transaction)", flightline.ErrInvalidInput, *c.MaxConns)
+		}
+		sc.MaxConns = *c.MaxConns
 	}
-	s, err := sfsink.New(e.ctx, cfg, opts...)
+	s, err := sfsink.New(e.ctx, sc, sfsink.Logger(e.log))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -150,14 +158,21 @@ func openSfSource(e env, u *url.URL, c sfSourceConfig) (flightsrc.Source, func()
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := []sfsrc.Option{sfsrc.Table(c.Table, c.Cursor, c.Tiebreak), sfsrc.Logger(e.log)}
+	sc := sfsrc.Config{Config: cfg, Tables: []sfsrc.Table{{Name: c.Table, Cursor: c.Cursor, Tiebreak: c.Tiebreak}}}
+	// The Config reads 0 as the default; a 0 written is refused, as before.
 	if c.Poll != nil {
-		opts = append(opts, sfsrc.PollInterval(*c.Poll))
+		if *c.Poll <= 0 {
+			return nil, nil, fmt.Errorf("%w: snowflake source: poll %v: want a positive duration", flightline.ErrInvalidInput, *c.Poll)
+		}
+		sc.PollInterval = *c.Poll
 	}
 	if c.BatchRows != nil {
-		opts = append(opts, sfsrc.BatchRows(*c.BatchRows))
+		if *c.BatchRows < 1 {
+			return nil, nil, fmt.Errorf("%w: snowflake source: batch_rows %d: want at least 1", flightline.ErrInvalidInput, *c.BatchRows)
+		}
+		sc.BatchRows = *c.BatchRows
 	}
-	s, err := sfsrc.New(e.ctx, cfg, opts...)
+	s, err := sfsrc.New(e.ctx, sc, sfsrc.Logger(e.log))
 	if err != nil {
 		return nil, nil, err
 	}

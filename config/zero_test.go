@@ -19,8 +19,23 @@ func TestZeroValuesRefused(t *testing.T) {
 		{"kafka:?brokers=127.0.0.1:1&topic=t&value_format=raw&transaction_timeout=0s", "transaction timeout 0s <= 0"},
 		{"s3:my-bucket/events?part_size=0", "part_size 0 and multipart_threshold"},
 		{"s3:my-bucket/events?multipart_threshold=0", "must be positive"},
+		{"adbc:flightsql?uri=grpc://127.0.0.1:1&table=t&checkpoint_table=", "empty table name"},
+		{"snowflake://U@acct/DB?warehouse=WH&table=T&max_conns=0", "max_conns 0 < 2"},
+		{"snowflake://U@acct/DB?warehouse=WH&table=T&stage=", "empty name"},
+		{"snowflake://U@acct/DB?warehouse=WH&table=T&checkpoint_table=", "empty name"},
+		{"snowflake://U@acct/DB?warehouse=WH&table=T&match=", "match"},
 	} {
 		_, _, err := openSink(testEnv, c.url, endpoint.ClientConfig{})
+		require.ErrorIs(t, err, flightline.ErrInvalidInput, c.url)
+		require.ErrorContains(t, err, c.want, c.url)
+	}
+	for _, c := range []struct{ url, want string }{
+		{"adbc:flightsql?uri=grpc://127.0.0.1:1&table=t&cursor=c&tiebreak=c&poll=0s", "poll 0s: want a positive duration"},
+		{"adbc:flightsql?uri=grpc://127.0.0.1:1&table=t&cursor=c&tiebreak=c&batch_rows=0", "batch_rows 0: want at least 1"},
+		{"snowflake://U@acct/DB?warehouse=WH&table=T&cursor=ID&tiebreak=ID&poll=0s", "poll 0s: want a positive duration"},
+		{"snowflake://U@acct/DB?warehouse=WH&table=T&cursor=ID&tiebreak=ID&batch_rows=0", "batch_rows 0: want at least 1"},
+	} {
+		_, _, err := openSource(testEnv, c.url, endpoint.ClientConfig{})
 		require.ErrorIs(t, err, flightline.ErrInvalidInput, c.url)
 		require.ErrorContains(t, err, c.want, c.url)
 	}

@@ -21,8 +21,8 @@
 // plain forms, nested types (Kafka headers) to JSON text.
 //
 // A driver without transactions cannot commit data and checkpoint together:
-// New refuses it with ErrInvalidInput unless AtLeastOnce is given, and then
-// the sink keeps no checkpoint (the source's position decides where a
+// New refuses it with ErrInvalidInput unless Config.AtLeastOnce is set, and
+// then the sink keeps no checkpoint (the source's position decides where a
 // pipeline resumes, and a replay writes its rows again).
 package adbc
 
@@ -42,7 +42,30 @@ import (
 	"github.com/flightline/flightline/internal/sqlcheckpoint"
 )
 
-// Option configures a Sink.
+// Config is what a Sink reads: the keys of the adbc: sink kind. The zero
+// value of an optional field means its default.
+type Config struct {
+	// Config is the database: the driver, its URI and options, the
+	// dialect (shared with the adbc source; adbc.Open opens it). NewOn,
+	// given an open database, does not read it.
+	fadbc.Config
+	// Table is the default target table ("table" or "schema.table").
+	// Pipeline.Target overrides it when not empty. "": none, every
+	// pipeline names its target.
+	Table string
+	// CheckpointTable is the checkpoint table ("table" or
+	// "schema.table"). "": the default, sqlcheckpoint.DefaultTable.
+	CheckpointTable string
+	// AtLeastOnce accepts a driver without transactions: the sink then
+	// keeps no checkpoint and a replayed batch is written again. On a
+	// driver with transactions it also turns the checkpoint off (each
+	// batch still commits as one transaction).
+	AtLeastOnce bool
+}
+
+// Option configures a Sink beyond its Config: logger, allocator, and the
+// AddColumns and Serialize hooks of the DuckDB sink. Options apply only in
+// New and NewOn.
 type Option func(*options) error
 
 type options struct {
@@ -53,26 +76,6 @@ type options struct {
 	serial      *sync.Mutex
 	logger      *slog.Logger
 	mem         memory.Allocator
-}
-
-// Table sets the default target table ("table" or "schema.table").
-// Pipeline.Target overrides it when not empty.
-func Table(name string) Option {
-	return func(o *options) error { o.table = name; return nil }
-}
-
-// CheckpointTable sets the checkpoint table ("table" or "schema.table";
-// default sqlcheckpoint.DefaultTable).
-func CheckpointTable(name string) Option {
-	return func(o *options) error { o.cpTable = name; return nil }
-}
-
-// AtLeastOnce accepts a driver without transactions: the sink then keeps no
-// checkpoint and a replayed batch is written again. On a driver with
-// transactions it also turns the checkpoint off (each batch still commits
-// as one transaction).
-func AtLeastOnce() Option {
-	return func(o *options) error { o.atLeastOnce = true; return nil }
 }
 
 // AddColumns evolves the target table: a batch column the table lacks is
@@ -139,15 +142,16 @@ type Sink struct {
 }
 
 // New opens the database of cfg and returns a Sink writing to it: it
-// loads the driver and connects at construction. It validates the options,
-// and fails with ErrInvalidInput when the driver has no transactions and
-// AtLeastOnce was not given. Close releases the database.
-func New(ctx context.Context, cfg fadbc.Config, opts ...Option) (*Sink, error) {
-	o, cpt, err := parseOptions(opts)
+// loads the driver and connects at construction. It validates cfg (table
+// names) and the options, and fails with ErrInvalidInput when the driver
+// has no transactions and cfg.AtLeastOnce is false. Close releases the
+// database.
+func New(ctx context.Context, cfg Config, opts ...Option) (*Sink, error) {
+	o, cpt, err := parseOptions(cfg, opts)
 	if err != nil {
 		return nil, err
 	}
-	db, err := fadbc.Open(ctx, cfg)
+	db, err := fadbc.Open(ctx, cfg.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -164,17 +168,22 @@ func New(ctx context.Context, cfg fadbc.Config, opts ...Option) (*Sink, error) {
 // not own: Close leaves db open, and the caller closes it after the Sink.
 // Sinks sharing one db (the DuckDB sink's one database per file and
 // process) fence each other through the checkpoint table as sinks in
-// separate processes do.
-func NewOn(db *fadbc.DB, opts ...Option) (*Sink, error) {
-	o, cpt, err := parseOptions(opts)
+// separate processes do. cfg.Config (the database) is not read: db is open
+// already.
+func NewOn(db *fadbc.DB, cfg Config, opts ...Option) (*Sink, error) {
+	o, cpt, err := parseOptions(cfg, opts)
 	if err != nil {
 		return nil, err
 	}
 	return newSink(db, db.Driver(), o, cpt)
 }
 
-func parseOptions(opts []Option) (options, fadbc.Table, error) {
-	o := options{cpTable: sqlcheckpoint.DefaultTable, logger: slog.Default(), mem: memory.DefaultAllocator}
+func parseOptions(cfg Config, opts []Option) (options, fadbc.Table, error) {
+	o := options{table: cfg.Table, cpTable: sqlcheckpoint.DefaultTable, atLeastOnce: cfg.AtLeastOnce,
+		logger: slog.Default(), mem: memory.DefaultAllocator}
+	if cfg.CheckpointTable != "" {
+		o.cpTable = cfg.CheckpointTable
+	}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return o, fadbc.Table{}, err
@@ -196,7 +205,7 @@ func newSink(db *fadbc.DB, driver string, o options, cpt fadbc.Table) (*Sink, er
 	caps := db.Caps()
 	if !caps.Transactions && !o.atLeastOnce {
 		return nil, fmt.Errorf("%w: adbc sink: driver %q (%s) has no transactions, so a batch and its checkpoint cannot commit together; "+
-			"ask for at-least-once delivery explicitly (option AtLeastOnce, or at_least_once=true) to write without a checkpoint",
+			"ask for at-least-once delivery explicitly (Config.AtLeastOnce, or at_least_once=true) to write without a checkpoint",
 			flightline.ErrInvalidInput, driver, caps.Vendor)
 	}
 	s := &Sink{db: db, caps: caps, table: o.table, exactly: !o.atLeastOnce, log: o.logger, mem: o.mem,
@@ -221,7 +230,7 @@ func newSink(db *fadbc.DB, driver string, o options, cpt fadbc.Table) (*Sink, er
 func (s *Sink) Caps() fadbc.Caps { return s.caps }
 
 // Guarantee implements flightsink.Guaranteer: exactly-once unless
-// AtLeastOnce was asked for.
+// Config.AtLeastOnce was asked for.
 func (s *Sink) Guarantee() flightsink.Guarantee {
 	if s.exactly {
 		return flightsink.ExactlyOnce

@@ -22,7 +22,7 @@ import (
 
 func newSink(t *testing.T, cfg fadbc.Config, opts ...adbcsink.Option) *adbcsink.Sink {
 	t.Helper()
-	s, err := adbcsink.New(context.Background(), cfg, opts...)
+	s, err := adbcsink.New(context.Background(), adbcsink.Config{Config: cfg}, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s

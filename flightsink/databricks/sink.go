@@ -34,6 +34,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
@@ -55,13 +56,20 @@ type Config struct {
 	// vends them. Without a region (here or in the environment) and
 	// endpoint, the bucket's region is asked of S3.
 	Storage map[string]string
+	// VendMargin: credentials are re-vended when VendMargin or half their
+	// life (whichever is longer) is left. Default
+	// unitycatalog.DefaultMargin.
+	VendMargin time.Duration
+	// VendMaxBackoff bounds the wait between failed vends. Default 10s.
+	VendMaxBackoff time.Duration
 	// Delta is the Delta sink's Config of every table (Instance,
 	// CheckpointInterval, SchemaEvolution, compaction, …); its URI and
 	// Storage are the table's, set by the sink.
 	Delta delta.Config
 }
 
-// Option configures a Sink beyond its Config.
+// Option configures a Sink beyond its Config: a logger, options of the
+// Delta sink. Options apply only in New.
 type Option func(*options) error
 
 type options struct {
@@ -71,11 +79,6 @@ type options struct {
 	deltaCfg delta.Config
 	delta    []delta.Option
 	log      *slog.Logger
-}
-
-// Vend tunes the renewal of vended credentials (margin, backoff).
-func Vend(v unitycatalog.VendOptions) Option {
-	return func(o *options) error { o.vend = v; return nil }
 }
 
 // DeltaOptions passes options to the Delta sink of every table (allocator,
@@ -111,7 +114,8 @@ type table struct {
 // keys). Close releases the credential renewals.
 func New(ctx context.Context, cfg Config, opts ...Option) (*Sink, error) {
 	name := cfg.Table
-	o := options{cfg: cfg.Workspace, storage: cfg.Storage, deltaCfg: cfg.Delta, log: slog.Default()}
+	o := options{cfg: cfg.Workspace, storage: cfg.Storage, deltaCfg: cfg.Delta, log: slog.Default(),
+		vend: unitycatalog.VendOptions{Margin: cfg.VendMargin, MaxBackoff: cfg.VendMaxBackoff}}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -120,9 +124,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Sink, error) {
 	if o.log == nil {
 		o.log = slog.Default()
 	}
-	if o.vend.Logger == nil {
-		o.vend.Logger = o.log
-	}
+	o.vend.Logger = o.log
 	if err := unitycatalog.CheckName(name); err != nil {
 		return nil, err
 	}

@@ -58,8 +58,18 @@ func readIDs(t *testing.T, e *uctest.Env, uri string) []int64 {
 
 func newSink(t *testing.T, e *uctest.Env, table string, opts ...databricks.Option) *databricks.Sink {
 	t.Helper()
-	s, err := databricks.New(context.Background(), databricks.Config{Table: table, Workspace: unitycatalog.Config{Host: e.URL, Token: e.Token},
-		Storage: e.StorageOptions(), Delta: delta.Config{CheckpointInterval: 3}}, opts...)
+	return newSinkConfig(t, sinkConfig(e, table), opts...)
+}
+
+// sinkConfig is the Config of newSink: table in e's catalog.
+func sinkConfig(e *uctest.Env, table string) databricks.Config {
+	return databricks.Config{Table: table, Workspace: unitycatalog.Config{Host: e.URL, Token: e.Token},
+		Storage: e.StorageOptions(), Delta: delta.Config{CheckpointInterval: 3}}
+}
+
+func newSinkConfig(t *testing.T, cfg databricks.Config, opts ...databricks.Option) *databricks.Sink {
+	t.Helper()
+	s, err := databricks.New(context.Background(), cfg, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
@@ -95,8 +105,9 @@ func TestIntegrationCredentialsExpireDuringRun(t *testing.T) {
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	s := newSink(t, e, "main.flightline.expiry", databricks.DeltaOptions(delta.Allocator(mem)),
-		databricks.Vend(unitycatalog.VendOptions{Margin: time.Millisecond}))
+	cfg := sinkConfig(e, "main.flightline.expiry")
+	cfg.VendMargin = time.Millisecond
+	s := newSinkConfig(t, cfg, databricks.DeltaOptions(delta.Allocator(mem)))
 	p := flightsink.Pipeline{ID: "expiry"}
 	w, _, err := s.Open(ctx, p)
 	require.NoError(t, err)
@@ -134,8 +145,9 @@ func TestIntegrationVendOutage(t *testing.T) {
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	s := newSink(t, e, "main.flightline.outage", databricks.DeltaOptions(delta.Allocator(mem)),
-		databricks.Vend(unitycatalog.VendOptions{Margin: time.Millisecond}))
+	cfg := sinkConfig(e, "main.flightline.outage")
+	cfg.VendMargin = time.Millisecond
+	s := newSinkConfig(t, cfg, databricks.DeltaOptions(delta.Allocator(mem)))
 	url := flighttest.Serve(t, flightsink.NewServer(s), endpoint.ServerConfig{})
 	c, err := flightsink.Dial(url, flightsink.ClientConfig{})
 	require.NoError(t, err)

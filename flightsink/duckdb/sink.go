@@ -62,12 +62,6 @@ type Sink struct {
 // process uses it.
 func New(ctx context.Context, cfg Config, opts ...Option) (*Sink, error) {
 	var o options
-	if cfg.Table != "" {
-		o.sink = append(o.sink, adbcsink.Table(cfg.Table))
-	}
-	if cfg.CheckpointTable != "" {
-		o.sink = append(o.sink, adbcsink.CheckpointTable(cfg.CheckpointTable))
-	}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -79,7 +73,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Sink, error) {
 	if !cfg.NoNewColumns {
 		sopts = append(sopts, adbcsink.AddColumns())
 	}
-	s, err := adbcsink.NewOn(sh.db, sopts...)
+	s, err := adbcsink.NewOn(sh.db, adbcsink.Config{Table: cfg.Table, CheckpointTable: cfg.CheckpointTable}, sopts...)
 	if err != nil {
 		_ = release()
 		return nil, err

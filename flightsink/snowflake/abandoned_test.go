@@ -35,7 +35,9 @@ func TestIntegrationAbandonedCopyCommitsNothing(t *testing.T) {
 	cfg := snowtest.Config(t)
 	late := snowtest.NewLateStatement("COPY INTO")
 	cfg.Transport = late
-	s, err := snowflake.New(context.Background(), cfg, emulatorOpts(snowflake.RetryFor(time.Second))...)
+	sc := emulatorConfig(cfg)
+	sc.RetryFor = time.Second
+	s, err := snowflake.New(context.Background(), sc)
 	require.NoError(t, err)
 	defer s.Close()
 	bg := context.Background()

@@ -33,7 +33,7 @@ func TestIntegrationCancelledWriteReleasesItsTransaction(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	table := snowtest.Name("cancelled")
 	p := flightsink.Pipeline{ID: table, Target: table}
-	s := newSink(t, snowflake.RetryFor(time.Second))
+	s := newSink(t, retryFor(time.Second))
 	bg := context.Background()
 
 	w1, _, err := s.Open(bg, p)

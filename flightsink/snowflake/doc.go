@@ -47,9 +47,9 @@
 // transaction is not what the emulator can run), then raises its epoch in
 // a transaction of its own, which fences every earlier writer.
 //
-// Session and network failures are retried with backoff (RetryFor) as a
-// whole batch, from BEGIN: if a COMMIT landed but its answer was lost, the
-// retry finds the batch covered by the checkpoint and writes nothing.
+// Session and network failures are retried with backoff (Config.RetryFor)
+// as a whole batch, from BEGIN: if a COMMIT landed but its answer was lost,
+// the retry finds the batch covered by the checkpoint and writes nothing.
 //
 // # Why not ADBC bulk ingest
 //

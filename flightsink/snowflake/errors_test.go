@@ -29,7 +29,7 @@ func TestDeadEndpointUnavailable(t *testing.T) {
 	const pw = "Dead-Endpoint-Secret"
 	cfg := snowconn.Config{Account: "acct", User: "loader", Password: pw, Database: "DB",
 		Host: "127.0.0.1", Port: port, Protocol: "http", Timeout: 2 * time.Second, Retries: 1}
-	s, err := snowflake.New(context.Background(), cfg, snowflake.Table("t"), snowflake.RetryFor(3*time.Second))
+	s, err := snowflake.New(context.Background(), snowflake.Config{Config: cfg, Table: "t", RetryFor: 3 * time.Second})
 	require.NoError(t, err)
 	defer s.Close()
 	ctx := context.Background()
@@ -45,14 +45,14 @@ func TestDeadEndpointUnavailable(t *testing.T) {
 
 func TestOptionsRefused(t *testing.T) {
 	cfg := snowconn.Config{Account: "acct", User: "u", Password: "pw-pw-pw", Database: "DB"}
-	for _, opt := range []snowflake.Option{
-		snowflake.MaxConns(1), snowflake.MatchByColumnName("sometimes"), snowflake.RetryFor(-time.Second),
-		snowflake.Table(`"open`), snowflake.Stage("a.b.c.d"),
+	for _, c := range []snowflake.Config{
+		{Config: cfg, MaxConns: 1}, {Config: cfg, Match: "sometimes"}, {Config: cfg, RetryFor: -time.Second},
+		{Config: cfg, Table: `"open`}, {Config: cfg, Stage: "a.b.c.d"}, {Config: cfg, CheckpointTable: `"open`},
 	} {
-		_, err := snowflake.New(context.Background(), cfg, opt)
+		_, err := snowflake.New(context.Background(), c)
 		require.ErrorIs(t, err, flightline.ErrInvalidInput)
 	}
-	s, err := snowflake.New(context.Background(), cfg)
+	s, err := snowflake.New(context.Background(), snowflake.Config{Config: cfg})
 	require.NoError(t, err)
 	defer s.Close()
 	_, _, err = s.Open(context.Background(), flightsink.Pipeline{ID: "p"})

@@ -213,7 +213,8 @@ func TestIntegrationTypesRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, w.WriteBatch(ctx, rec, sinktest.CP(n)))
 
-	src, err := sfsrc.New(context.Background(), snowtest.Config(t), sfsrc.Table(table, "ID", "ID"), sfsrc.Allocator(mem))
+	src, err := sfsrc.New(context.Background(), sfsrc.Config{Config: snowtest.Config(t),
+		Tables: []sfsrc.Table{{Name: table, Cursor: "ID", Tiebreak: "ID"}}}, sfsrc.Allocator(mem))
 	require.NoError(t, err)
 	defer src.Close()
 	r, err := src.Read(ctx, flightsrc.ReadRequest{Stream: table})
@@ -279,7 +280,7 @@ func TestIntegrationSecretsNeverLogged(t *testing.T) {
 	cfg.Password = pw
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(&logs), &slog.HandlerOptions{Level: slog.LevelDebug}))
-	s, err := snowflake.New(context.Background(), cfg, emulatorOpts(snowflake.Logger(log))...)
+	s, err := snowflake.New(context.Background(), emulatorConfig(cfg), snowflake.Logger(log))
 	require.NoError(t, err)
 	defer s.Close()
 	table := snowtest.Name("secret")
@@ -335,7 +336,7 @@ func TestIntegrationDeadWritersTransaction(t *testing.T) {
 	// The process "dies" here: nothing more is sent on this session.
 
 	start := time.Now()
-	w2, cp, err := newSink(t, snowflake.RetryFor(3*time.Minute)).Open(ctx, p)
+	w2, cp, err := newSink(t, retryFor(3*time.Minute)).Open(ctx, p)
 	require.NoError(t, err)
 	t.Logf("the newer Open claimed the target after %v", time.Since(start).Round(time.Second))
 	require.Equal(t, string(sinktest.CP(5)), string(cp))
@@ -382,7 +383,7 @@ func TestIntegrationClosedSessionsTransaction(t *testing.T) {
 	bounded, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	start := time.Now()
-	w2, cp, err := newSink(t, snowflake.RetryFor(15*time.Second)).Open(bounded, p)
+	w2, cp, err := newSink(t, retryFor(15*time.Second)).Open(bounded, p)
 	require.NoError(t, err, "claim after a session closed in a transaction (%v)", time.Since(start))
 	t.Logf("the newer Open claimed the target after %v", time.Since(start).Round(time.Millisecond))
 	require.Equal(t, string(sinktest.CP(5)), string(cp))

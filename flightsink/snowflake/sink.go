@@ -37,48 +37,49 @@ const (
 	MatchCaseInsensitive = "CASE_INSENSITIVE"
 )
 
-// Option configures a Sink.
+// Config is what a Sink reads: the keys of the snowflake: sink kind. The
+// zero value of an optional field means its default.
+type Config struct {
+	// Config is the account: user, credentials, database, schema,
+	// warehouse, role, endpoint and timeouts (shared with the source).
+	snowconn.Config
+	// Table is the default target table ("t", "schema.t" or
+	// "db.schema.t"; unquoted parts are upper-cased as Snowflake does,
+	// double-quoted parts keep their case). Pipeline.Target overrides it
+	// when non-empty. "": none, every pipeline names its target.
+	Table string
+	// CheckpointTable is the checkpoint table. "": the default,
+	// sqlcheckpoint.DefaultTable, quoted, in the session's schema.
+	CheckpointTable string
+	// Stage is the internal stage batches go through. "": the default,
+	// DefaultStage in the session's schema. It is created when absent; a
+	// stage shared with other loaders is fine (files go under a
+	// per-pipeline prefix).
+	Stage string
+	// Match is COPY's MATCH_BY_COLUMN_NAME, in any case: MatchCaseSensitive
+	// ("": the default; Arrow field names are the table's quoted column
+	// names) or MatchCaseInsensitive (for tables created elsewhere with
+	// unquoted, upper case, names; batches whose field names differ only
+	// in case are then refused).
+	Match string
+	// RetryFor bounds how long Open, Checkpoint and WriteBatch retry
+	// session and network failures, with backoff, before they fail with
+	// ErrUnavailable. 0: the default, 2 minutes; negative is refused. Each
+	// try is itself bounded by the connection's Timeout.
+	RetryFor time.Duration
+	// MaxConns bounds the sessions the sink opens. 0: the default, 8;
+	// otherwise at least 2 (a batch's PUT runs on a second session while
+	// its transaction holds the first).
+	MaxConns int
+}
+
+// Option configures a Sink beyond its Config: logger, allocator. Options
+// apply only in New.
 type Option func(*options) error
 
 type options struct {
-	table, cpTable, stage string
-	match                 string
-	logger                *slog.Logger
-	mem                   memory.Allocator
-	retry                 time.Duration
-	maxConns              int
-}
-
-// Table sets the default target table ("t", "schema.t" or "db.schema.t";
-// unquoted parts are upper-cased as Snowflake does, double-quoted parts
-// keep their case). Pipeline.Target overrides it when non-empty.
-func Table(name string) Option { return func(o *options) error { o.table = name; return nil } }
-
-// CheckpointTable sets the checkpoint table (default
-// sqlcheckpoint.DefaultTable, quoted, in the session's schema).
-func CheckpointTable(name string) Option {
-	return func(o *options) error { o.cpTable = name; return nil }
-}
-
-// Stage sets the internal stage batches go through (default DefaultStage
-// in the session's schema). It is created when absent; a stage shared with
-// other loaders is fine (files go under a per-pipeline prefix).
-func Stage(name string) Option { return func(o *options) error { o.stage = name; return nil } }
-
-// MatchByColumnName sets COPY's MATCH_BY_COLUMN_NAME: MatchCaseSensitive
-// (the default: Arrow field names are the table's quoted column names) or
-// MatchCaseInsensitive (for tables created elsewhere with unquoted, upper
-// case, names; batches whose field names differ only in case are then
-// refused).
-func MatchByColumnName(mode string) Option {
-	return func(o *options) error {
-		switch m := strings.ToUpper(mode); m {
-		case MatchCaseSensitive, MatchCaseInsensitive:
-			o.match = m
-			return nil
-		}
-		return fmt.Errorf("%w: snowflake sink: match %q: want case_sensitive or case_insensitive", flightline.ErrInvalidInput, mode)
-	}
+	logger *slog.Logger
+	mem    memory.Allocator
 }
 
 // Logger sets the logger (nil: slog.Default()). Nothing logged holds a
@@ -96,35 +97,6 @@ func Logger(l *slog.Logger) Option {
 // Allocator sets the allocator the Parquet encoder uses (nil: Go's).
 func Allocator(mem memory.Allocator) Option {
 	return func(o *options) error { o.mem = mem; return nil }
-}
-
-// RetryFor bounds how long Open, Checkpoint and WriteBatch retry session
-// and network failures, with backoff, before they fail with
-// ErrUnavailable (default 2 minutes; 0 keeps the default). Each try is
-// itself bounded by the connection's Timeout.
-func RetryFor(d time.Duration) Option {
-	return func(o *options) error {
-		if d < 0 {
-			return fmt.Errorf("%w: snowflake sink: negative retry budget", flightline.ErrInvalidInput)
-		}
-		if d > 0 {
-			o.retry = d
-		}
-		return nil
-	}
-}
-
-// MaxConns bounds the sessions the sink opens (default 8, at least 2: a
-// batch's PUT runs on a second session while its transaction holds the
-// first).
-func MaxConns(n int) Option {
-	return func(o *options) error {
-		if n < 2 {
-			return fmt.Errorf("%w: snowflake sink: MaxConns %d < 2 (a batch's PUT needs a second session beside its transaction)", flightline.ErrInvalidInput, n)
-		}
-		o.maxConns = n
-		return nil
-	}
 }
 
 // Sink is the exactly-once Snowflake sink. It is safe for concurrent use by
@@ -164,30 +136,56 @@ type timingCounters struct {
 // New returns a Sink on the account cfg names. It does not connect: the
 // first Open or Checkpoint (or Ping) does, and fails there with a
 // classified error (wrong credentials ErrUnauthenticated, a missing
-// database or warehouse ErrNotFound naming it). It validates the options
-// (table, stage and checkpoint table names, match mode, pool size). Close
-// releases the sessions.
-func New(_ context.Context, cfg snowconn.Config, opts ...Option) (*Sink, error) {
-	o := options{cpTable: quote(sqlcheckpoint.DefaultTable), stage: DefaultStage, match: MatchCaseSensitive,
-		logger: slog.Default(), retry: 2 * time.Minute, maxConns: 8}
+// database or warehouse ErrNotFound naming it). It validates cfg (table,
+// stage and checkpoint table names, match mode, retry budget, pool size)
+// and the options. Close releases the sessions.
+func New(_ context.Context, cfg Config, opts ...Option) (*Sink, error) {
+	o := options{logger: slog.Default()}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
 		}
 	}
-	s := &Sink{cfg: cfg, log: o.logger, mem: o.mem, retry: o.retry, match: o.match, maxConns: o.maxConns}
-	if o.table != "" {
+	cpTable, stage, match, retry, maxConns := quote(sqlcheckpoint.DefaultTable), DefaultStage, MatchCaseSensitive, 2*time.Minute, 8
+	if cfg.CheckpointTable != "" {
+		cpTable = cfg.CheckpointTable
+	}
+	if cfg.Stage != "" {
+		stage = cfg.Stage
+	}
+	if cfg.Match != "" {
+		switch m := strings.ToUpper(cfg.Match); m {
+		case MatchCaseSensitive, MatchCaseInsensitive:
+			match = m
+		default:
+			return nil, fmt.Errorf("%w: snowflake sink: match %q: want case_sensitive or case_insensitive", flightline.ErrInvalidInput, cfg.Match)
+		}
+	}
+	switch {
+	case cfg.RetryFor < 0:
+		return nil, fmt.Errorf("%w: snowflake sink: negative retry budget", flightline.ErrInvalidInput)
+	case cfg.RetryFor > 0:
+		retry = cfg.RetryFor
+	}
+	if cfg.MaxConns != 0 {
+		if cfg.MaxConns < 2 {
+			return nil, fmt.Errorf("%w: snowflake sink: MaxConns %d < 2 (a batch's PUT needs a second session beside its transaction)", flightline.ErrInvalidInput, cfg.MaxConns)
+		}
+		maxConns = cfg.MaxConns
+	}
+	s := &Sink{cfg: cfg.Config, log: o.logger, mem: o.mem, retry: retry, match: match, maxConns: maxConns}
+	if cfg.Table != "" {
 		var err error
-		if s.table, err = ParseIdent(o.table); err != nil {
+		if s.table, err = ParseIdent(cfg.Table); err != nil {
 			return nil, err
 		}
 	}
-	st, err := ParseIdent(o.stage)
+	st, err := ParseIdent(stage)
 	if err != nil {
 		return nil, err
 	}
 	s.stage = quoteParts(st)
-	cpt, err := ParseIdent(o.cpTable)
+	cpt, err := ParseIdent(cpTable)
 	if err != nil {
 		return nil, err
 	}
@@ -195,8 +193,8 @@ func New(_ context.Context, cfg snowconn.Config, opts ...Option) (*Sink, error) 
 	if s.db, err = snowconn.Open(&s.cfg); err != nil {
 		return nil, err
 	}
-	s.db.SetMaxOpenConns(o.maxConns)
-	s.db.SetMaxIdleConns(o.maxConns)
+	s.db.SetMaxOpenConns(maxConns)
+	s.db.SetMaxIdleConns(maxConns)
 	return s, nil
 }
 

@@ -33,8 +33,8 @@ func records(t *testing.T, _ string, rec arrow.RecordBatch) []srctest.Record {
 }
 
 func newSource(t *testing.T, cfg fadbc.Config, mem memory.Allocator, table string) flightsrc.Source {
-	s, err := adbcsrc.New(context.Background(), cfg, adbcsrc.Table(table, "wm", "id"), adbcsrc.BatchRows(7),
-		adbcsrc.PollInterval(20*time.Millisecond), adbcsrc.Allocator(mem))
+	s, err := adbcsrc.New(context.Background(), adbcsrc.Config{Config: cfg, Tables: []adbcsrc.Table{{Name: table, Cursor: "wm", Tiebreak: "id"}},
+		BatchRows: 7, PollInterval: 20 * time.Millisecond}, adbcsrc.Allocator(mem))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s

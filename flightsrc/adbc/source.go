@@ -2,8 +2,8 @@
 // ADBC driver (package adbc at the repository root opens it).
 //
 // Each stream is one table read in (cursor, tiebreak) order with
-// adbc.Incremental: pages of BatchRows rows strictly after the last
-// (cursor, tiebreak) read, then polls at PollInterval once caught up; an
+// adbc.Incremental: pages of Config.BatchRows rows strictly after the last
+// (cursor, tiebreak) read, then polls at Config.PollInterval once caught up; an
 // idle poll yields a heartbeat, a zero-row batch carrying the unchanged
 // checkpoint. The data stays Arrow from the driver to the batch (copied
 // once into the source's allocator, so a batch outlives its reader).
@@ -35,7 +35,31 @@ import (
 	"github.com/flightline/flightline/internal/incsrc"
 )
 
-// Option configures a Source.
+// Config is what a Source reads: the keys of the adbc: source kind. The
+// zero value of an optional field means its default.
+type Config struct {
+	// Config is the database: the driver, its URI and options, the
+	// dialect (shared with the adbc sink; adbc.Open opens it).
+	fadbc.Config
+	// Tables are the streams, one per table. At least one is required.
+	Tables []Table
+	// PollInterval is how long an idle reader waits between polls (and so
+	// the heartbeat period). 0: the default, 1s.
+	PollInterval time.Duration
+	// BatchRows is the rows per query page (a page may arrive as several
+	// batches). 0: the default, 10000.
+	BatchRows int
+}
+
+// Table is one stream: Name ("t" or "schema.t") read by the Cursor column
+// and the Tiebreak column (exact names; the same column when the cursor is
+// unique), all three required. The stream's name is Name as given.
+type Table struct {
+	Name, Cursor, Tiebreak string
+}
+
+// Option configures a Source beyond its Config: allocator, logger. Options
+// apply only in New.
 type Option func(*options) error
 
 // The options every incremental SQL source shares (internal/incsrc).
@@ -44,20 +68,20 @@ type (
 	tableCfg = incsrc.Table[fadbc.Table]
 )
 
-// Table adds a stream: table ("t" or "schema.t") read by the cursor column
-// and the tiebreak column (exact names; the same column when the cursor is
-// unique). The stream's name is table as given. At least one is required.
-func Table(table, cursor, tiebreak string) Option {
-	return Option(incsrc.AddTable(table, cursor, tiebreak, fadbc.ParseTable, "a cursor and a tiebreak column"))
+// settings turns cfg into incsrc options, applied before opts.
+func (cfg Config) settings() []Option {
+	var opts []Option
+	for _, t := range cfg.Tables {
+		opts = append(opts, Option(incsrc.AddTable(t.Name, t.Cursor, t.Tiebreak, fadbc.ParseTable, "a cursor and a tiebreak column")))
+	}
+	if cfg.PollInterval != 0 {
+		opts = append(opts, Option(incsrc.PollInterval[fadbc.Table](cfg.PollInterval)))
+	}
+	if cfg.BatchRows != 0 {
+		opts = append(opts, Option(incsrc.BatchRows[fadbc.Table](cfg.BatchRows)))
+	}
+	return opts
 }
-
-// PollInterval sets how long an idle reader waits between polls (and so the
-// heartbeat period). Default 1s.
-func PollInterval(d time.Duration) Option { return Option(incsrc.PollInterval[fadbc.Table](d)) }
-
-// BatchRows sets the rows per query page (a page may arrive as several
-// batches). Default 10000.
-func BatchRows(n int) Option { return Option(incsrc.BatchRows[fadbc.Table](n)) }
 
 // Allocator sets the allocator of the batches; nil means
 // memory.DefaultAllocator.
@@ -73,16 +97,17 @@ type Source struct {
 	db *fadbc.DB
 }
 
-// New validates the options (at least one Table), then loads the driver of
-// cfg, opens its database and probes it on one connection (adbc.Open): a
-// driver that cannot load or a server that refuses the connection fails
-// here. Options apply only here. Close releases the database.
-func New(ctx context.Context, cfg fadbc.Config, opts ...Option) (*Source, error) {
-	o, err := incsrc.New("adbc source", opts)
+// New validates cfg (at least one table) and the options, then loads the
+// driver of cfg, opens its database and probes it on one connection
+// (adbc.Open): a driver that cannot load or a server that refuses the
+// connection fails here. Options apply only here. Close releases the
+// database.
+func New(ctx context.Context, cfg Config, opts ...Option) (*Source, error) {
+	o, err := incsrc.New("adbc source", append(cfg.settings(), opts...))
 	if err != nil {
 		return nil, err
 	}
-	db, err := fadbc.Open(ctx, cfg)
+	db, err := fadbc.Open(ctx, cfg.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +134,7 @@ func (s *Source) schema(ctx context.Context, c *fadbc.Conn, t tableCfg) (*arrow.
 	return sc, nil
 }
 
-// Streams implements flightsrc.Source: one stream per Table.
+// Streams implements flightsrc.Source: one stream per table of Config.
 func (s *Source) Streams(ctx context.Context) ([]flightsrc.Stream, error) {
 	c, err := s.db.Conn(ctx)
 	if err != nil {

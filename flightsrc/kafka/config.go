@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -122,6 +123,17 @@ type Config struct {
 	// a rebalance, e.g. after a crash while the dead member's session
 	// lasts.
 	WithoutGroupMembership bool
+
+	// TLS, when set, connects to the brokers over TLS with it (default
+	// plaintext).
+	TLS *tls.Config
+	// SASL is the SASL mechanism: "PLAIN", "SCRAM-SHA-256" or
+	// "SCRAM-SHA-512", in any case (default none), with User and Password.
+	SASL string
+	// User is the SASL user.
+	User string
+	// Password is the SASL password.
+	Password string
 
 	// BatchRows flushes a batch at this many rows. Default 10000.
 	BatchRows int
@@ -247,30 +259,25 @@ func (cfg Config) config() (config, error) {
 	case cfg.MaxParkedBytes > 0:
 		c.maxParked = cfg.MaxParkedBytes
 	}
+	if cfg.TLS != nil {
+		c.auth.UseTLS(cfg.TLS)
+	}
+	switch m := strings.ToUpper(cfg.SASL); m {
+	case "":
+	case "PLAIN":
+		c.auth.UseSASLPlain(cfg.User, cfg.Password)
+	default:
+		if err := c.auth.UseSASLScram(m, cfg.User, cfg.Password); err != nil {
+			return c, err
+		}
+	}
 	return c, nil
 }
 
-// Option sets what a Config cannot hold: connection security, decoding and
-// dead-letter hooks, an allocator, a logger, a metrics registerer, a test
-// dialer. Options apply only in New.
+// Option sets what a Config cannot hold: decoding and dead-letter hooks,
+// an allocator, a logger, a metrics registerer, a test dialer. Options
+// apply only in New.
 type Option func(*config) error
-
-// TLS connects to the brokers over TLS with cfg.
-func TLS(cfg *tls.Config) Option { return func(c *config) error { c.auth.UseTLS(cfg); return nil } }
-
-// SASLPlain authenticates with SASL/PLAIN.
-func SASLPlain(user, pass string) Option {
-	return func(c *config) error {
-		c.auth.UseSASLPlain(user, pass)
-		return nil
-	}
-}
-
-// SASLScram authenticates with SASL/SCRAM; mechanism is "SCRAM-SHA-256" or
-// "SCRAM-SHA-512".
-func SASLScram(mechanism, user, pass string) Option {
-	return func(c *config) error { return c.auth.UseSASLScram(mechanism, user, pass) }
-}
 
 // Dialer sets the function broker connections are dialed with (tests use
 // it to cut the network).

@@ -2,11 +2,13 @@ package kafka
 
 import (
 	"context"
+	"crypto/tls"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/internal/kafkaconn"
 )
 
@@ -19,6 +21,19 @@ func TestSourceSharesConnectionConfig(t *testing.T) {
 	require.EqualValues(t, kafkaconn.RequestRetries, s.cl.OptValue(kgo.RequestRetries))
 	require.Equal(t, kafkaconn.RetryTimeout, s.cl.OptValue(kgo.RetryTimeout))
 	require.Equal(t, "src", s.cl.OptValue(kgo.ClientID))
+}
+
+// The Config's TLS and SASL set the connection's; an unknown mechanism is
+// refused in New.
+func TestSourceConfigAuth(t *testing.T) {
+	s, err := New(context.Background(), Config{Brokers: []string{"127.0.0.1:1"}, Topics: []string{"t"},
+		TLS: &tls.Config{ServerName: "b"}, SASL: "scram-sha-512", User: "u", Password: "p"})
+	require.NoError(t, err)
+	defer s.Close()
+	require.Equal(t, "SCRAM-SHA-512", s.cfg.auth.SASLName)
+	require.Equal(t, "b", s.cfg.auth.TLS.ServerName)
+	_, err = New(context.Background(), Config{Brokers: []string{"127.0.0.1:1"}, Topics: []string{"t"}, SASL: "SCRAM-MD5"})
+	require.ErrorIs(t, err, flightline.ErrInvalidInput)
 }
 
 // BufferBudget is FetchMaxBytes + MaxBufferedBytes: 16 MiB at defaults,

@@ -311,8 +311,8 @@ func TestIntegrationKafkaErrors(t *testing.T) {
 
 	sasl := integration.Need(t, "FLIGHTLINE_KAFKA_SASL_BROKERS", "Kafka SASL listener")
 	topic := createTopic(t, brokers, "auth", 1)
-	bad, err := kafka.New(context.Background(), kafka.Config{Brokers: []string{sasl}, Topics: []string{topic}, GroupID: "g"},
-		kafka.Logger(quietLog()), kafka.SASLPlain("flightline", "wrong-password"))
+	bad, err := kafka.New(context.Background(), kafka.Config{Brokers: []string{sasl}, Topics: []string{topic}, GroupID: "g",
+		SASL: "PLAIN", User: "flightline", Password: "wrong-password"}, kafka.Logger(quietLog()))
 	require.NoError(t, err)
 	defer bad.Close()
 	_, err = bad.Read(ctx, flightsrc.ReadRequest{Stream: topic})
@@ -320,8 +320,9 @@ func TestIntegrationKafkaErrors(t *testing.T) {
 	require.Contains(t, err.Error(), "credentials")
 	require.False(t, flightline.IsRetryable(err))
 
-	good, err := kafka.New(context.Background(), kafka.Config{Brokers: []string{sasl}, Topics: []string{topic}, GroupID: "g"},
-		kafka.Logger(quietLog()), kafka.SASLPlain(integration.Need(t, "FLIGHTLINE_KAFKA_SASL_USER", "SASL user"), integration.Need(t, "FLIGHTLINE_KAFKA_SASL_PASSWORD", "SASL password")))
+	good, err := kafka.New(context.Background(), kafka.Config{Brokers: []string{sasl}, Topics: []string{topic}, GroupID: "g",
+		SASL: "PLAIN", User: integration.Need(t, "FLIGHTLINE_KAFKA_SASL_USER", "SASL user"),
+		Password: integration.Need(t, "FLIGHTLINE_KAFKA_SASL_PASSWORD", "SASL password")}, kafka.Logger(quietLog()))
 	require.NoError(t, err)
 	defer good.Close()
 	rd, err := good.Read(ctx, flightsrc.ReadRequest{Stream: topic})

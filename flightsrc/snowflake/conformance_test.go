@@ -47,8 +47,9 @@ func TestIntegrationSourceConformance(t *testing.T) {
 			require.NoError(t, err)
 		},
 		NewSource: func(t *testing.T, mem memory.Allocator, table string) flightsrc.Source {
-			s, err := snowflake.New(context.Background(), snowtest.Config(t), snowflake.Table(table, "WM", "ID"), snowflake.BatchRows(7),
-				snowflake.PollInterval(20*time.Millisecond), snowflake.Allocator(mem))
+			s, err := snowflake.New(context.Background(), snowflake.Config{Config: snowtest.Config(t),
+				Tables: []snowflake.Table{{Name: table, Cursor: "WM", Tiebreak: "ID"}}, BatchRows: 7, PollInterval: 20 * time.Millisecond},
+				snowflake.Allocator(mem))
 			require.NoError(t, err)
 			t.Cleanup(func() { s.Close() })
 			return s

@@ -7,7 +7,7 @@
 // next page of rows after the checkpoint:
 //
 //	SELECT … FROM t WHERE cursor > :c OR (cursor = :c AND tiebreak > :k)
-//	ORDER BY cursor, tiebreak LIMIT BatchRows
+//	ORDER BY cursor, tiebreak LIMIT Config.BatchRows
 //
 // and the checkpoint is the (cursor, tiebreak) of the page's last row, as
 // JSON of their text forms: {"cursor":"41","tiebreak":"7"}, or
@@ -62,7 +62,32 @@ import (
 	"github.com/flightline/flightline/internal/snowconn"
 )
 
-// Option configures a Source.
+// Config is what a Source reads: the keys of the snowflake: source kind.
+// The zero value of an optional field means its default.
+type Config struct {
+	// Config is the account: user, credentials, database, schema,
+	// warehouse, role, endpoint and timeouts (shared with the sink).
+	snowconn.Config
+	// Tables are the streams, one per table. At least one is required.
+	Tables []Table
+	// PollInterval is how long an idle reader waits between polls (and so
+	// the heartbeat period). 0: the default, 1s.
+	PollInterval time.Duration
+	// BatchRows is the rows per batch at most. 0: the default, 10000.
+	BatchRows int
+}
+
+// Table is one stream: Name ("t", "s.t" or "db.s.t"; unquoted parts
+// upper-cased, quoted kept), read by the Cursor column and the Tiebreak
+// column (exact, case-sensitive column names as Snowflake reports them:
+// ID for an unquoted id), all three required. The stream's name is Name as
+// given.
+type Table struct {
+	Name, Cursor, Tiebreak string
+}
+
+// Option configures a Source beyond its Config: allocator, logger. Options
+// apply only in New.
 type Option func(*options) error
 
 // The options every incremental SQL source shares (internal/incsrc).
@@ -71,20 +96,20 @@ type (
 	tableCfg = incsrc.Table[[]string]
 )
 
-// Table adds a stream: table ("t", "s.t" or "db.s.t"; unquoted parts
-// upper-cased, quoted kept), read by the cursor column and the tiebreak
-// column (exact, case-sensitive column names as Snowflake reports them:
-// ID for an unquoted id). The stream's name is table as given.
-func Table(table, cursor, tiebreak string) Option {
-	return Option(incsrc.AddTable(table, cursor, tiebreak, snowconn.ParseIdent, "a cursor and a tiebreak column"))
+// settings turns cfg into incsrc options, applied before opts.
+func (cfg Config) settings() []Option {
+	var opts []Option
+	for _, t := range cfg.Tables {
+		opts = append(opts, Option(incsrc.AddTable(t.Name, t.Cursor, t.Tiebreak, snowconn.ParseIdent, "a cursor and a tiebreak column")))
+	}
+	if cfg.PollInterval != 0 {
+		opts = append(opts, Option(incsrc.PollInterval[[]string](cfg.PollInterval)))
+	}
+	if cfg.BatchRows != 0 {
+		opts = append(opts, Option(incsrc.BatchRows[[]string](cfg.BatchRows)))
+	}
+	return opts
 }
-
-// PollInterval sets how long an idle reader waits between polls (and so the
-// heartbeat period). Default 1s.
-func PollInterval(d time.Duration) Option { return Option(incsrc.PollInterval[[]string](d)) }
-
-// BatchRows sets the rows per batch at most. Default 10000.
-func BatchRows(n int) Option { return Option(incsrc.BatchRows[[]string](n)) }
 
 // Allocator sets the allocator of the batches (nil: the default).
 func Allocator(mem memory.Allocator) Option { return Option(incsrc.Allocator[[]string](mem)) }
@@ -100,17 +125,17 @@ type Source struct {
 	db  *sql.DB
 }
 
-// New returns a Source reading the tables its Table options name on the
-// account cfg names. It validates the options and sets up the session pool
-// but does not connect: ctx is not used today (the first Streams or Read
-// logs in and reports an unreachable account). Options apply only here.
-// Close releases the pool's sessions.
-func New(ctx context.Context, cfg snowconn.Config, opts ...Option) (*Source, error) {
-	o, err := incsrc.New("snowflake source", opts)
+// New returns a Source reading the tables of cfg on the account cfg
+// names. It validates cfg (at least one table) and the options and sets up
+// the session pool but does not connect: ctx is not used today (the first
+// Streams or Read logs in and reports an unreachable account). Options
+// apply only here. Close releases the pool's sessions.
+func New(ctx context.Context, cfg Config, opts ...Option) (*Source, error) {
+	o, err := incsrc.New("snowflake source", append(cfg.settings(), opts...))
 	if err != nil {
 		return nil, err
 	}
-	s := &Source{o: o, cfg: cfg}
+	s := &Source{o: o, cfg: cfg.Config}
 	if s.db, err = snowconn.Open(&s.cfg); err != nil {
 		return nil, err
 	}

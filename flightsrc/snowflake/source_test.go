@@ -47,7 +47,8 @@ func TestIntegrationTimestampCursorWithTies(t *testing.T) {
 	require.NoError(t, rows.Err())
 	rows.Close()
 
-	src, err := snowflake.New(context.Background(), snowtest.Config(t), snowflake.Table(table, "TS", "K"), snowflake.BatchRows(2), snowflake.Allocator(mem))
+	src, err := snowflake.New(context.Background(), snowflake.Config{Config: snowtest.Config(t),
+		Tables: []snowflake.Table{{Name: table, Cursor: "TS", Tiebreak: "K"}}, BatchRows: 2}, snowflake.Allocator(mem))
 	require.NoError(t, err)
 	defer src.Close()
 	var got []string

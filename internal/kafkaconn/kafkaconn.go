@@ -78,20 +78,20 @@ func (c Config) Opts(log *slog.Logger) []kgo.Opt {
 	return opts
 }
 
-// UseTLS connects over TLS with cfg (nil: plaintext). The Kafka source's
-// and sink's TLS options call it.
+// UseTLS connects over TLS with cfg (nil: plaintext). The Kafka source and
+// sink call it with their Config's TLS.
 func (c *Config) UseTLS(cfg *tls.Config) { c.TLS = cfg }
 
-// UseSASLPlain authenticates with SASL/PLAIN as user. The Kafka source's
-// and sink's SASLPlain options call it.
+// UseSASLPlain authenticates with SASL/PLAIN as user. The Kafka source and
+// sink call it for their Config's SASL "PLAIN".
 func (c *Config) UseSASLPlain(user, pass string) {
 	c.SASL, c.SASLName = plain.Auth{User: user, Pass: pass}.AsMechanism(), "PLAIN"
 }
 
 // UseSASLScram authenticates with the SASL/SCRAM mechanism named
 // mechanism ("SCRAM-SHA-256" or "SCRAM-SHA-512") as user; another name is
-// ErrInvalidInput and leaves c as it was. The Kafka source's and sink's
-// SASLScram options call it.
+// ErrInvalidInput and leaves c as it was. The Kafka source and sink call
+// it for their Config's other SASL mechanisms.
 func (c *Config) UseSASLScram(mechanism, user, pass string) error {
 	a := scram.Auth{User: user, Pass: pass}
 	var m sasl.Mechanism
