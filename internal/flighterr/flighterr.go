@@ -184,7 +184,7 @@ func FromStatus(prefix string, err error) error {
 // peer that relays some other connection's failure in its message.
 const (
 	handshakeFailed = `connection error: desc = "transport: authentication handshake failed: `
-	prefaceEOF      = `connection error: desc = "error reading server preface: EOF"`
+	prefaceFailed   = `connection error: desc = "error reading server preface: `
 )
 
 // tlsHandshake reads msg, the message of an UNAVAILABLE status this client
@@ -222,7 +222,10 @@ const (
 func tlsHandshake(msg string) (hint string, misconfigured bool) {
 	cause, ok := strings.CutPrefix(msg, handshakeFailed)
 	if !ok {
-		if msg == prefaceEOF {
+		// A TLS server drops a plaintext client's connection: the client
+		// reads EOF, or ECONNRESET when the server closed with the
+		// client's preface unread (seen under load).
+		if rest, ok := strings.CutPrefix(msg, prefaceFailed); ok && (rest == `EOF"` || strings.HasSuffix(rest, `connection reset by peer"`)) {
 			return "(retried: a restarting server closes connections this way; if it persists, the server may speak TLS: reach it with grpc+tls://)", false
 		}
 		return "", false
