@@ -231,6 +231,13 @@ func (w *Writer) publish(ctx context.Context, msgs []*pending) error {
 	if err := flush(); err != nil {
 		return err
 	}
+	// A caller that has gone away gets its context's error whether or not
+	// the confirms are in yet, as it would a moment later: the outcome is
+	// the same either way (a replay of a published batch is deduplicated),
+	// and it does not depend on how fast the broker answered.
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	timer := time.NewTimer(w.s.cfg.ConfirmTimeout)
 	defer timer.Stop()
 	for {
