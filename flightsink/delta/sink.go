@@ -119,13 +119,9 @@ func (c Config) apply(o *options) error {
 	case c.TargetFileSize > 0:
 		o.target = c.TargetFileSize
 	}
-	switch c.Compaction {
-	case "", "auto":
-		o.compact = true
-	case "off":
-		o.compact = false
-	default:
-		return fmt.Errorf("%w: compaction %q (want auto or off)", flightline.ErrInvalidInput, c.Compaction)
+	var err error
+	if o.compact, err = autoOff("compaction", c.Compaction); err != nil {
+		return err
 	}
 	switch {
 	case c.CompactMinFiles == 0:
@@ -134,15 +130,21 @@ func (c Config) apply(o *options) error {
 	default:
 		o.minFiles = c.CompactMinFiles
 	}
-	switch c.Vacuum {
-	case "", "auto":
-		o.vacuum = true
-	case "off":
-		o.vacuum = false
-	default:
-		return fmt.Errorf("%w: vacuum %q (want auto or off)", flightline.ErrInvalidInput, c.Vacuum)
+	if o.vacuum, err = autoOff("vacuum", c.Vacuum); err != nil {
+		return err
 	}
 	return nil
+}
+
+// autoOff reads a key that is "auto" (or empty: the default) or "off".
+func autoOff(key, v string) (bool, error) {
+	switch v {
+	case "", "auto":
+		return true, nil
+	case "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("%w: %s %q (want auto or off)", flightline.ErrInvalidInput, key, v)
 }
 
 // Option configures a Sink beyond its Config.

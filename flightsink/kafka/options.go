@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"strings"
 	"time"
 
 	"github.com/flightline/flightline"
@@ -151,14 +150,8 @@ func fromConfig(cfg Config) (config, error) {
 	if cfg.TLS != nil {
 		c.auth.UseTLS(cfg.TLS)
 	}
-	switch m := strings.ToUpper(cfg.SASL); m {
-	case "":
-	case "PLAIN":
-		c.auth.UseSASLPlain(cfg.User, cfg.Password)
-	default:
-		if err := c.auth.UseSASLScram(m, cfg.User, cfg.Password); err != nil {
-			return c, err
-		}
+	if err := c.auth.UseSASL(cfg.SASL, cfg.User, cfg.Password); err != nil {
+		return c, err
 	}
 	return c, nil
 }

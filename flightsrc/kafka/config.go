@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -262,14 +261,8 @@ func (cfg Config) config() (config, error) {
 	if cfg.TLS != nil {
 		c.auth.UseTLS(cfg.TLS)
 	}
-	switch m := strings.ToUpper(cfg.SASL); m {
-	case "":
-	case "PLAIN":
-		c.auth.UseSASLPlain(cfg.User, cfg.Password)
-	default:
-		if err := c.auth.UseSASLScram(m, cfg.User, cfg.Password); err != nil {
-			return c, err
-		}
+	if err := c.auth.UseSASL(cfg.SASL, cfg.User, cfg.Password); err != nil {
+		return c, err
 	}
 	return c, nil
 }

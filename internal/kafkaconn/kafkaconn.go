@@ -107,6 +107,22 @@ func (c *Config) UseSASLScram(mechanism, user, pass string) error {
 	return nil
 }
 
+// UseSASL authenticates with the SASL mechanism named mechanism (any
+// letter case) as user: "" for none, "PLAIN", or a SCRAM mechanism
+// (UseSASLScram, whose error it returns). The Kafka source and sink call
+// it with their Config's SASL, User and Password.
+func (c *Config) UseSASL(mechanism, user, pass string) error {
+	switch m := strings.ToUpper(mechanism); m {
+	case "":
+		return nil
+	case "PLAIN":
+		c.UseSASLPlain(user, pass)
+		return nil
+	default:
+		return c.UseSASLScram(m, user, pass)
+	}
+}
+
 // UseDialer dials broker connections with fn (tests cut the network with
 // it).
 func (c *Config) UseDialer(fn func(ctx context.Context, network, host string) (net.Conn, error)) {

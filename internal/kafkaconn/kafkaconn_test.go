@@ -52,3 +52,15 @@ func TestUse(t *testing.T) {
 	c.UseTLS(cfg)
 	require.Same(t, cfg, c.TLS)
 }
+
+// TestUseSASL: the Config's mechanism name, any letter case, picks the
+// mechanism; none leaves the connection unauthenticated.
+func TestUseSASL(t *testing.T) {
+	for m, want := range map[string]string{"": "", "plain": "PLAIN", "scram-sha-256": "SCRAM-SHA-256", "SCRAM-SHA-512": "SCRAM-SHA-512"} {
+		var c Config
+		require.NoError(t, c.UseSASL(m, "u", "p"), m)
+		require.Equal(t, want, c.SASLName, m)
+	}
+	var c Config
+	require.ErrorIs(t, c.UseSASL("gssapi", "u", "p"), flightline.ErrInvalidInput)
+}
