@@ -16,6 +16,7 @@ import (
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/internal/changes"
 	"github.com/flightline/flightline/internal/pgarrow"
 	"github.com/flightline/flightline/internal/pgerr"
 	"github.com/flightline/flightline/internal/sqlcheckpoint"
@@ -91,7 +92,7 @@ const (
 // ChangeColumns are the columns of a change stream (the postgres-cdc
 // source's _op, _lsn and _commit_time) that ModeUpsert reads but never
 // writes to the target.
-var ChangeColumns = []string{"_op", "_lsn", "_commit_time"}
+var ChangeColumns = changes.Columns
 
 // Logger sets the logger; nil means slog.Default(), the default.
 // Nothing logged contains the password.

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/internal/changes"
 	"github.com/flightline/flightline/internal/pgarrow"
 )
 
@@ -30,11 +31,14 @@ const (
 // DELETE where it is a delete, INSERT … ON CONFLICT DO UPDATE otherwise.
 func (w *writer) upsert(ctx context.Context, tx pgx.Tx, rec arrow.RecordBatch) error {
 	s := w.s
-	data, op, err := splitChanges(rec)
+	data, op, err := changes.Split(rec)
 	if err != nil {
-		return err
+		return fmt.Errorf("postgres sink: %w", err)
 	}
 	defer data.Release()
+	if err := changes.Check(op); err != nil {
+		return fmt.Errorf("postgres sink: %w", err)
+	}
 	sc := data.Schema()
 	for _, k := range s.key {
 		if len(sc.FieldIndices(k)) == 0 {
@@ -61,14 +65,15 @@ func (w *writer) upsert(ctx context.Context, tx pgx.Tx, rec arrow.RecordBatch) e
 	// The stage's rows: the data columns and _op (null when the batch has
 	// none: every row an upsert).
 	fields := append(slices.Clone(sc.Fields()), arrow.Field{Name: stageOp, Type: arrow.BinaryTypes.String, Nullable: true})
-	arrs := append(slices.Clone(data.Columns()), op)
+	var opArr arrow.Array = op
 	if op == nil {
 		b := array.NewStringBuilder(memory.DefaultAllocator)
 		b.AppendNulls(int(rec.NumRows()))
-		arrs[len(arrs)-1] = b.NewArray()
+		opArr = b.NewArray()
 		b.Release()
-		defer arrs[len(arrs)-1].Release()
+		defer opArr.Release()
 	}
+	arrs := append(slices.Clone(data.Columns()), opArr)
 	staged := array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, rec.NumRows())
 	defer staged.Release()
 	enc, err := pgarrow.NewRowEncoder(staged, append(slices.Clone(w.colOIDs), pgarrow.OIDText))
@@ -135,29 +140,4 @@ func fieldNames(sc *arrow.Schema) string {
 		out = append(out, f.Name)
 	}
 	return strings.Join(out, ", ")
-}
-
-// splitChanges returns rec without the ChangeColumns (the caller releases
-// it) and its _op column (nil when absent; not retained).
-func splitChanges(rec arrow.RecordBatch) (arrow.RecordBatch, arrow.Array, error) {
-	var fields []arrow.Field
-	var cols []arrow.Array
-	var op arrow.Array
-	for i, f := range rec.Schema().Fields() {
-		switch {
-		case f.Name == ChangeColumns[0]:
-			if f.Type.ID() != arrow.STRING {
-				return nil, nil, fmt.Errorf("%w: postgres sink: column %s has type %s, want utf8 (insert, update, delete)", flightline.ErrInvalidInput, f.Name, f.Type)
-			}
-			op = rec.Column(i)
-		case slices.Contains(ChangeColumns, f.Name):
-		default:
-			fields = append(fields, f)
-			cols = append(cols, rec.Column(i))
-		}
-	}
-	if len(fields) == 0 {
-		return nil, nil, fmt.Errorf("%w: postgres sink: a batch of changes without data columns", flightline.ErrInvalidInput)
-	}
-	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows()), op, nil
 }
