@@ -5,7 +5,7 @@
 #
 # The benchmarks that need services run when their environment is exported
 # (integration/services/services.sh up python kafka s3 postgres adbc gcs
-# azurite sftp rabbitmq, then
+# azurite sftp rabbitmq iceberg, then
 # `set -a; . integration/services/run/env; set +a`, as for any benchmark)
 # and skip otherwise; run/env is not read here, since it outlives
 # `services.sh down`. The plot venv (services.sh up plot, cached) draws the
@@ -21,7 +21,7 @@ ROUNDS=${BENCH_ROUNDS:-5}
 JOB_ROUNDS=${BENCH_JOB_ROUNDS:-3}
 TIME=${BENCH_TIME:-300ms}
 MICRO='^Benchmark(FlightHop|FlightHopBatchSize|FlightHopValidation|TransformHop|KafkadecodeRaw|KafkadecodeJSON|KafkadecodeAvro|KafkadecodeJSONPipeline|ParquetWrite|StdoutJSONL)$'
-JOBS='^Benchmark(S3|KafkaSink|KafkaSource|Postgres|PostgresCDCSnapshot|PostgresCDCStream|ADBCPostgres|KafkaToDelta|ObjsinkFile|ObjsinkGCS|ObjsinkAzblob|ObjsinkSFTP|AMQPSink)$'
+JOBS='^Benchmark(S3|KafkaSink|KafkaSource|Postgres|PostgresCDCSnapshot|PostgresCDCStream|ADBCPostgres|KafkaToDelta|ObjsinkFile|ObjsinkGCS|ObjsinkAzblob|ObjsinkSFTP|AMQPSink|Iceberg)$'
 if [ -z "${FLIGHTLINE_PLOT_PYTHON:-}" ]; then
 	integration/services/services.sh up plot >&2
 	FLIGHTLINE_PLOT_PYTHON=$(sed -n 's/^FLIGHTLINE_PLOT_PYTHON=//p' integration/services/run/env)

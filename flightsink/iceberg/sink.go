@@ -690,14 +690,17 @@ func (s *Sink) load(ctx context.Context, ident table.Identifier) (*table.Table, 
 }
 
 // create creates the table of ident with an empty schema (and its
-// namespace), or loads it when a racing writer created it first.
+// namespace), or loads it when a racing writer created it first. Its
+// data files are zstd at level 1 (write.parquet.compression-level), the
+// level pyarrow (so pyiceberg) writes by default: arrow-go's default level
+// took half the sink's CPU. A table created elsewhere keeps its own.
 func (s *Sink) create(ctx context.Context, ident table.Identifier) (*table.Table, error) {
 	ns := catalog.NamespaceFromIdent(ident)
 	if err := s.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 		return nil, s.wrap(fmt.Sprintf("create namespace %s", strings.Join(ns, ".")), err)
 	}
 	props := iceberg.Properties{table.PropertyFormatVersion: "2", table.CommitNumRetriesKey: "0",
-		table.MetadataDeleteAfterCommitEnabledKey: "true"}
+		table.MetadataDeleteAfterCommitEnabledKey: "true", table.ParquetCompressionLevelKey: "1"}
 	tbl, err := s.cat.CreateTable(ctx, ident, iceberg.NewSchema(0), catalog.WithProperties(props))
 	if errors.Is(err, catalog.ErrTableAlreadyExists) {
 		return s.load(ctx, ident)

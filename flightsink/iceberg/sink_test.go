@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/stretchr/testify/require"
@@ -378,4 +381,38 @@ func TestNewTogetherOnANewCatalog(t *testing.T) {
 			require.NoError(t, err, "round %d", round)
 		}
 	}
+}
+
+// Tables the sink creates compress their data files with zstd at level 1,
+// pyarrow's (so pyiceberg's) default level, not arrow-go's default (3),
+// which cost the sink twice the compression time; the level is a table
+// property, so a table whose owner set another keeps it.
+func TestCreatedTableZstdLevel1(t *testing.T) {
+	ctx := context.Background()
+	wh := t.TempDir()
+	s := newSink(t, icesink.Config{Warehouse: wh})
+	w, _, err := s.Open(ctx, flightsink.Pipeline{ID: "zstd"})
+	require.NoError(t, err)
+	rec := sinktest.Batch(memory.DefaultAllocator, 0, 100)
+	require.NoError(t, w.WriteBatch(ctx, rec, sinktest.CP(100)))
+	rec.Release()
+	require.NoError(t, w.Close(ctx))
+	ident, _ := s.Ident("")
+	tbl, err := s.CatalogForTest().LoadTable(ctx, ident)
+	require.NoError(t, err)
+	require.Equal(t, "1", tbl.Properties()[table.ParquetCompressionLevelKey])
+	var files []string
+	require.NoError(t, filepath.WalkDir(wh, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(p, ".parquet") {
+			files = append(files, p)
+		}
+		return err
+	}))
+	require.Len(t, files, 1)
+	r, err := file.OpenParquetFile(files[0], false)
+	require.NoError(t, err)
+	defer r.Close()
+	cc, err := r.MetaData().RowGroup(0).ColumnChunk(0)
+	require.NoError(t, err)
+	require.Equal(t, compress.Codecs.Zstd, cc.Compression())
 }
