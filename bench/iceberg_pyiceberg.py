@@ -6,7 +6,7 @@ rounds; prints rows, the process's CPU seconds spent in the appends
 wall seconds. Its imports and the catalog's set-up are not counted, as
 the sink's set-up is not.
 
-usage: bench_pyiceberg.py IN.arrow DIR ROUNDS
+usage: iceberg_pyiceberg.py IN.arrow DIR ROUNDS
 """
 import os
 import sys
