@@ -680,6 +680,11 @@ class SinkAdbc(Kind):
             __flightline_checkpoints)
         at_least_once: accept a driver without transactions: no checkpoint, replays
             write again (default false)
+        mode: append (ingest every row, the default) or upsert (apply rows as
+            changes by key through a temporary stage: the key's rows deleted, its last
+            change inserted unless _op=delete; no unique key needed; _op, _lsn,
+            _commit_time not written; needs transactions)
+        key: key columns of mode upsert
     """
 
     section = 'sinks'
@@ -693,6 +698,8 @@ class SinkAdbc(Kind):
         'table': ('string', False, ()),
         'checkpoint_table': ('string', False, ()),
         'at_least_once': ('bool', False, ()),
+        'mode': ('enum', False, ('append', 'upsert')),
+        'key': ('list', False, ()),
     }
 
     def __init__(
@@ -706,6 +713,8 @@ class SinkAdbc(Kind):
         table: Optional[Union[str, EnvRef]] = None,
         checkpoint_table: Optional[Union[str, EnvRef]] = None,
         at_least_once: Optional[Union[bool, EnvRef]] = None,
+        mode: Optional[Union[Literal['append', 'upsert'], EnvRef]] = None,
+        key: Optional[Union[Union[str, Sequence[str]], EnvRef]] = None,
     ) -> None:
         self._init(dict(locals()))
 
@@ -1196,6 +1205,10 @@ class SinkDuckdb(Kind):
             integration/services/services.sh up duckdb caches)
         new_columns: add a nullable column a batch brings to the table (false:
             refuse the batch) (default true)
+        mode: append (every row, the default) or upsert (apply rows as changes by
+            key, as the adbc sink's mode upsert: _op=delete deletes; _op, _lsn,
+            _commit_time not written)
+        key: key columns of mode upsert
     """
 
     section = 'sinks'
@@ -1206,6 +1219,8 @@ class SinkDuckdb(Kind):
         'checkpoint_table': ('string', False, ()),
         'library': ('string', False, ()),
         'new_columns': ('bool', False, ()),
+        'mode': ('enum', False, ('append', 'upsert')),
+        'key': ('list', False, ()),
     }
 
     def __init__(
@@ -1216,6 +1231,8 @@ class SinkDuckdb(Kind):
         checkpoint_table: Optional[Union[str, EnvRef]] = None,
         library: Optional[Union[str, EnvRef]] = None,
         new_columns: Optional[Union[bool, EnvRef]] = None,
+        mode: Optional[Union[Literal['append', 'upsert'], EnvRef]] = None,
+        key: Optional[Union[Union[str, Sequence[str]], EnvRef]] = None,
     ) -> None:
         self._init(dict(locals()))
 
