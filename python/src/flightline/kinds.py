@@ -1565,7 +1565,13 @@ class SinkKafka(Kind):
             it)
         checkpoint_topic: compacted topic holding the checkpoints (default
             __flightline_checkpoints)
-        value_format: how the value column is written; only raw in this version
+        value_format: raw: the binary value column's bytes; json: the row as one
+            JSON object (less the key column without key:, the headers and partition
+            columns, and with key: the change columns _op, _lsn, _commit_time)
+        key: key columns: the record key is the column's bytes for one string or
+            binary column, else a JSON object of them in this order; _op=delete becomes
+            a tombstone with the key, so a compacted topic ends with the source table
+            (default: the key column, _op not read)
         partition_column: int32 column naming each record's partition; default: the
             key's hash
         create_topics: create missing topics with this many partitions
@@ -1590,7 +1596,8 @@ class SinkKafka(Kind):
         'tls_ca': ('string', False, ()),
         'topic': ('string', False, ()),
         'checkpoint_topic': ('string', False, ()),
-        'value_format': ('string', False, ()),
+        'value_format': ('enum', False, ('raw', 'json')),
+        'key': ('list', False, ()),
         'partition_column': ('string', False, ()),
         'create_topics': ('integer', False, ()),
         'transactional_id_prefix': ('string', False, ()),
@@ -1611,7 +1618,8 @@ class SinkKafka(Kind):
         tls_ca: Optional[Union[str, EnvRef]] = None,
         topic: Optional[Union[str, EnvRef]] = None,
         checkpoint_topic: Optional[Union[str, EnvRef]] = None,
-        value_format: Optional[Union[str, EnvRef]] = None,
+        value_format: Optional[Union[Literal['raw', 'json'], EnvRef]] = None,
+        key: Optional[Union[Union[str, Sequence[str]], EnvRef]] = None,
         partition_column: Optional[Union[str, EnvRef]] = None,
         create_topics: Optional[Union[int, EnvRef]] = None,
         transactional_id_prefix: Optional[Union[str, EnvRef]] = None,
