@@ -253,7 +253,8 @@ func (w *writer) fill(rec arrow.RecordBatch, c columns, recs []kgo.Record, hdrs 
 	limit := int(w.maxBytes)
 	// JSON keys and values are encoded into buf; records get their slices
 	// once it stops growing. enc[4i:4i+4]: row i's key and value offsets
-	// in buf (-1: not encoded).
+	// in buf (a value's both 0 where none was encoded: a JSON object is
+	// never empty).
 	var buf bytes.Buffer
 	var enc []int
 	if c.keyEnc != nil || c.valEnc != nil {
@@ -336,8 +337,8 @@ func (w *writer) fill(rec arrow.RecordBatch, c columns, recs []kgo.Record, hdrs 
 			if c.keyEnc != nil {
 				r.Key = b[enc[4*i]:enc[4*i+1]:enc[4*i+1]]
 			}
-			if c.valEnc != nil && !(c.keyCols != nil && changes.IsDelete(c.op, i)) {
-				r.Value = b[enc[4*i+2]:enc[4*i+3]:enc[4*i+3]]
+			if from, to := enc[4*i+2], enc[4*i+3]; to > from { // a tombstone encoded none
+				r.Value = b[from:to:to]
 			}
 		}
 	}
