@@ -273,7 +273,8 @@ func testUpsertAppliesChanges(t *testing.T, b upsertBackend) {
 	require.Equal(t, `{"lsn":"0/4"}`, checkpoint())
 }
 
-// A composite key, on an existing table without any unique constraint.
+// A composite key, on an existing schema-qualified table without any
+// unique constraint.
 func TestIntegrationUpsertCompositeKey(t *testing.T) {
 	b := pgBackend(t)
 	c := pgtest.Conn(t)
@@ -281,7 +282,9 @@ func TestIntegrationUpsertCompositeKey(t *testing.T) {
 	pgtest.Exec(t, c, "CREATE TABLE "+table+" (id bigint NOT NULL, v text NOT NULL, n bigint)")
 	t.Cleanup(func() { pgtest.Exec(t, c, "DROP TABLE IF EXISTS "+table) })
 	pgtest.Exec(t, c, "INSERT INTO "+table+" VALUES (1, 'a', 10), (1, 'b', 11), (2, 'a', 12)")
-	s := newUpsertSink(t, adbcsink.Config{Config: b.cfg, Table: table, Mode: adbcsink.ModeUpsert, Key: []string{"id", "v"}})
+	// Named with its schema: the DELETE's subquery names it by its table
+	// name alone.
+	s := newUpsertSink(t, adbcsink.Config{Config: b.cfg, Table: "public." + table, Mode: adbcsink.ModeUpsert, Key: []string{"id", "v"}})
 	ctx := context.Background()
 	w, _, err := s.Open(ctx, flightsink.Pipeline{ID: table})
 	require.NoError(t, err)
