@@ -21,11 +21,13 @@ import (
 //	INSERT INTO target (cols) SELECT cols FROM stage WHERE op = 'upsert'
 //	DROP TABLE stage
 //
-// Plain SQL that PostgreSQL, SQLite and DuckDB (and Snowflake) read alike,
-// with no MERGE and no ON CONFLICT, so the table needs no unique
-// constraint on the key: a key's rows are deleted, then its last version
-// inserted. The stage is created and dropped inside the transaction, so it
-// never outlives it (a rollback drops it too).
+// Plain SQL that PostgreSQL, SQLite, DuckDB and SQLite-backed Flight SQL
+// servers read alike, with no MERGE and no ON CONFLICT, so the table needs
+// no unique constraint on the key: a key's rows are deleted, then its last
+// version inserted. The stage is created and dropped inside the
+// transaction, whose DDL is transactional on those databases, so it never
+// outlives it (a rollback drops it too). Not so on Snowflake, where DDL
+// commits the open transaction: its own sink is the way there.
 
 // stageTable is the temporary table of a batch's changes.
 const stageTable = "__flightline_stage"
