@@ -636,6 +636,23 @@ func (c *Conn) TableSchema(ctx context.Context, t Table) (*arrow.Schema, error) 
 // the rows go in through one INSERT prepared once and bound to rec. It
 // returns the rows written (-1 where the driver does not say).
 func (c *Conn) Ingest(ctx context.Context, t Table, rec arrow.RecordBatch, create bool) (int64, error) {
+	return c.ingest(ctx, t, rec, create, false)
+}
+
+// IngestTemp creates the temporary table name (in the connection's
+// temporary schema: it lives as long as the connection, and inside a
+// transaction its creation rolls back with the transaction on PostgreSQL,
+// SQLite and DuckDB) from rec's schema and writes rec into it, as Ingest
+// does: through the driver's bulk ingest with its temporary option, or
+// CREATE TEMPORARY TABLE with ColumnType's types and a prepared INSERT.
+// The table must not exist. Refer to it by its unqualified name, which
+// the temporary schema comes first for on those databases; drop it with
+// DROP TABLE.
+func (c *Conn) IngestTemp(ctx context.Context, name string, rec arrow.RecordBatch) (int64, error) {
+	return c.ingest(ctx, Table{Name: name}, rec, true, true)
+}
+
+func (c *Conn) ingest(ctx context.Context, t Table, rec arrow.RecordBatch, create, temp bool) (int64, error) {
 	ctx, done := c.db.driverCtx(ctx)
 	defer done() // after st.Close
 	if c.db.caps.BulkIngest {
@@ -651,6 +668,9 @@ func (c *Conn) Ingest(ctx context.Context, t Table, rec arrow.RecordBatch, creat
 		set := [][2]string{{adbcapi.OptionKeyIngestTargetTable, t.Name}, {adbcapi.OptionKeyIngestMode, mode}}
 		if t.Schema != "" {
 			set = append(set, [2]string{adbcapi.OptionValueIngestTargetDBSchema, t.Schema})
+		}
+		if temp {
+			set = append(set, [2]string{adbcapi.OptionValueIngestTemporary, adbcapi.OptionValueEnabled})
 		}
 		for _, kv := range set {
 			if err := st.SetOption(kv[0], kv[1]); err != nil {
@@ -668,6 +688,9 @@ func (c *Conn) Ingest(ctx context.Context, t Table, rec arrow.RecordBatch, creat
 		ddl, err := c.CreateTableSQL(t, sc)
 		if err != nil {
 			return 0, err
+		}
+		if temp {
+			ddl = "CREATE TEMPORARY TABLE" + strings.TrimPrefix(ddl, "CREATE TABLE")
 		}
 		if _, err := c.Exec(ctx, ddl); err != nil {
 			return 0, err

@@ -35,9 +35,11 @@ type adbcDB struct {
 // adbcSinkConfig is the adbc: sink kind.
 type adbcSinkConfig struct {
 	adbcDB
-	Table           *string `spec:"table" doc:"[SCHEMA.]TABLE written when the pipeline names no target (--target overrides it)"`
-	CheckpointTable string  `spec:"checkpoint_table" default:"__flightline_checkpoints" doc:"table holding the checkpoints"`
-	AtLeastOnce     bool    `spec:"at_least_once" default:"false" doc:"accept a driver without transactions: no checkpoint, replays write again"`
+	Table           *string  `spec:"table" doc:"[SCHEMA.]TABLE written when the pipeline names no target (--target overrides it)"`
+	CheckpointTable string   `spec:"checkpoint_table" default:"__flightline_checkpoints" doc:"table holding the checkpoints"`
+	AtLeastOnce     bool     `spec:"at_least_once" default:"false" doc:"accept a driver without transactions: no checkpoint, replays write again"`
+	Mode            *string  `spec:"mode" enum:"append,upsert" doc:"append (ingest every row, the default) or upsert (apply rows as changes by key through a temporary stage: the key's rows deleted, its last change inserted unless _op=delete; no unique key needed; _op, _lsn, _commit_time not written; needs transactions)"`
+	Key             []string `spec:"key" doc:"key columns of mode upsert"`
 }
 
 // adbcSourceConfig is the adbc: source kind.
@@ -90,7 +92,10 @@ func openAdbcSink(e env, u *url.URL, c adbcSinkConfig) (flightsink.Sink, func(),
 	if c.CheckpointTable == "" {
 		return nil, nil, fmt.Errorf("%w: adbc sink: checkpoint_table=\"\": empty table name", flightline.ErrInvalidInput)
 	}
-	sc := adbcsink.Config{Config: cfg, CheckpointTable: c.CheckpointTable, AtLeastOnce: c.AtLeastOnce}
+	sc := adbcsink.Config{Config: cfg, CheckpointTable: c.CheckpointTable, AtLeastOnce: c.AtLeastOnce, Key: c.Key}
+	if c.Mode != nil {
+		sc.Mode = *c.Mode
+	}
 	if c.Table != nil {
 		sc.Table = *c.Table
 	}

@@ -17,10 +17,12 @@ import (
 
 // duckdbSinkConfig is the duckdb: sink kind.
 type duckdbSinkConfig struct {
-	Table           *string `spec:"table" doc:"[SCHEMA.]TABLE written when the pipeline names no target (--target overrides it)"`
-	CheckpointTable string  `spec:"checkpoint_table" default:"__flightline_checkpoints" doc:"table holding the checkpoints"`
-	Library         *string `spec:"library" doc:"path of DuckDB's libduckdb.so (default: $FLIGHTLINE_DUCKDB_LIB, else beside the flightline binary, else the copy integration/services/services.sh up duckdb caches)"`
-	NewColumns      bool    `spec:"new_columns" default:"true" doc:"add a nullable column a batch brings to the table (false: refuse the batch)"`
+	Table           *string  `spec:"table" doc:"[SCHEMA.]TABLE written when the pipeline names no target (--target overrides it)"`
+	CheckpointTable string   `spec:"checkpoint_table" default:"__flightline_checkpoints" doc:"table holding the checkpoints"`
+	Library         *string  `spec:"library" doc:"path of DuckDB's libduckdb.so (default: $FLIGHTLINE_DUCKDB_LIB, else beside the flightline binary, else the copy integration/services/services.sh up duckdb caches)"`
+	NewColumns      bool     `spec:"new_columns" default:"true" doc:"add a nullable column a batch brings to the table (false: refuse the batch)"`
+	Mode            *string  `spec:"mode" enum:"append,upsert" doc:"append (every row, the default) or upsert (apply rows as changes by key, as the adbc sink's mode upsert: _op=delete deletes; _op, _lsn, _commit_time not written)"`
+	Key             []string `spec:"key" doc:"key columns of mode upsert"`
 }
 
 var duckdbSpec = spec.New[duckdbSinkConfig]("duckdb", "duckdb:PATH?table=[SCHEMA.]TABLE",
@@ -35,7 +37,10 @@ func openDuckDB(e env, u *url.URL, c duckdbSinkConfig) (flightsink.Sink, func(),
 	if path == "" {
 		return nil, nil, fmt.Errorf("%w: duckdb: want duckdb:PATH (a database file) or duckdb:md:NAME", flightline.ErrInvalidInput)
 	}
-	cfg := duckdb.Config{Path: path, CheckpointTable: c.CheckpointTable, NoNewColumns: !c.NewColumns}
+	cfg := duckdb.Config{Path: path, CheckpointTable: c.CheckpointTable, NoNewColumns: !c.NewColumns, Key: c.Key}
+	if c.Mode != nil {
+		cfg.Mode = *c.Mode
+	}
 	if c.Table != nil {
 		cfg.Table = *c.Table
 	}

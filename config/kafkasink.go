@@ -17,7 +17,8 @@ type kafkaSinkConfig struct {
 	kafkaConn
 	Topic                 *string        `spec:"topic" doc:"topic written when the pipeline names no target (--target overrides it)"`
 	CheckpointTopic       string         `spec:"checkpoint_topic" default:"__flightline_checkpoints" doc:"compacted topic holding the checkpoints"`
-	ValueFormat           *string        `spec:"value_format" doc:"how the value column is written; only raw in this version"`
+	ValueFormat           *string        `spec:"value_format" enum:"raw,json" doc:"raw: the binary value column's bytes; json: the row as one JSON object (less the key column without key:, the headers and partition columns, and with key: the change columns _op, _lsn, _commit_time)"`
+	Key                   []string       `spec:"key" doc:"key columns: the record key is the column's bytes for one string or binary column, else a JSON object of them in this order; _op=delete becomes a tombstone with the key, so a compacted topic ends with the source table (default: the key column, _op not read)"`
 	PartitionColumn       *string        `spec:"partition_column" doc:"int32 column naming each record's partition; default: the key's hash"`
 	CreateTopics          *int32         `spec:"create_topics" doc:"create missing topics with this many partitions"`
 	TransactionalIDPrefix string         `spec:"transactional_id_prefix" default:"flightline-" doc:"prefix of the per-pipeline transactional ids"`
@@ -41,11 +42,9 @@ func (c kafkaSinkConfig) sinkConfig() (kafkasink.Config, error) {
 		cfg.Topic = *c.Topic
 	}
 	if c.ValueFormat != nil {
-		if *c.ValueFormat != "raw" { // "" too: the sink reads it as raw
-			return cfg, fmt.Errorf("%w: kafka sink value_format %q: only raw is supported", flightline.ErrInvalidInput, *c.ValueFormat)
-		}
 		cfg.ValueFormat = *c.ValueFormat
 	}
+	cfg.Key = c.Key
 	if c.PartitionColumn != nil {
 		cfg.PartitionColumn = *c.PartitionColumn
 	}

@@ -28,6 +28,33 @@ import (
 // of Flightline; and the slot's confirmed position must have moved (the
 // advisory commit reaches the slot).
 func TestIntegrationPostgresCDCKill9(t *testing.T) {
+	testPostgresCDCKill9(t, func(u url.URL, dst, pipeline, _ string) (string, []string) {
+		q := u.Query()
+		q.Set("table", dst)
+		q.Set("mode", "upsert")
+		q.Set("key", "id")
+		u.RawQuery = q.Encode()
+		return u.String(), []string{`DELETE FROM __flightline_checkpoints WHERE pipeline_id = '` + pipeline + `'`}
+	})
+}
+
+// TestIntegrationPostgresCDCKill9ADBC is the same test with the adbc sink
+// (the ADBC PostgreSQL driver, mode upsert by id, its changes applied
+// through a temporary stage by DELETE … WHERE EXISTS and INSERT … SELECT)
+// as serve-sink. The target table is created by the sink without any key.
+func TestIntegrationPostgresCDCKill9ADBC(t *testing.T) {
+	drv := Need(t, "FLIGHTLINE_ADBC_POSTGRESQL_DRIVER", "ADBC PostgreSQL driver")
+	testPostgresCDCKill9(t, func(u url.URL, dst, _, suffix string) (string, []string) {
+		cp := "cdc_adbc_cp_" + suffix // the adbc sink's checkpoint layout is its own
+		q := url.Values{"uri": {u.String()}, "table": {dst}, "checkpoint_table": {cp}, "mode": {"upsert"}, "key": {"id"}}
+		return "adbc:" + drv + "?" + q.Encode(), []string{`DROP TABLE IF EXISTS ` + cp}
+	})
+}
+
+// testPostgresCDCKill9 runs the kill test with the sink sinkOf returns
+// for the database at u, writing table dst: its URL, and the statements
+// that remove what it leaves besides dst.
+func testPostgresCDCKill9(t *testing.T, sinkOf func(u url.URL, dst, pipeline, suffix string) (sinkURL string, cleanup []string)) {
 	if testing.Short() {
 		t.Skip("crash test: skipped in -short mode")
 	}
@@ -51,6 +78,9 @@ func TestIntegrationPostgresCDCKill9(t *testing.T) {
 
 	suffix := fmt.Sprintf("%d", time.Now().UnixNano()%1e9)
 	src, dst, pipeline := "cdc_src_"+suffix, "cdc_dst_"+suffix, "cdc_pipe_"+suffix
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
+	sinkURL, sinkCleanup := sinkOf(*u, dst, pipeline, suffix)
 	exec1 := func(sql string, args ...any) {
 		t.Helper()
 		_, err := conn.Exec(ctx, sql, args...)
@@ -70,15 +100,12 @@ func TestIntegrationPostgresCDCKill9(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		for _, q := range []string{`DROP PUBLICATION IF EXISTS ` + src, `DROP TABLE IF EXISTS ` + src, `DROP TABLE IF EXISTS ` + dst,
-			`DELETE FROM __flightline_checkpoints WHERE pipeline_id = '` + pipeline + `'`} {
+		for _, q := range append([]string{`DROP PUBLICATION IF EXISTS ` + src, `DROP TABLE IF EXISTS ` + src, `DROP TABLE IF EXISTS ` + dst}, sinkCleanup...) {
 			_, _ = c.Exec(context.Background(), q)
 		}
 	})
 
-	u, err := url.Parse(dsn)
-	require.NoError(t, err)
-	srcURL, sinkURL := *u, *u
+	srcURL := *u
 	srcURL.Scheme = "postgres-cdc"
 	q := u.Query()
 	q.Set("table", src)
@@ -88,15 +115,10 @@ func TestIntegrationPostgresCDCKill9(t *testing.T) {
 	q.Set("poll", "100ms")
 	q.Set("status_interval", "500ms")
 	srcURL.RawQuery = q.Encode()
-	q = u.Query()
-	q.Set("table", dst)
-	q.Set("mode", "upsert")
-	q.Set("key", "id")
-	sinkURL.RawQuery = q.Encode()
 	srcAddr, sinkAddr := freePort(t), freePort(t)
 	argv := map[string][]string{
 		"source": {"serve-source", "--listen", srcAddr, "--source", srcURL.String(), "--log-level", "warn"},
-		"sink":   {"serve-sink", "--listen", sinkAddr, "--sink", sinkURL.String(), "--log-level", "warn"},
+		"sink":   {"serve-sink", "--listen", sinkAddr, "--sink", sinkURL, "--log-level", "warn"},
 		"run": {"run", "--source", "grpc://" + srcAddr, "--sink", "grpc://" + sinkAddr,
 			"--stream", src, "--pipeline", pipeline, "--target", dst, "--log-level", "warn"},
 	}

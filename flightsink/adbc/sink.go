@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -39,6 +40,7 @@ import (
 	"github.com/flightline/flightline"
 	fadbc "github.com/flightline/flightline/adbc"
 	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/internal/changes"
 	"github.com/flightline/flightline/internal/sqlcheckpoint"
 )
 
@@ -61,7 +63,24 @@ type Config struct {
 	// driver with transactions it also turns the checkpoint off (each
 	// batch still commits as one transaction).
 	AtLeastOnce bool
+	// Mode is how rows reach the target: ModeAppend (the default) ingests
+	// every row; ModeUpsert applies each row as a change by Key (package
+	// internal/changes: a row whose _op is "delete" deletes the target's
+	// rows of its key, every other row replaces them; the last change of
+	// a key in a batch wins; _op, _lsn and _commit_time are never
+	// written). ModeUpsert needs a driver with transactions.
+	Mode string
+	// Key are the key columns of ModeUpsert (required there, refused
+	// otherwise). The table needs no unique constraint on them: the sink
+	// deletes the key's rows before it inserts the new one.
+	Key []string
 }
+
+// The modes of Config.Mode.
+const (
+	ModeAppend = "append"
+	ModeUpsert = "upsert"
+)
 
 // Option configures a Sink beyond its Config: logger, allocator, and the
 // AddColumns and Serialize hooks of the DuckDB sink. Options apply only in
@@ -72,6 +91,8 @@ type options struct {
 	table       string
 	cpTable     string
 	atLeastOnce bool
+	upsert      bool
+	key         []string
 	addColumns  bool
 	serial      *sync.Mutex
 	logger      *slog.Logger
@@ -134,6 +155,8 @@ type Sink struct {
 	mem     memory.Allocator
 	// blobsAsText: the checkpoint is bound as base64 text (base64Conn).
 	blobsAsText bool
+	upsert      bool     // ModeUpsert
+	keyCols     []string // its Key
 	addColumns  bool
 	serial      *sync.Mutex // nil: calls run concurrently
 	ownsDB      bool        // Close closes db (New); NewOn's caller closes it
@@ -184,6 +207,28 @@ func parseOptions(cfg Config, opts []Option) (options, fadbc.Table, error) {
 	if cfg.CheckpointTable != "" {
 		o.cpTable = cfg.CheckpointTable
 	}
+	switch cfg.Mode {
+	case "", ModeAppend:
+	case ModeUpsert:
+		o.upsert = true
+	default:
+		return o, fadbc.Table{}, fmt.Errorf("%w: adbc sink: mode %q: want %s or %s", flightline.ErrInvalidInput, cfg.Mode, ModeAppend, ModeUpsert)
+	}
+	for _, k := range cfg.Key {
+		if k == "" {
+			return o, fadbc.Table{}, fmt.Errorf("%w: adbc sink: empty key column", flightline.ErrInvalidInput)
+		}
+		if changes.IsChangeColumn(k) {
+			return o, fadbc.Table{}, fmt.Errorf("%w: adbc sink: key column %q is a change column, never written", flightline.ErrInvalidInput, k)
+		}
+	}
+	if o.upsert && len(cfg.Key) == 0 {
+		return o, fadbc.Table{}, fmt.Errorf("%w: adbc sink: mode %s needs key columns", flightline.ErrInvalidInput, ModeUpsert)
+	}
+	if !o.upsert && len(cfg.Key) > 0 {
+		return o, fadbc.Table{}, fmt.Errorf("%w: adbc sink: key is for mode %s", flightline.ErrInvalidInput, ModeUpsert)
+	}
+	o.key = slices.Clone(cfg.Key)
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return o, fadbc.Table{}, err
@@ -208,8 +253,15 @@ func newSink(db *fadbc.DB, driver string, o options, cpt fadbc.Table) (*Sink, er
 			"ask for at-least-once delivery explicitly (Config.AtLeastOnce, or at_least_once=true) to write without a checkpoint",
 			flightline.ErrInvalidInput, driver, caps.Vendor)
 	}
+	if o.upsert && !caps.Transactions {
+		// Its deletes and inserts would land one by one: a failure between
+		// them leaves keys deleted.
+		return nil, fmt.Errorf("%w: adbc sink: driver %q (%s) has no transactions, which mode %s needs",
+			flightline.ErrInvalidInput, driver, caps.Vendor, ModeUpsert)
+	}
 	s := &Sink{db: db, caps: caps, table: o.table, exactly: !o.atLeastOnce, log: o.logger, mem: o.mem,
-		blobsAsText: driver == fadbc.FlightSQL, cpName: cpt.String(), addColumns: o.addColumns, serial: o.serial}
+		blobsAsText: driver == fadbc.FlightSQL, cpName: cpt.String(), addColumns: o.addColumns, serial: o.serial,
+		upsert: o.upsert, keyCols: o.key}
 	switch caps.Dialect {
 	case fadbc.Postgres:
 		s.dialect = sqlcheckpoint.Postgres
@@ -410,6 +462,18 @@ func (w *writer) writeOnce(ctx context.Context, rec arrow.RecordBatch, cp []byte
 	if err := checkFields(s.caps, rec.Schema()); err != nil {
 		return err
 	}
+	// ModeUpsert: the batch's changes, reduced and checked before any I/O;
+	// rec becomes the data columns, the table's.
+	var stage arrow.RecordBatch
+	if s.upsert {
+		data, st, err := s.reduce(rec)
+		if err != nil {
+			return err
+		}
+		defer data.Release()
+		defer st.Release()
+		rec, stage = data, st
+	}
 	if !s.caps.Transactions { // at-least-once without transactions: rows only
 		create, err := w.prepare(ctx, rec)
 		if err != nil {
@@ -461,7 +525,20 @@ func (w *writer) writeOnce(ctx context.Context, rec arrow.RecordBatch, cp []byte
 	if err != nil {
 		return err
 	}
-	if rec.NumRows() > 0 || create {
+	switch {
+	case stage != nil:
+		if create {
+			empty := rec.NewSlice(0, 0)
+			_, err := w.c.Ingest(ctx, w.target, empty, true)
+			empty.Release()
+			if err != nil {
+				return w.createRace(err, true)
+			}
+		}
+		if err := w.apply(ctx, rec.Schema(), stage); err != nil {
+			return err
+		}
+	case rec.NumRows() > 0 || create:
 		if _, err := w.c.Ingest(ctx, w.target, rec, create); err != nil {
 			return w.createRace(err, create)
 		}

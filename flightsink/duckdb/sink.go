@@ -26,6 +26,11 @@ type Config struct {
 	// NoNewColumns refuses a batch with a column the table lacks
 	// (ErrSchemaMismatch) instead of adding it (the default).
 	NoNewColumns bool
+	// Mode and Key are the adbc sink's (adbcsink.Config): "upsert" with
+	// key columns applies a change stream (_op) by key in each batch's
+	// transaction; "" or "append" appends.
+	Mode string
+	Key  []string
 }
 
 // Option configures a Sink beyond its Config.
@@ -73,7 +78,8 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Sink, error) {
 	if !cfg.NoNewColumns {
 		sopts = append(sopts, adbcsink.AddColumns())
 	}
-	s, err := adbcsink.NewOn(sh.db, adbcsink.Config{Table: cfg.Table, CheckpointTable: cfg.CheckpointTable}, sopts...)
+	s, err := adbcsink.NewOn(sh.db, adbcsink.Config{Table: cfg.Table, CheckpointTable: cfg.CheckpointTable,
+		Mode: cfg.Mode, Key: cfg.Key}, sopts...)
 	if err != nil {
 		_ = release()
 		return nil, err

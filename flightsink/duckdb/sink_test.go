@@ -214,3 +214,46 @@ func TestIntegrationUnmappableTypeRefused(t *testing.T) {
 		require.Equal(t, []int64{1}, ids(t, path, "t_"+f.Name))
 	}
 }
+
+// Mode upsert is the adbc sink's: changes by key through a temporary
+// stage, read back with DuckDB's Python package once the file is free.
+func TestIntegrationUpsert(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "upsert.duckdb")
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	s := newSink(t, duckdb.Config{Path: path, Table: "ups", Mode: "upsert", Key: []string{"id"}}, duckdb.Allocator(mem))
+	w, _, err := s.Open(ctx, flightsink.Pipeline{ID: "ups"})
+	require.NoError(t, err)
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "v", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "_op", Type: arrow.BinaryTypes.String},
+		{Name: "_lsn", Type: arrow.PrimitiveTypes.Int64},
+	}, nil)
+	write := func(cp string, ops []string, ids []int64, vs []string) error {
+		b := array.NewRecordBuilder(mem, sc)
+		defer b.Release()
+		b.Field(0).(*array.Int64Builder).AppendValues(ids, nil)
+		b.Field(1).(*array.StringBuilder).AppendValues(vs, nil)
+		b.Field(2).(*array.StringBuilder).AppendValues(ops, nil)
+		for range ids {
+			b.Field(3).(*array.Int64Builder).Append(1)
+		}
+		rec := b.NewRecordBatch()
+		defer rec.Release()
+		return w.WriteBatch(ctx, rec, []byte(cp))
+	}
+	require.NoError(t, write("1", []string{"insert", "insert", "insert"}, []int64{1, 2, 3}, []string{"a", "b", "c"}))
+	// An update, a key update (2 → 20), a delete then a re-insert.
+	require.NoError(t, write("2", []string{"update", "delete", "update", "delete", "insert"}, []int64{1, 2, 20, 3, 3}, []string{"a2", "", "b", "", "c2"}))
+	// A replay of the committed batch: nothing.
+	require.NoError(t, write("2", []string{"delete"}, []int64{1}, []string{""}))
+	err = write("3", []string{"insert"}, []int64{9}, []string{"x"})
+	require.NoError(t, err)
+	require.ErrorIs(t, write("4", []string{"merge"}, []int64{9}, []string{"y"}), flightline.ErrInvalidInput)
+	require.NoError(t, w.Close(ctx))
+	require.NoError(t, s.Close())
+	require.Equal(t, "1 a2,20 b,3 c2,9 x", duckdbtest.PyQuery(t, path, "select string_agg(id || ' ' || v, ',' order by id::text) from ups"))
+	require.Equal(t, "id,v", duckdbtest.PyQuery(t, path, "select string_agg(column_name, ',' order by column_name) from information_schema.columns where table_name = 'ups'"))
+}

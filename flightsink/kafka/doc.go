@@ -6,11 +6,14 @@
 //
 //  1. BeginTransaction.
 //  2. One record per row to the target topic: the value from the binary
-//     (binary, large_binary, binary_view) "value" column, the key from an
-//     optional "key" column, headers from an optional "headers" column
-//     (list<struct<key: utf8, value: binary>>, the kafkadecode schema), the
-//     partition from an optional int32 column (PartitionColumn) or the
-//     default partitioner. Other columns are ignored.
+//     (binary, large_binary, binary_view) "value" column, or with
+//     ValueFormat json the row as a JSON object; the key from an optional
+//     "key" column, or from Config.Key's columns (keyed change mode:
+//     _op = "delete" is a tombstone, see Config.Key); headers from an
+//     optional "headers" column (list<struct<key: utf8, value: binary>>,
+//     the kafkadecode schema), the partition from an optional int32
+//     column (PartitionColumn) or the default partitioner. Other columns
+//     are ignored in raw format.
 //  3. One checkpoint record on the compacted checkpoint topic: key
 //     CheckpointKey (the pipeline id, or [pipeline id, target]), value the
 //     checkpoint merged with the last one (checkpoint.Next), header
@@ -33,7 +36,9 @@
 //
 // Validation happens before anything is produced: a batch without a usable
 // value column (or with a key, headers or partition column of the wrong
-// type) wraps flightline.ErrSchemaMismatch and ErrInvalidInput; a row whose
+// type) wraps flightline.ErrSchemaMismatch and ErrInvalidInput; in keyed
+// mode a missing key column wraps ErrSchemaMismatch, a null key or an
+// unknown _op ErrInvalidInput; a row whose
 // record would exceed the topic's max.message.bytes, or names a partition
 // the topic lacks, fails the batch with ErrInvalidInput naming the row.
 // Replays (checkpoint.Replayed) produce no data: a transaction holding the

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/flightline/flightline"
+	"github.com/flightline/flightline/internal/changes"
 	"github.com/flightline/flightline/internal/kafkaconn"
 )
 
@@ -39,10 +41,26 @@ type Config struct {
 	TransactionalIDPrefix string
 	// ClientID is the Kafka client id (default "flightline-sink").
 	ClientID string
-	// ValueFormat is how the value column is encoded into record values.
-	// Only "raw" (the bytes of a binary column, as they are; the default)
-	// exists in this version; anything else is refused.
+	// ValueFormat is how a row becomes its record's value: ValueRaw (the
+	// default) takes the bytes of the binary "value" column as they are;
+	// ValueJSON encodes the row as one JSON object of its columns (keys in
+	// column order), less the columns that route the record (a "headers"
+	// column, the PartitionColumn, and the "key" column where Key is
+	// empty) and, where Key is set, the change columns (_op, _lsn,
+	// _commit_time). Anything else is refused.
 	ValueFormat string
+	// Key are the key columns: set, the sink is keyed by them for a
+	// change stream (package internal/changes): each record's key is the
+	// key columns' value, the bytes of the column where Key is one string
+	// or binary column, else a JSON object of the key columns in Key's
+	// order ({"id":1}, as Debezium's JSON key without its schema); a row
+	// whose _op is "delete" becomes a tombstone (a null value) with that
+	// key, so a compacted topic ends with one record per live key. A null
+	// key value or an _op other than insert, update or delete refuses the
+	// batch (ErrInvalidInput), a key column missing from it too
+	// (ErrSchemaMismatch), before anything is produced. Empty (the
+	// default): the key is the optional "key" column and _op is not read.
+	Key []string
 	// PartitionColumn names the int32 column each record's partition is
 	// taken from. Empty (the default): records go where the default
 	// partitioner puts them: murmur2 of the key (as the Java client does),
@@ -83,6 +101,12 @@ type Config struct {
 	Password string
 }
 
+// The values of Config.ValueFormat.
+const (
+	ValueRaw  = "raw"
+	ValueJSON = "json"
+)
+
 // Option configures a Sink beyond its Config. Options are validated once,
 // in New.
 type Option func(*config) error
@@ -93,6 +117,8 @@ type config struct {
 	txnPrefix     string
 	clientID      string
 	partitionCol  string
+	json          bool     // ValueFormat ValueJSON
+	key           []string // Config.Key
 	createParts   int32
 	createRF      int16
 	create        bool
@@ -120,9 +146,25 @@ func fromConfig(cfg Config) (config, error) {
 	if c.clientID == "" {
 		c.clientID = "flightline-sink"
 	}
-	if cfg.ValueFormat != "" && cfg.ValueFormat != "raw" {
-		return c, fmt.Errorf("%w: kafka sink value_format %q: only raw is supported", flightline.ErrInvalidInput, cfg.ValueFormat)
+	switch cfg.ValueFormat {
+	case "", ValueRaw:
+	case ValueJSON:
+		c.json = true
+	default:
+		return c, fmt.Errorf("%w: kafka sink value_format %q: want %s or %s", flightline.ErrInvalidInput, cfg.ValueFormat, ValueRaw, ValueJSON)
 	}
+	for _, k := range cfg.Key {
+		if k == "" {
+			return c, fmt.Errorf("%w: kafka sink: empty key column", flightline.ErrInvalidInput)
+		}
+		if changes.IsChangeColumn(k) {
+			return c, fmt.Errorf("%w: kafka sink: key column %q is a change column", flightline.ErrInvalidInput, k)
+		}
+		if k == cfg.PartitionColumn {
+			return c, fmt.Errorf("%w: kafka sink: key column %q is the partition column", flightline.ErrInvalidInput, k)
+		}
+	}
+	c.key = slices.Clone(cfg.Key)
 	switch {
 	case cfg.CreateTopics < 0:
 		return c, fmt.Errorf("%w: create topics partitions %d < 1", flightline.ErrInvalidInput, cfg.CreateTopics)

@@ -304,9 +304,9 @@ func TestIntegrationNoValueColumn(t *testing.T) {
 }
 
 func TestIntegrationValueFormatRefused(t *testing.T) {
-	_, err := kafkasink.New(context.Background(), kafkasink.Config{Brokers: []string{"127.0.0.1:1"}, ValueFormat: "json"})
+	_, err := kafkasink.New(context.Background(), kafkasink.Config{Brokers: []string{"127.0.0.1:1"}, ValueFormat: "avro"})
 	require.ErrorIs(t, err, flightline.ErrInvalidInput)
-	require.Contains(t, err.Error(), "raw")
+	require.Contains(t, err.Error(), "want raw or json")
 }
 
 // TestIntegrationOversizedRecordNamesRow: a record over the topic's

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,10 +16,13 @@ import (
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/internal/changes"
 	"github.com/flightline/flightline/internal/kafkaconn"
+	"github.com/flightline/flightline/internal/rowenc"
 )
 
-// Column names the sink reads; other columns of a batch are ignored.
+// Column names the sink reads; other columns of a batch are ignored with
+// ValueFormat raw, and make the value with ValueFormat json.
 const (
 	ColValue   = "value"   // binary, large_binary or binary_view; required
 	ColKey     = "key"     // binary or string family; optional
@@ -102,6 +106,17 @@ type columns struct {
 	hdrKey     stringCol
 	hdrValue   bytesCol
 	partition  *array.Int32
+
+	// ValueJSON: the columns of the value and their encoder.
+	valCols []arrow.Array
+	valEnc  *rowenc.JSONL
+	// Config.Key: the key columns (key above when they are one string or
+	// binary column, else keyEnc encodes them) and the batch's _op (nil:
+	// none, every row an upsert).
+	keyCols  []arrow.Array
+	keyNames []string
+	keyEnc   *rowenc.JSONL
+	op       *array.String
 }
 
 func mismatch(format string, args ...any) error {
@@ -121,14 +136,21 @@ func (w *writer) columns(rec arrow.RecordBatch) (columns, error) {
 		}
 		return rec.Column(idx[0]), true
 	}
-	v, ok := col(ColValue)
-	if !ok {
-		return c, mismatch("the batch has no %q column (binary, large_binary or binary_view); columns: %v", ColValue, fieldNames(sc))
+	keyed := len(w.s.cfg.key) > 0
+	if !w.s.cfg.json {
+		v, ok := col(ColValue)
+		if !ok {
+			return c, mismatch("the batch has no %q column (binary, large_binary or binary_view); columns: %v", ColValue, fieldNames(sc))
+		}
+		if c.value, ok = asBytes(v, false); !ok {
+			return c, mismatch("column %q is %s; want binary, large_binary or binary_view (value_format raw)", ColValue, v.DataType())
+		}
 	}
-	if c.value, ok = asBytes(v, false); !ok {
-		return c, mismatch("column %q is %s; want binary, large_binary or binary_view (value_format raw)", ColValue, v.DataType())
-	}
-	if k, ok := col(ColKey); ok {
+	if keyed {
+		if err := w.keyColumns(rec, &c); err != nil {
+			return c, err
+		}
+	} else if k, ok := col(ColKey); ok {
 		if c.key, ok = asBytes(k, true); !ok {
 			return c, mismatch("column %q is %s; want a binary or string type", ColKey, k.DataType())
 		}
@@ -162,7 +184,57 @@ func (w *writer) columns(rec arrow.RecordBatch) (columns, error) {
 			return c, mismatch("partition column %q is %s; want int32", w.s.cfg.partitionCol, p.DataType())
 		}
 	}
+	if w.s.cfg.json {
+		// The value: every column but those routing the record and, keyed,
+		// the change columns.
+		var fields []arrow.Field
+		for i, f := range sc.Fields() {
+			switch {
+			case f.Name == ColHeaders && c.hdrs != nil, f.Name == w.s.cfg.partitionCol,
+				f.Name == ColKey && !keyed, keyed && changes.IsChangeColumn(f.Name):
+				continue
+			}
+			fields = append(fields, f)
+			c.valCols = append(c.valCols, rec.Column(i))
+		}
+		c.valEnc = rowenc.NewJSONL(arrow.NewSchema(fields, nil))
+	}
 	return c, nil
+}
+
+// keyColumns finds Config.Key's columns and _op in rec (changes.KeyColumns,
+// changes.Split, changes.Check): a missing key column wraps
+// ErrSchemaMismatch, a key column of a type that cannot be a key, an _op
+// that is not utf8 or holds another value than the three, ErrInvalidInput.
+func (w *writer) keyColumns(rec arrow.RecordBatch, c *columns) error {
+	sc := rec.Schema()
+	idx, err := changes.KeyColumns(sc, w.s.cfg.key)
+	if err != nil {
+		return fmt.Errorf("kafka sink: %w", err)
+	}
+	data, op, err := changes.Split(rec)
+	if err != nil {
+		return fmt.Errorf("kafka sink: %w", err)
+	}
+	data.Release() // op lives as long as rec
+	if err := changes.Check(op); err != nil {
+		return fmt.Errorf("kafka sink: %w", err)
+	}
+	c.op = op
+	fields := make([]arrow.Field, len(idx))
+	for j, i := range idx {
+		fields[j] = sc.Field(i)
+		c.keyCols = append(c.keyCols, rec.Column(i))
+		c.keyNames = append(c.keyNames, sc.Field(i).Name)
+	}
+	if len(idx) == 1 {
+		if k, ok := asBytes(c.keyCols[0], true); ok {
+			c.key = k
+			return nil
+		}
+	}
+	c.keyEnc = rowenc.NewJSONL(arrow.NewSchema(fields, nil))
+	return nil
 }
 
 func fieldNames(sc *arrow.Schema) []string {
@@ -179,18 +251,50 @@ func fieldNames(sc *arrow.Schema) []string {
 func (w *writer) fill(rec arrow.RecordBatch, c columns, recs []kgo.Record, hdrs []kgo.RecordHeader) error {
 	n := int(rec.NumRows())
 	limit := int(w.maxBytes)
+	// JSON keys and values are encoded into buf; records get their slices
+	// once it stops growing. enc[4i:4i+4]: row i's key and value offsets
+	// in buf (a value's both 0 where none was encoded: a JSON object is
+	// never empty).
+	var buf bytes.Buffer
+	var enc []int
+	if c.keyEnc != nil || c.valEnc != nil {
+		enc = make([]int, 4*n)
+	}
 	for i := range n {
 		r := &recs[i]
 		*r = kgo.Record{Topic: w.topic, Partition: -1}
 		size := batchOverhead + recordOverhead
-		if !c.value.IsNull(i) {
+		for j, k := range c.keyCols {
+			if k.IsNull(i) {
+				return fmt.Errorf("%w: kafka sink: row %d: key column %q is null", flightline.ErrInvalidInput, i, c.keyNames[j])
+			}
+		}
+		tombstone := c.keyCols != nil && changes.IsDelete(c.op, i)
+		switch {
+		case tombstone:
+		case c.valEnc != nil:
+			enc[4*i+2] = buf.Len()
+			if err := c.valEnc.AppendRow(&buf, c.valCols, i); err != nil {
+				return fmt.Errorf("kafka sink: row %d: %w", i, err)
+			}
+			enc[4*i+3] = buf.Len()
+			size += enc[4*i+3] - enc[4*i+2]
+		case !c.value.IsNull(i):
 			r.Value = c.value.Value(i)
 			if r.Value == nil {
 				r.Value = []byte{} // an empty value, not a tombstone
 			}
 			size += len(r.Value)
 		}
-		if c.key != nil && !c.key.IsNull(i) {
+		switch {
+		case c.keyEnc != nil:
+			enc[4*i] = buf.Len()
+			if err := c.keyEnc.AppendRow(&buf, c.keyCols, i); err != nil {
+				return fmt.Errorf("kafka sink: row %d: key: %w", i, err)
+			}
+			enc[4*i+1] = buf.Len()
+			size += enc[4*i+1] - enc[4*i]
+		case c.key != nil && !c.key.IsNull(i):
 			r.Key = c.key.Value(i)
 			if r.Key == nil {
 				r.Key = []byte{}
@@ -224,6 +328,18 @@ func (w *writer) fill(rec arrow.RecordBatch, c columns, recs []kgo.Record, hdrs 
 		if size > limit {
 			return fmt.Errorf("%w: kafka sink: row %d: record of %d bytes exceeds max.message.bytes=%d of topic %q; nothing of the batch was produced",
 				flightline.ErrInvalidInput, i, size, limit, w.topic)
+		}
+	}
+	if enc != nil {
+		b := buf.Bytes()
+		for i := range n {
+			r := &recs[i]
+			if c.keyEnc != nil {
+				r.Key = b[enc[4*i]:enc[4*i+1]:enc[4*i+1]]
+			}
+			if from, to := enc[4*i+2], enc[4*i+3]; to > from { // a tombstone encoded none
+				r.Value = b[from:to:to]
+			}
 		}
 	}
 	return nil

@@ -26,6 +26,7 @@ type Encoder interface {
 // characters unescaped.
 type JSONL struct {
 	keys    [][]byte // `"name":`
+	names   []string
 	scratch bytes.Buffer
 	enc     *json.Encoder
 }
@@ -40,6 +41,7 @@ func NewJSONL(sc *arrow.Schema) *JSONL {
 		_ = e.enc.Encode(f.Name) // a string always encodes
 		k := bytes.TrimRight(e.scratch.Bytes(), "\n")
 		e.keys = append(e.keys, append(append([]byte(nil), k...), ':'))
+		e.names = append(e.names, f.Name)
 	}
 	return e
 }
@@ -48,20 +50,31 @@ func NewJSONL(sc *arrow.Schema) *JSONL {
 func (e *JSONL) Encode(dst *bytes.Buffer, rec arrow.RecordBatch) error {
 	cols := rec.Columns()
 	for i := range int(rec.NumRows()) {
-		dst.WriteByte('{')
-		for j, col := range cols {
-			if j > 0 {
-				dst.WriteByte(',')
-			}
-			dst.Write(e.keys[j])
-			e.scratch.Reset()
-			if err := e.enc.Encode(col.GetOneForMarshal(i)); err != nil {
-				return fmt.Errorf("%w: column %s row %d as JSON: %v", flightline.ErrInvalidInput, rec.ColumnName(j), i, err)
-			}
-			dst.Write(bytes.TrimRight(e.scratch.Bytes(), "\n"))
+		if err := e.AppendRow(dst, cols, i); err != nil {
+			return err
 		}
-		dst.WriteString("}\n")
+		dst.WriteByte('\n')
 	}
+	return nil
+}
+
+// AppendRow appends row i of cols, the columns of a batch of the encoder's
+// schema in its order, as one JSON object without a newline. Equal values
+// always encode to equal bytes (the Kafka sink's record keys rely on it).
+func (e *JSONL) AppendRow(dst *bytes.Buffer, cols []arrow.Array, i int) error {
+	dst.WriteByte('{')
+	for j, col := range cols {
+		if j > 0 {
+			dst.WriteByte(',')
+		}
+		dst.Write(e.keys[j])
+		e.scratch.Reset()
+		if err := e.enc.Encode(col.GetOneForMarshal(i)); err != nil {
+			return fmt.Errorf("%w: column %s row %d as JSON: %v", flightline.ErrInvalidInput, e.names[j], i, err)
+		}
+		dst.Write(bytes.TrimRight(e.scratch.Bytes(), "\n"))
+	}
+	dst.WriteByte('}')
 	return nil
 }
 

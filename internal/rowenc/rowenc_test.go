@@ -49,3 +49,39 @@ func TestCSVRefusesWhatItCannotHold(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONLAppendRow: one row as one object without a newline, the same
+// bytes Encode writes for it; equal values encode to equal bytes.
+func TestJSONLAppendRow(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "v<&>", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(mem, sc)
+	defer b.Release()
+	b.Field(0).(*array.Int64Builder).AppendValues([]int64{1, 2, 1}, nil)
+	b.Field(1).(*array.StringBuilder).AppendValues([]string{"a<b", "", "a<b"}, []bool{true, false, true})
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	e := rowenc.NewJSONL(sc)
+	var rows [3]string
+	for i := range rows {
+		var buf bytes.Buffer
+		if err := e.AppendRow(&buf, rec.Columns(), i); err != nil {
+			t.Fatal(err)
+		}
+		rows[i] = buf.String()
+	}
+	if rows[0] != `{"id":1,"v<&>":"a<b"}` || rows[1] != `{"id":2,"v<&>":null}` || rows[2] != rows[0] {
+		t.Fatalf("rows %q", rows)
+	}
+	var all bytes.Buffer
+	if err := e.Encode(&all, rec); err != nil {
+		t.Fatal(err)
+	}
+	if want := rows[0] + "\n" + rows[1] + "\n" + rows[2] + "\n"; all.String() != want {
+		t.Fatalf("Encode %q, want %q", all.String(), want)
+	}
+}

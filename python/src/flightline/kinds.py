@@ -680,6 +680,11 @@ class SinkAdbc(Kind):
             __flightline_checkpoints)
         at_least_once: accept a driver without transactions: no checkpoint, replays
             write again (default false)
+        mode: append (ingest every row, the default) or upsert (apply rows as
+            changes by key through a temporary stage: the key's rows deleted, its last
+            change inserted unless _op=delete; no unique key needed; _op, _lsn,
+            _commit_time not written; needs transactions)
+        key: key columns of mode upsert
     """
 
     section = 'sinks'
@@ -693,6 +698,8 @@ class SinkAdbc(Kind):
         'table': ('string', False, ()),
         'checkpoint_table': ('string', False, ()),
         'at_least_once': ('bool', False, ()),
+        'mode': ('enum', False, ('append', 'upsert')),
+        'key': ('list', False, ()),
     }
 
     def __init__(
@@ -706,6 +713,8 @@ class SinkAdbc(Kind):
         table: Optional[Union[str, EnvRef]] = None,
         checkpoint_table: Optional[Union[str, EnvRef]] = None,
         at_least_once: Optional[Union[bool, EnvRef]] = None,
+        mode: Optional[Union[Literal['append', 'upsert'], EnvRef]] = None,
+        key: Optional[Union[Union[str, Sequence[str]], EnvRef]] = None,
     ) -> None:
         self._init(dict(locals()))
 
@@ -1196,6 +1205,10 @@ class SinkDuckdb(Kind):
             integration/services/services.sh up duckdb caches)
         new_columns: add a nullable column a batch brings to the table (false:
             refuse the batch) (default true)
+        mode: append (every row, the default) or upsert (apply rows as changes by
+            key, as the adbc sink's mode upsert: _op=delete deletes; _op, _lsn,
+            _commit_time not written)
+        key: key columns of mode upsert
     """
 
     section = 'sinks'
@@ -1206,6 +1219,8 @@ class SinkDuckdb(Kind):
         'checkpoint_table': ('string', False, ()),
         'library': ('string', False, ()),
         'new_columns': ('bool', False, ()),
+        'mode': ('enum', False, ('append', 'upsert')),
+        'key': ('list', False, ()),
     }
 
     def __init__(
@@ -1216,6 +1231,8 @@ class SinkDuckdb(Kind):
         checkpoint_table: Optional[Union[str, EnvRef]] = None,
         library: Optional[Union[str, EnvRef]] = None,
         new_columns: Optional[Union[bool, EnvRef]] = None,
+        mode: Optional[Union[Literal['append', 'upsert'], EnvRef]] = None,
+        key: Optional[Union[Union[str, Sequence[str]], EnvRef]] = None,
     ) -> None:
         self._init(dict(locals()))
 
@@ -1548,7 +1565,13 @@ class SinkKafka(Kind):
             it)
         checkpoint_topic: compacted topic holding the checkpoints (default
             __flightline_checkpoints)
-        value_format: how the value column is written; only raw in this version
+        value_format: raw: the binary value column's bytes; json: the row as one
+            JSON object (less the key column without key:, the headers and partition
+            columns, and with key: the change columns _op, _lsn, _commit_time)
+        key: key columns: the record key is the column's bytes for one string or
+            binary column, else a JSON object of them in this order; _op=delete becomes
+            a tombstone with the key, so a compacted topic ends with the source table
+            (default: the key column, _op not read)
         partition_column: int32 column naming each record's partition; default: the
             key's hash
         create_topics: create missing topics with this many partitions
@@ -1573,7 +1596,8 @@ class SinkKafka(Kind):
         'tls_ca': ('string', False, ()),
         'topic': ('string', False, ()),
         'checkpoint_topic': ('string', False, ()),
-        'value_format': ('string', False, ()),
+        'value_format': ('enum', False, ('raw', 'json')),
+        'key': ('list', False, ()),
         'partition_column': ('string', False, ()),
         'create_topics': ('integer', False, ()),
         'transactional_id_prefix': ('string', False, ()),
@@ -1594,7 +1618,8 @@ class SinkKafka(Kind):
         tls_ca: Optional[Union[str, EnvRef]] = None,
         topic: Optional[Union[str, EnvRef]] = None,
         checkpoint_topic: Optional[Union[str, EnvRef]] = None,
-        value_format: Optional[Union[str, EnvRef]] = None,
+        value_format: Optional[Union[Literal['raw', 'json'], EnvRef]] = None,
+        key: Optional[Union[Union[str, Sequence[str]], EnvRef]] = None,
         partition_column: Optional[Union[str, EnvRef]] = None,
         create_topics: Optional[Union[int, EnvRef]] = None,
         transactional_id_prefix: Optional[Union[str, EnvRef]] = None,
