@@ -338,7 +338,7 @@ func TestInteropSpark(t *testing.T) {
 	// dataChange=true, the resumed stream fails with Spark's "Detected a
 	// data update" (DELTA_SOURCE_TABLE_IGNORE_CHANGES); an add marked true
 	// alone delivers the compacted rows again. Only with FLIGHTLINE_INTEROP=1:
-	// about 25 s beside the subtests above on the shared 2-core machine.
+	// 25 to 35 s after the subtests above on the shared 2-core machine.
 	t.Run("stream across compaction", func(t *testing.T) {
 		table := filepath.Join(dir, "streamed")
 		out, ckpt := filepath.Join(dir, "streamed-out"), filepath.Join(dir, "streamed-ckpt")
