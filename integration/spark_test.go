@@ -130,6 +130,16 @@ type sparkCount struct {
 	Min, Max       *int64
 }
 
+func (c sparkCount) String() string {
+	opt := func(p *int64) string {
+		if p == nil {
+			return "null"
+		}
+		return strconv.FormatInt(*p, 10)
+	}
+	return fmt.Sprintf("rows %d, distinct %d, min %s, max %s", c.Rows, c.Distinct, opt(c.Min), opt(c.Max))
+}
+
 func (d *sparkDriver) count(t *testing.T, path, id string, version ...int64) sparkCount {
 	t.Helper()
 	cmd := map[string]any{"op": "count", "path": path, "id": id}
@@ -198,6 +208,30 @@ func (d *sparkDriver) sql(t *testing.T, q string) []map[string]any {
 	return r.Rows
 }
 
+// sparkStreamRead is what one availableNow stream read did: the
+// micro-batches that read rows, their rows, and the output table's count.
+type sparkStreamRead struct {
+	Batches   int
+	InputRows int64
+	Out       sparkCount
+}
+
+// stream runs one spark.readStream of the Delta table path with Spark's
+// default options to its end (trigger availableNow), appending to the
+// Delta table out; the same checkpoint dir resumes where the last read of
+// it stopped. from (optional) is the startingVersion of a new stream.
+func (d *sparkDriver) stream(t *testing.T, path, out, checkpoint, id string, from ...int64) sparkStreamRead {
+	t.Helper()
+	cmd := map[string]any{"op": "stream", "path": path, "out": out, "checkpoint": checkpoint, "id": id}
+	if len(from) > 0 {
+		cmd["startingVersion"] = from[0]
+	}
+	var r sparkStreamRead
+	d.call(t, cmd, &r)
+	t.Logf("spark stream: read %d rows in %d batches; output: %s", r.InputRows, r.Batches, r.Out)
+	return r
+}
+
 func sparkTable(path string) string { return "delta.`" + path + "`" }
 
 // runFlightline runs the flightline binary to its end.
@@ -231,11 +265,13 @@ func lastCheckpoint(t *testing.T, dir string) int64 {
 // Delta checkpoints (NOT NULL columns: the invariants feature), counts,
 // distinct ids, DESCRIBE DETAIL and HISTORY (operationMetrics) and time
 // travel exactly; delta-rs reads them too. With FLIGHTLINE_INTEROP=1
-// (make test-interop) also a schema-evolved table (timestamp_ntz added:
-// the protocol moves to reader version 3), a table after Spark's own
-// INSERT, DELETE, OPTIMIZE and VACUUM followed by a Flightline resume and
-// append (Flightline's checkpoint keeps Spark's tombstones), and a table
-// with Spark's v2 checkpoints, which the sink and source refuse by name.
+// (make test-interop) also a Spark streaming read across Flightline's
+// compactions (each row once: see the subtest), a schema-evolved table
+// (timestamp_ntz added: the protocol moves to reader version 3), a table
+// after Spark's own INSERT, DELETE, OPTIMIZE and VACUUM followed by a
+// Flightline resume and append (Flightline's checkpoint keeps Spark's
+// tombstones), and a table with Spark's v2 checkpoints, which the sink
+// and source refuse by name.
 func TestInteropSpark(t *testing.T) {
 	spark := startSpark(t)
 	full := os.Getenv("FLIGHTLINE_INTEROP") == "1"
@@ -292,6 +328,65 @@ func TestInteropSpark(t *testing.T) {
 		t.Log("the rest of the Spark interop test runs with FLIGHTLINE_INTEROP=1 (make test-interop)")
 		return
 	}
+
+	// A Spark stream (readStream with Spark's default options, trigger
+	// availableNow, one checkpointLocation) reads the table, Flightline
+	// compacts it (flightline delta optimize, then the sink's own
+	// compaction between the appends of a resumed pipeline), and the
+	// stream resumed reads the new rows and nothing else: the compaction
+	// commits are dataChange=false, so Spark skips them. Marked
+	// dataChange=true, the resumed stream fails with Spark's "Detected a
+	// data update" (DELTA_SOURCE_TABLE_IGNORE_CHANGES); an add marked true
+	// alone delivers the compacted rows again. Only with FLIGHTLINE_INTEROP=1:
+	// 25 to 35 s after the subtests above on the shared 2-core machine.
+	t.Run("stream across compaction", func(t *testing.T) {
+		table := filepath.Join(dir, "streamed")
+		out, ckpt := filepath.Join(dir, "streamed-out"), filepath.Join(dir, "streamed-ckpt")
+		gen := func(source, sink string) {
+			runFlightline(t, "run", "--source", "generator:?batch_rows=100&"+source, "--sink", "delta:"+table+"?"+sink,
+				"--stream", "orders", "--pipeline", "streamed", "--log-level", "warn")
+		}
+		const n, m = 2000, 800
+		gen(fmt.Sprintf("rows=%d", n), "compact=off") // 20 small files, one a batch
+		first := spark.stream(t, table, out, ckpt, "id", 0)
+		require.Equal(t, int64(n), first.InputRows)
+		require.Equal(t, sparkCount{Rows: n, Distinct: n, Min: ptr(int64(0)), Max: ptr(int64(n - 1))}, first.Out)
+
+		files := activeFiles(t, table)
+		require.Equal(t, n/100, files)
+		head := lastVersion(t, table)
+		runFlightline(t, "delta", "optimize", table)
+		optimized := lastVersion(t, table)
+		require.Equal(t, 1, activeFiles(t, table), "optimize compacted the small files into one")
+		rs := checkWithDeltaRs(t, table, nil)
+		require.Equal(t, int64(n), rs.Rows)
+		require.Equal(t, int64(n), rs.Distinct)
+
+		// The resumed pipeline compacts too, between its appends (three
+		// small files start a compaction; the interval leaves it time to
+		// commit before the next batch).
+		gen(fmt.Sprintf("rows=%d&interval=300ms", n+m), "compact=auto&compact_min_files=3")
+		second := spark.stream(t, table, out, ckpt, "id")
+		require.Equal(t, int64(m), second.InputRows, "the resumed stream reads the new rows only")
+		want := sparkCount{Rows: n + m, Distinct: n + m, Min: ptr(int64(0)), Max: ptr(int64(n + m - 1))}
+		require.Equal(t, want, second.Out, "every row once across the compactions")
+
+		// Why: the compactions' commits change no data.
+		byOptimize := compactionCommits(t, table, head, optimized)
+		require.Len(t, byOptimize, 1)
+		require.Equal(t, files, byOptimize[0].removed)
+		require.False(t, byOptimize[0].auto)
+		auto := compactionCommits(t, table, optimized, lastVersion(t, table))
+		require.NotEmpty(t, auto, "the sink compacted while it appended")
+		t.Logf("compactions: Optimize %v, the sink's %v", byOptimize, auto)
+		for _, c := range auto {
+			require.True(t, c.auto, "version %d", c.version)
+		}
+		require.Equal(t, want, spark.count(t, table, "id"))
+		rs = checkWithDeltaRs(t, table, nil)
+		require.Equal(t, int64(n+m), rs.Rows)
+		require.Equal(t, int64(n+m), rs.Distinct)
+	})
 
 	t.Run("schema evolution", func(t *testing.T) {
 		table := filepath.Join(dir, "evolved")
@@ -394,6 +489,69 @@ func lastVersion(t *testing.T, table string) int64 {
 	}
 	require.NotEmpty(t, vs)
 	return slices.Max(vs)
+}
+
+// activeFiles is the number of the table's active data files.
+func activeFiles(t *testing.T, table string) int {
+	t.Helper()
+	st, err := objstore.NewLocal(table)
+	require.NoError(t, err)
+	snap, err := deltalog.NewTable(st, nil).Snapshot(context.Background())
+	require.NoError(t, err)
+	return len(snap.Files)
+}
+
+// compaction is one compaction commit of a table's log.
+type compaction struct {
+	version        int64
+	auto           bool // the sink's background compaction, not Optimize
+	removed, added int
+}
+
+func (c compaction) String() string {
+	return fmt.Sprintf("v%d: %d files into %d", c.version, c.removed, c.added)
+}
+
+// compactionCommits returns the compaction (OPTIMIZE) commits among the
+// versions (from, to], after checking that every add and remove in them
+// is dataChange false, and that the other commits remove nothing.
+func compactionCommits(t *testing.T, table string, from, to int64) []compaction {
+	t.Helper()
+	var cs []compaction
+	for v := from + 1; v <= to; v++ {
+		b, err := os.ReadFile(filepath.Join(table, "_delta_log", fmt.Sprintf("%020d.json", v)))
+		require.NoError(t, err)
+		acts, err := deltalog.DecodeActions(b)
+		require.NoError(t, err)
+		var c compaction
+		optimize := false
+		for _, a := range acts {
+			if a.CommitInfo != nil {
+				optimize = a.CommitInfo["operation"] == "OPTIMIZE"
+				params, _ := a.CommitInfo["operationParameters"].(map[string]any)
+				c.auto = params["auto"] == "true"
+			}
+		}
+		for _, a := range acts {
+			switch {
+			case a.Add != nil:
+				c.added++
+				require.Falsef(t, optimize && a.Add.DataChange, "version %d adds %s with dataChange true", v, a.Add.Path)
+			case a.Remove != nil:
+				c.removed++
+				require.Falsef(t, a.Remove.DataChange, "version %d removes %s with dataChange true", v, a.Remove.Path)
+			}
+		}
+		if !optimize {
+			require.Zerof(t, c.removed, "version %d is not a compaction and removes files", v)
+			continue
+		}
+		require.Positivef(t, c.removed, "compaction version %d", v)
+		require.Equalf(t, 1, c.added, "compaction version %d", v)
+		c.version = v
+		cs = append(cs, c)
+	}
+	return cs
 }
 
 // sparkEvolvedTable writes ids [0, 300) in three commits; the second adds

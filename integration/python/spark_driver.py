@@ -9,6 +9,15 @@ Reads one JSON command per line on stdin and answers each with one line
   {"op": "sql", "sql": S}        -> {"rows": [row dicts, values as str]}
   {"op": "detail", "path": P}    -> DESCRIBE DETAIL (protocol, features)
   {"op": "history", "path": P}   -> [{"version", "operation", "metrics"}]
+  {"op": "stream", "path": P, "out": O, "checkpoint": C, "id": COL[,
+   "startingVersion": V]}
+      -> {"batches", "inputRows", "out": count of COL in O}: one
+         spark.readStream of the Delta table P, trigger(availableNow=True),
+         appended to the Delta table O with checkpointLocation C (the same
+         C resumes where the last stream stopped); "batches" counts the
+         micro-batches that read rows, "inputRows" sums them. The reader
+         keeps Spark's defaults (no ignoreChanges, no skipChangeCommits):
+         a commit that rewrites data with dataChange=true fails the stream.
   {"op": "quit"}
 
 A failing command answers {"error": "..."}; the session goes on.
@@ -33,16 +42,37 @@ def table(path):
     return "delta.`" + path.replace("`", "``") + "`"
 
 
+def count(df, c):
+    row = df.selectExpr("count(*) AS n", f"count(DISTINCT `{c}`) AS d", f"min(`{c}`) AS lo", f"max(`{c}`) AS hi").first()
+    return {"rows": row["n"], "distinct": row["d"], "min": row["lo"], "max": row["hi"]}
+
+
+def stream(spark, cmd):
+    r = spark.readStream.format("delta")
+    if cmd.get("startingVersion") is not None:
+        r = r.option("startingVersion", cmd["startingVersion"])
+    q = (
+        r.load(cmd["path"])
+        .writeStream.format("delta")
+        .option("checkpointLocation", cmd["checkpoint"])
+        .trigger(availableNow=True)
+        .start(cmd["out"])
+    )
+    q.awaitTermination()  # raises the stream's error
+    rows = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"] > 0]
+    written = count(spark.read.format("delta").load(cmd["out"]), cmd["id"])
+    return {"batches": len(rows), "inputRows": sum(rows), "out": written}
+
+
 def run(spark, cmd):
     op = cmd["op"]
     if op == "count":
         r = spark.read.format("delta")
         if cmd.get("version") is not None:
             r = r.option("versionAsOf", cmd["version"])
-        df = r.load(cmd["path"])
-        c = cmd["id"]
-        row = df.selectExpr("count(*) AS n", f"count(DISTINCT `{c}`) AS d", f"min(`{c}`) AS lo", f"max(`{c}`) AS hi").first()
-        return {"rows": row["n"], "distinct": row["d"], "min": row["lo"], "max": row["hi"]}
+        return count(r.load(cmd["path"]), cmd["id"])
+    if op == "stream":
+        return stream(spark, cmd)
     if op == "sql":
         return {"rows": [r.asDict(recursive=True) for r in spark.sql(cmd["sql"]).collect()]}
     if op == "detail":
