@@ -67,8 +67,10 @@ type reader struct {
 	st     state                // the checkpoint of what was returned
 	keyCmp map[*Filter][]keyVal // the filters' From, parsed
 	// pageRows is the rows of the last snapshot page when it was full
-	// (the next page's builders reserve as much), else 0.
+	// (the next page's builders reserve as much), else 0; pageData the
+	// bytes of its variable-width columns, by column.
 	pageRows int
+	pageData []int
 
 	// Streaming.
 	started   bool
@@ -288,8 +290,13 @@ func (r *reader) snapshotPage(ctx context.Context) (arrow.RecordBatch, []byte, e
 	}
 	b := array.NewRecordBuilder(r.s.o.mem, l.schema)
 	defer b.Release()
-	if r.pageRows > 0 {
-		b.Reserve(r.pageRows) // the last page was full: so is this one, most likely
+	if r.pageRows > 0 { // the last page was full: so is this one, most likely
+		b.Reserve(r.pageRows)
+		for i, n := range r.pageData {
+			if n > 0 { // a string or binary column
+				b.Field(i).(interface{ ReserveData(int) }).ReserveData(n)
+			}
+		}
 	}
 	dec := pgarrow.NewCopyDecoder(b, l.decoders)
 	_, err = r.query.PgConn().CopyTo(ctx, dec, sql)
@@ -312,9 +319,23 @@ func (r *reader) snapshotPage(ctx context.Context) (arrow.RecordBatch, []byte, e
 	if n > 0 {
 		r.st.snap = &SnapPos{After: l.lastKey(rec)}
 	}
-	r.pageRows = 0
+	r.pageRows, r.pageData = 0, r.pageData[:0]
 	if n == r.s.o.batch {
 		r.pageRows = n
+		for i := range l.decoders {
+			var off []int32
+			switch c := rec.Column(i).(type) {
+			case *array.String:
+				off = c.ValueOffsets()
+			case *array.Binary:
+				off = c.ValueOffsets()
+			}
+			size := 0
+			if len(off) > 0 {
+				size = int(off[len(off)-1] - off[0])
+			}
+			r.pageData = append(r.pageData, size)
+		}
 	}
 	if n < r.s.o.batch { // the snapshot is done: stream from the slot's consistent point
 		if _, err := r.query.Exec(ctx, `COMMIT`); err != nil {
