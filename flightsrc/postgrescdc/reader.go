@@ -20,6 +20,7 @@ import (
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsrc"
+	"github.com/flightline/flightline/internal/pgarrow"
 )
 
 // queueLen bounds the decoded messages waiting between the replication
@@ -65,6 +66,11 @@ type reader struct {
 	repl   *pgconn.PgConn       // replication connection
 	st     state                // the checkpoint of what was returned
 	keyCmp map[*Filter][]keyVal // the filters' From, parsed
+	// pageRows is the rows of the last snapshot page when it was full
+	// (the next page's builders reserve as much), else 0; pageData the
+	// bytes of its variable-width columns, by column.
+	pageRows int
+	pageData []int
 
 	// Streaming.
 	started   bool
@@ -270,57 +276,66 @@ func mergeCancel(a, b context.Context) (context.Context, context.CancelFunc) {
 	return ctx, func() { stop(); cancel() }
 }
 
-// snapshotPage reads the next page of the snapshot.
+// snapshotPage reads the next page of the snapshot: up to BatchRows rows
+// after the checkpoint's key, in key order, with COPY (SELECT …) TO STDOUT
+// (FORMAT binary) decoded straight into the batch's builders (the same
+// rows, in the same transaction, as a SELECT would return, without the
+// extended protocol's per-row messages and copies). The checkpoint names
+// the page's last key, read back from the batch.
 func (r *reader) snapshotPage(ctx context.Context) (arrow.RecordBatch, []byte, error) {
 	l := r.l
-	sql, args := l.first, []any{}
-	if len(r.st.snap.After) > 0 {
-		sql = l.next
-		for _, k := range r.st.snap.After {
-			args = append(args, k)
-		}
-	}
-	formats := make(pgx.QueryResultFormats, len(l.decoders)+len(l.keys))
-	for i := range l.decoders {
-		formats[i] = pgx.BinaryFormatCode
-	}
-	for i := len(l.decoders); i < len(formats); i++ {
-		formats[i] = pgx.TextFormatCode
-	}
-	rows, err := r.query.Query(ctx, sql, append([]any{formats}, args...)...)
+	sql, err := l.pageSQL(r.st.snap.After)
 	if err != nil {
-		return nil, nil, r.s.wrap(err, "postgres-cdc source %s: snapshot of %s", r.s.server, r.s.id.Sanitize())
+		return nil, nil, err
 	}
-	defer rows.Close()
 	b := array.NewRecordBuilder(r.s.o.mem, l.schema)
 	defer b.Release()
-	n := 0
-	var last []string
-	lsn := int64(r.st.lsn + 1)
-	for rows.Next() {
-		vals := rows.RawValues()
-		for i, dec := range l.decoders {
-			if vals[i] == nil {
-				b.Field(i).AppendNull()
-				continue
-			}
-			if err := dec(b.Field(i), vals[i]); err != nil {
-				return nil, nil, fmt.Errorf("%w: %s column %q: %v", flightline.ErrInvalidInput, r.s.id.Sanitize(), l.cols[i].name, err)
+	if r.pageRows > 0 { // the last page was full: so is this one, most likely
+		b.Reserve(r.pageRows)
+		for i, n := range r.pageData {
+			if n > 0 { // a string or binary column
+				b.Field(i).(interface{ ReserveData(int) }).ReserveData(n)
 			}
 		}
-		r.appendMeta(b, OpInsert, lsn, time.Time{})
-		last = last[:0]
-		for _, v := range vals[len(l.decoders):] {
-			last = append(last, string(v))
-		}
-		n++
 	}
-	if err := rows.Err(); err != nil {
+	dec := pgarrow.NewCopyDecoder(b, l.decoders)
+	_, err = r.query.PgConn().CopyTo(ctx, dec, sql)
+	if err == nil {
+		err = dec.Finish()
+	}
+	if err != nil {
+		var ce *pgarrow.ColumnError
+		if errors.As(err, &ce) {
+			return nil, nil, fmt.Errorf("%w: %s column %q: %v", flightline.ErrInvalidInput, r.s.id.Sanitize(), l.cols[ce.Column].name, ce.Err)
+		}
+		if errors.Is(err, pgarrow.ErrCopyStream) {
+			return nil, nil, fmt.Errorf("%w: postgres-cdc source %s: snapshot of %s: %v", flightline.ErrInternal, r.s.server, r.s.id.Sanitize(), err)
+		}
 		return nil, nil, r.s.wrap(err, "postgres-cdc source %s: snapshot of %s", r.s.server, r.s.id.Sanitize())
 	}
+	n := dec.Rows()
+	r.appendSnapshotMeta(b, n, int64(r.st.lsn+1))
 	rec := b.NewRecordBatch()
 	if n > 0 {
-		r.st.snap = &SnapPos{After: append([]string(nil), last...)}
+		r.st.snap = &SnapPos{After: l.lastKey(rec)}
+	}
+	r.pageRows, r.pageData = 0, r.pageData[:0]
+	if n == r.s.o.batch {
+		r.pageRows = n
+		for i := range l.decoders {
+			var off []int32
+			switch c := rec.Column(i).(type) {
+			case *array.String:
+				off = c.ValueOffsets()
+			case *array.Binary:
+				off = c.ValueOffsets()
+			}
+			size := 0
+			if len(off) > 0 {
+				size = int(off[len(off)-1] - off[0])
+			}
+			r.pageData = append(r.pageData, size)
+		}
 	}
 	if n < r.s.o.batch { // the snapshot is done: stream from the slot's consistent point
 		if _, err := r.query.Exec(ctx, `COMMIT`); err != nil {
@@ -333,6 +348,24 @@ func (r *reader) snapshotPage(ctx context.Context) (arrow.RecordBatch, []byte, e
 		r.s.o.log.Info("postgres-cdc source: snapshot read, streaming", "slot", r.s.o.slot, "table", r.s.id.Sanitize())
 	}
 	return rec, r.st.encode(), nil
+}
+
+// appendSnapshotMeta appends the change columns of n snapshot rows: inserts
+// at lsn, with no commit time.
+func (r *reader) appendSnapshotMeta(b *array.RecordBuilder, n int, lsn int64) {
+	c := len(r.l.cols)
+	ops := b.Field(c).(*array.StringBuilder)
+	ops.Reserve(n)
+	ops.ReserveData(n * len(OpInsert))
+	for range n {
+		ops.Append(OpInsert)
+	}
+	lsns := b.Field(c + 1).(*array.Int64Builder)
+	lsns.Reserve(n)
+	for range n {
+		lsns.UnsafeAppend(lsn)
+	}
+	b.Field(c + 2).AppendNulls(n)
 }
 
 func (r *reader) appendMeta(b *array.RecordBuilder, op string, lsn int64, t time.Time) {

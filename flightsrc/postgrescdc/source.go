@@ -53,11 +53,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
@@ -409,8 +411,11 @@ type layout struct {
 	schema   *arrow.Schema
 	decoders []pgarrow.Decoder
 	ident    byte // relreplident
-	first    string
-	next     string
+	// The snapshot's page query, for COPY (…) TO STDOUT (FORMAT binary):
+	// sel + " WHERE " + keyRow + " > (" + the last key's literals + ")" +
+	// tail, or without the WHERE for the first page. COPY takes no
+	// parameters, so the key is written as literals (see literal).
+	sel, keyRow, tail string
 }
 
 func (s *Source) describe(ctx context.Context, c *pgx.Conn) (*layout, error) {
@@ -446,7 +451,7 @@ func (s *Source) describe(ctx context.Context, c *pgx.Conn) (*layout, error) {
 	}
 	l.cols = cols
 	var fields []arrow.Field
-	var sel, order, keyText []string
+	var sel, order []string
 	nkeys := 0
 	for _, c := range cols {
 		if c.key >= 0 {
@@ -485,22 +490,14 @@ func (s *Source) describe(ctx context.Context, c *pgx.Conn) (*layout, error) {
 	if nkeys == 0 {
 		return nil, fmt.Errorf("%w: postgres-cdc source: table %s has no primary key (the snapshot is read in key order and changes are applied by key)", flightline.ErrFailedPrecondition, tbl)
 	}
-	for _, q := range order {
-		keyText = append(keyText, strings.TrimSuffix(q, ` COLLATE "C"`)+"::text")
-	}
 	fields = append(fields,
 		arrow.Field{Name: ColOp, Type: arrow.BinaryTypes.String},
 		arrow.Field{Name: ColLSN, Type: arrow.PrimitiveTypes.Int64},
 		arrow.Field{Name: ColCommitTime, Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true})
 	l.schema = arrow.NewSchema(fields, nil)
-	params := make([]string, nkeys)
-	for i := range params {
-		params[i] = fmt.Sprintf("$%d", i+1)
-	}
-	base := "SELECT " + strings.Join(sel, ", ") + ", " + strings.Join(keyText, ", ") + " FROM " + tbl + " AS src"
-	tail := fmt.Sprintf(" ORDER BY %s LIMIT %d", strings.Join(order, ", "), s.o.batch)
-	l.first = base + tail
-	l.next = base + " WHERE (" + strings.Join(order, ", ") + ") > (" + strings.Join(params, ", ") + ")" + tail
+	l.sel = "SELECT " + strings.Join(sel, ", ") + " FROM " + tbl + " AS src"
+	l.keyRow = "(" + strings.Join(order, ", ") + ")"
+	l.tail = fmt.Sprintf(" ORDER BY %s LIMIT %d", strings.Join(order, ", "), s.o.batch)
 	return l, nil
 }
 
@@ -564,4 +561,75 @@ func (s *Source) CheckDetail(ctx context.Context) (string, error) {
 		state = "in use"
 	}
 	return fmt.Sprintf("wal_level=logical; slot %s %s, confirmed %s, lag %d bytes", s.o.slot, state, in.Confirmed, in.Lag), nil
+}
+
+// pageSQL is the COPY of the snapshot's page after key after (the first
+// page when after is empty). The key's values are checked (integers must
+// parse) and written as quoted literals, which PostgreSQL types as the key
+// columns, as it did the parameters of a prepared query.
+func (l *layout) pageSQL(after []string) (string, error) {
+	if len(after) == 0 {
+		return "COPY (" + l.sel + l.tail + ") TO STDOUT (FORMAT binary)", nil
+	}
+	if len(after) != len(l.keys) {
+		return "", fmt.Errorf("%w: checkpoint key %q has %d values, the table's primary key %d columns", flightline.ErrInvalidInput, after, len(after), len(l.keys))
+	}
+	lits := make([]string, len(after))
+	for i, v := range after {
+		if l.keyInt[i] {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return "", fmt.Errorf("%w: checkpoint key %q: %v", flightline.ErrInvalidInput, after, err)
+			}
+			v = strconv.FormatInt(n, 10)
+		}
+		lit, err := literal(v)
+		if err != nil {
+			return "", fmt.Errorf("%w: checkpoint key %q: %v", flightline.ErrInvalidInput, after, err)
+		}
+		lits[i] = lit
+	}
+	return "COPY (" + l.sel + " WHERE " + l.keyRow + " > (" + strings.Join(lits, ", ") + ")" + l.tail + ") TO STDOUT (FORMAT binary)", nil
+}
+
+// literal quotes s as an escape string constant (E'…'), whose meaning does
+// not depend on standard_conforming_strings. Text cannot hold NUL.
+func literal(s string) (string, error) {
+	if strings.IndexByte(s, 0) >= 0 {
+		return "", errors.New("a NUL byte")
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 3)
+	b.WriteString("E'")
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\\', '\'':
+			b.WriteByte(c)
+			b.WriteByte(c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('\'')
+	return b.String(), nil
+}
+
+// lastKey returns the primary key of rec's last row as text, as the
+// checkpoint names it (integers in decimal, text as is).
+func (l *layout) lastKey(rec arrow.RecordBatch) []string {
+	n := int(rec.NumRows()) - 1
+	out := make([]string, len(l.keys))
+	for k, ci := range l.keys {
+		switch a := rec.Column(ci).(type) {
+		case *array.Int16:
+			out[k] = strconv.FormatInt(int64(a.Value(n)), 10)
+		case *array.Int32:
+			out[k] = strconv.FormatInt(int64(a.Value(n)), 10)
+		case *array.Int64:
+			out[k] = strconv.FormatInt(a.Value(n), 10)
+		case *array.String:
+			out[k] = strings.Clone(a.Value(n)) // Value aliases the batch's buffer
+		}
+	}
+	return out
 }

@@ -2,7 +2,8 @@
 // shared by the PostgreSQL sink (flightsink/postgres) and source
 // (flightsrc/postgres). It encodes Arrow columns straight into the binary
 // COPY stream and decodes binary result values straight into Arrow builders,
-// without a per-row []any.
+// without a per-row []any; CopyDecoder does the same for a whole binary COPY
+// stream (the postgres-cdc source's snapshot pages).
 //
 // Type map, Arrow -> PostgreSQL (the sink; see docs/sinks/postgres.md):
 //
