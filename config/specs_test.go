@@ -87,8 +87,7 @@ func TestSpecsYieldTheirConfig(t *testing.T) {
 		parseAs(t, deltaSinkSpec, "delta:s3://lake/orders?instance=a&checkpoint_interval=3&schema_evolution=true&target_file_size=1MiB&compact=off&compact_min_files=7&vacuum=off&mode=merge&key=id,region&AWS_ENDPOINT_URL=http://127.0.0.1:7070&AWS_ALLOW_HTTP=true"))
 	require.Equal(t, deltaSinkConfig{Instance: sinkdelta.DefaultInstance, CheckpointInterval: sinkdelta.DefaultCheckpointInterval,
 		TargetFileSize: sinkdelta.DefaultTargetFileSize, Compact: "auto", CompactMinFiles: sinkdelta.DefaultCompactMinFiles, Vacuum: "auto",
-		Mode: sinkdelta.ModeAppend,
-		Storage: map[string]string{}},
+		Mode: sinkdelta.ModeAppend, Storage: map[string]string{}},
 		parseAs(t, deltaSinkSpec, "delta:/data/orders"), "defaults are the library's")
 	require.Equal(t, deltaSourceConfig{Once: true, Stream: ptr("s"), BatchRows: ptr(10), Poll: ptr(time.Second),
 		Storage: map[string]string{"AWS_REGION": "eu-west-1"}},
