@@ -358,6 +358,7 @@ type mergePlan struct {
 	removes []*deltalog.Add
 	adds    []*deltalog.Add
 	read    int   // files read (not pruned by stats)
+	skipped int   // files pruned by stats
 	dropped int64 // rows of the touched files left out
 	copied  int64 // rows of the touched files rewritten
 }
@@ -394,6 +395,7 @@ func (w *writer) planMerge(ctx context.Context, mc *mergeChanges) (*mergePlan, e
 			}
 		}
 		if !hit {
+			p.skipped++
 			continue
 		}
 		p.read++
@@ -576,8 +578,9 @@ func appendOnly(snap *deltalog.Snapshot) bool {
 // admitted (write). Every attempt plans against w.snap: after a lost race
 // (reconcile read the newer versions) it plans again, so a file another
 // writer or a compaction removed is never rewritten back and a file it
-// added is read; the lost attempt's rewrites are deleted (no commit names
-// them). An error of unknown outcome leaves them to the cleanup.
+// added is read. Files a commit attempt named are left to the cleanup
+// when the attempt did not land (as an append's are); files no attempt
+// named are deleted.
 func (w *writer) merge(ctx context.Context, batches []flightsink.Batch, fresh []bool, cp []byte) error {
 	mc, err := w.prepareMerge(batches, fresh)
 	if err != nil {
@@ -592,8 +595,15 @@ func (w *writer) merge(ctx context.Context, batches []flightsink.Batch, fresh []
 	if appendOnly(w.snap) {
 		return fmt.Errorf("%w: table %s is append-only (delta.appendOnly): a merge would remove rows", flightline.ErrInvalidInput, w.t.URL())
 	}
-	// The batches' own rows do not depend on the table: written once.
+	// The batches' own rows do not depend on the table: written once,
+	// and deleted when no commit attempt named them.
 	var news []*deltalog.Add
+	attempted := false
+	defer func() {
+		if !attempted {
+			(&mergePlan{adds: news}).discard(context.WithoutCancel(ctx), w)
+		}
+	}()
 	var rows int64
 	for _, st := range mc.stage {
 		rows += st.rec.NumRows()
@@ -628,6 +638,7 @@ func (w *writer) merge(ctx context.Context, batches []flightsink.Batch, fresh []
 		}
 		acts = mergeActions(acts, plan, mc, rows)
 		v := w.snap.Version + 1
+		attempted = true
 		err = w.t.Commit(ctx, v, acts)
 		if err == nil {
 			if err := w.snap.Apply(v, acts); err != nil {
@@ -644,7 +655,9 @@ func (w *writer) merge(ctx context.Context, batches []flightsink.Batch, fresh []
 		if !errors.Is(err, deltalog.ErrVersionExists) {
 			return fmt.Errorf("delta sink %s: commit version %d: %w", w.t.URL(), v, asUnavailable(err))
 		}
-		plan.discard(context.WithoutCancel(ctx), w)
+		// The attempt's files stay: a store that retried a conditional
+		// write may answer "exists" to a write of ours that landed, which
+		// reconcile then finds. The cleanup deletes them if not.
 		done, err := w.reconcile(ctx, cp)
 		if err != nil || done {
 			return err
@@ -685,6 +698,9 @@ func mergeActions(acts []deltalog.Action, p *mergePlan, mc *mergeChanges, rows i
 	m["numFiles"] = strconv.Itoa(adds)
 	m["numTargetFilesAdded"] = strconv.Itoa(adds)
 	m["numTargetFilesRemoved"] = strconv.Itoa(len(p.removes))
+	// As delta-rs's merge metrics (num_target_files_scanned, …_skipped_during_scan).
+	m["numTargetFilesScanned"] = strconv.Itoa(p.read)
+	m["numTargetFilesSkipped"] = strconv.Itoa(p.skipped)
 	m["numTargetRowsCopied"] = strconv.FormatInt(p.copied, 10)
 	m["numTargetRowsDeleted"] = strconv.FormatInt(mc.deletes, 10)
 	m["numOutputRows"] = strconv.FormatInt(rows+p.copied, 10)

@@ -268,8 +268,9 @@ func TestMergeReplayChangesNothing(t *testing.T) {
 	require.Equal(t, want, deltaRsRows(t, dir))
 }
 
-// lastRemoves returns the paths the newest version of the table removed.
-func lastRemoves(t *testing.T, dir string) (removed []string, added int) {
+// lastMerge returns what the newest version of the table removed, how
+// many files it added, and its files scanned and skipped (commitInfo).
+func lastMerge(t *testing.T, dir string) (removed []string, added int, scanned, skipped string) {
 	t.Helper()
 	st, err := objstore.Open(context.Background(), dir, nil)
 	require.NoError(t, err)
@@ -287,20 +288,33 @@ func lastRemoves(t *testing.T, dir string) (removed []string, added int) {
 			added++
 		}
 	}
-	return removed, added
+	require.Equal(t, "MERGE", acts[0].CommitInfo["operation"])
+	m := acts[0].CommitInfo["operationMetrics"].(map[string]any)
+	return removed, added, m["numTargetFilesScanned"].(string), m["numTargetFilesSkipped"].(string)
 }
 
-// fileOf returns the live file whose id range (stats) holds id.
+// fileOf returns the live file that holds the row of id.
 func fileOf(t *testing.T, dir string, id int64) string {
 	t.Helper()
-	snap := snapshot(t, dir)
-	for _, f := range snap.SortedFiles() {
-		var st struct {
-			Min struct{ ID int64 } `json:"minValues"`
-			Max struct{ ID int64 } `json:"maxValues"`
+	ctx := context.Background()
+	st, err := objstore.Open(ctx, dir, nil)
+	require.NoError(t, err)
+	for _, f := range snapshot(t, dir).SortedFiles() {
+		b, err := st.Get(ctx, f.Path)
+		require.NoError(t, err)
+		pf, err := file.NewParquetReader(bytes.NewReader(b))
+		require.NoError(t, err)
+		fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+		require.NoError(t, err)
+		tbl, err := fr.ReadTable(ctx)
+		require.NoError(t, err)
+		found := false
+		for _, c := range tbl.Column(tbl.Schema().FieldIndices("id")[0]).Data().Chunks() {
+			found = found || slices.Contains(c.(*array.Int64).Int64Values(), id)
 		}
-		require.NoError(t, json.Unmarshal([]byte(f.Stats), &st))
-		if st.Min.ID <= id && id <= st.Max.ID {
+		tbl.Release()
+		pf.Close()
+		if found {
 			return f.Path
 		}
 	}
@@ -339,28 +353,32 @@ func TestMergePrunesByStats(t *testing.T) {
 		}
 		write(w, cs...)
 	}
-	middle := fileOf(t, dir, 25)
+	middle := fileOf(t, dir, 24)
 	write(w, upd(24, "x"))
-	removed, added := lastRemoves(t, dir)
+	removed, added, scanned, skipped := lastMerge(t, dir)
 	require.Equal(t, []string{middle}, removed, "only the file whose range holds 24")
 	require.Equal(t, 2, added, "its rewrite and the batch's row")
+	require.Equal(t, []string{"1", "2"}, []string{scanned, skipped}, "the other two files are not read")
 	// 25 is in the middle file's range, not in it: read, not rewritten;
 	// 1000 is in no file's range.
 	write(w, ins(25, "new"), ins(1000, "far"))
-	removed, added = lastRemoves(t, dir)
+	removed, added, scanned, skipped = lastMerge(t, dir)
 	require.Empty(t, removed, "no file held 25 or 1000")
 	require.Equal(t, 1, added)
+	require.Equal(t, []string{"1", "3"}, []string{scanned, skipped}, "the rewrite of the middle file is read")
 	require.NoError(t, w.Close(ctx))
 	// A new writer's lean snapshot holds no stats of the checkpointed
 	// files: it reads them back from the checkpoint.
 	snap := snapshot(t, dir)
 	require.GreaterOrEqual(t, snap.CheckpointVersion, int64(4), "the files are in a checkpoint")
-	last := fileOf(t, dir, 45)
+	last := fileOf(t, dir, 46) // the file of 25 and 1000 is read, not rewritten
 	w, _, err = s.Open(ctx, p)
 	require.NoError(t, err)
 	write(w, del(46))
-	removed, _ = lastRemoves(t, dir)
-	require.Equal(t, []string{last}, removed, "only the file whose range (from the checkpoint) holds 46")
+	removed, _, scanned, skipped = lastMerge(t, dir)
+	require.Equal(t, []string{last}, removed, "only the file holding 46")
+	require.Equal(t, []string{"2", "3"}, []string{scanned, skipped},
+		"the ranges of the checkpoint's files (read back from it) prune all but the file of 46 and the file of 25 and 1000")
 	require.NoError(t, w.Close(ctx))
 	require.Equal(t, model, readRows(t, dir))
 	require.Equal(t, model, deltaRsRows(t, dir))
@@ -557,4 +575,35 @@ func TestMergeLosesRaceToOptimize(t *testing.T) {
 	require.NoError(t, w.Close(ctx))
 	require.Equal(t, model, readRows(t, dir), "our reader")
 	require.Equal(t, model, deltaRsRows(t, dir), "delta-rs")
+}
+
+// TestMergeZombieFenced: a writer whose pipeline a newer writer claimed
+// commits no merge (ErrFenced, for good), whatever the batch.
+func TestMergeZombieFenced(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	dir := t.TempDir()
+	s := mergeSink(t, dir, mem, delta.Config{})
+	p := flightsink.Pipeline{ID: "cdc"}
+	old, _, err := s.Open(ctx, p)
+	require.NoError(t, err)
+	b1 := changeBatch(mem, ins(1, "a"), ins(2, "b"))
+	defer b1.Release()
+	require.NoError(t, old.WriteBatch(ctx, b1, pos(1)))
+	nw, cp, err := s.Open(ctx, p)
+	require.NoError(t, err)
+	require.Equal(t, pos(1), cp)
+	b2 := changeBatch(mem, del(1), upd(2, "zombie"))
+	defer b2.Release()
+	require.ErrorIs(t, old.WriteBatch(ctx, b2, pos(2)), flightline.ErrFenced)
+	require.ErrorIs(t, old.WriteBatch(ctx, b2, pos(2)), flightline.ErrFenced, "for good")
+	b3 := changeBatch(mem, upd(1, "new"))
+	defer b3.Release()
+	require.NoError(t, nw.WriteBatch(ctx, b3, pos(2)))
+	require.NoError(t, old.Close(ctx))
+	require.NoError(t, nw.Close(ctx))
+	want := map[int64]string{1: "new", 2: "b"}
+	require.Equal(t, want, readRows(t, dir))
+	require.Equal(t, want, deltaRsRows(t, dir))
 }

@@ -100,7 +100,7 @@ type Config struct {
 	// postgres-cdc source's batches: _op "delete" deletes the key's row,
 	// any other change replaces it; _op, _lsn and _commit_time are not
 	// written). A merge commit rewrites every file holding one of its
-	// keys (see the package documentation).
+	// keys (see merge.go and docs/sinks/delta.md).
 	Mode string
 	// Key are the key columns of ModeMerge (required there, refused
 	// otherwise). They must be columns of the table and of every batch
