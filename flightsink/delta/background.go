@@ -151,6 +151,7 @@ func (w *writer) commitCompaction(ctx context.Context, r *rewritten, start time.
 			err = w.snap.Apply(v, acts)
 			w.bg.compacting = false
 			if err == nil {
+				w.noteRanges(acts)
 				w.maybeCheckpoint()
 			}
 			w.bg.mu.Unlock()

@@ -351,6 +351,23 @@ func (w *writer) keyRanges(ctx context.Context) (map[string]*keyRange, error) {
 	return w.ranges, nil
 }
 
+// noteRanges caches the key ranges of the files a commit of this writer
+// added while their stats are still at hand: a checkpoint written right
+// after the commit drops them from the lean snapshot, and reading them
+// back costs a read of the whole checkpoint. bg.mu held; merge mode only.
+func (w *writer) noteRanges(acts []deltalog.Action) {
+	if !w.s.o.merge || w.ranges == nil {
+		return
+	}
+	for _, a := range acts {
+		if a.Add != nil {
+			if kr := parseRange(a.Add.Stats, w.s.o.key); kr != nil {
+				w.ranges[a.Add.Path] = kr
+			}
+		}
+	}
+}
+
 // mergePlan is what a merge commit does to the files of w.snap: remove
 // the touched files, add their rewrites (fewer when a file lost every
 // row).
@@ -644,6 +661,7 @@ func (w *writer) merge(ctx context.Context, batches []flightsink.Batch, fresh []
 			if err := w.snap.Apply(v, acts); err != nil {
 				return err
 			}
+			w.noteRanges(acts)
 			w.publishView()
 			w.committed(next)
 			w.synced = time.Now()
