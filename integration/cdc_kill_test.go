@@ -45,6 +45,10 @@ func TestIntegrationPostgresCDCKill9(t *testing.T) {
 type cdcTarget struct {
 	name  string
 	kills int // in make test (FLIGHTLINE_CHAOS=1: 100)
+	// poll is the pause between two comparisons while the target catches
+	// up; catchUp bounds the wait (chaosCatchUp under FLIGHTLINE_CHAOS=1,
+	// after a workload 100 kills long).
+	poll, catchUp, chaosCatchUp time.Duration
 	// sink returns the --sink of serve-sink for the pipeline's target
 	// dst, given the test PostgreSQL's URL; it registers its cleanup.
 	sink func(t *testing.T, pg url.URL, dst string) string
@@ -56,7 +60,7 @@ type cdcTarget struct {
 
 // pgTarget is the PostgreSQL sink, mode upsert by id, compared by psql.
 func pgTarget() cdcTarget {
-	return cdcTarget{name: "postgres", kills: 5,
+	return cdcTarget{name: "postgres", kills: 5, poll: 500 * time.Millisecond, catchUp: 3 * time.Minute, chaosCatchUp: 3 * time.Minute,
 		sink: func(t *testing.T, pg url.URL, dst string) string {
 			q := pg.Query()
 			q.Set("table", dst)
@@ -84,10 +88,15 @@ func pgTarget() cdcTarget {
 	}
 }
 
-// deltaTarget is the Delta sink, mode merge by id, read by delta-rs.
+// deltaTarget is the Delta sink, mode merge by id, read by delta-rs. A
+// merge commit rewrites the files holding its keys, and the workload's
+// keys are spread over the whole table: after the chaos run's workload
+// (tens of thousands of transactions) the sink (a -race binary) needs
+// minutes to catch up, and each comparison (a delta-rs process) costs a
+// core for a second, so it polls seldom.
 func deltaTarget() cdcTarget {
 	var dir string
-	return cdcTarget{name: "delta", kills: 3,
+	return cdcTarget{name: "delta", kills: 3, poll: 3 * time.Second, catchUp: 3 * time.Minute, chaosCatchUp: 10 * time.Minute,
 		sink: func(t *testing.T, _ url.URL, dst string) string {
 			Need(t, "FLIGHTLINE_PYTHON", "python with deltalake")
 			dir = t.TempDir()
@@ -160,7 +169,7 @@ func runCDCKill9(t *testing.T, target cdcTarget) {
 		t.Skip("crash test: skipped in -short mode")
 	}
 	dsn := Need(t, "FLIGHTLINE_PG_DSN", "PostgreSQL")
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, dsn)
 	require.NoError(t, err)
@@ -312,7 +321,11 @@ func runCDCKill9(t *testing.T, target cdcTarget) {
 	// The target catches up with the source; an independent reader
 	// compares them.
 	var out string
-	deadline := time.Now().Add(3 * time.Minute)
+	wait := target.catchUp
+	if chaosMode() {
+		wait = target.chaosCatchUp
+	}
+	deadline := time.Now().Add(wait)
 	for {
 		ok, what := target.same(ctx, t, dsn, src, dst)
 		out = what
@@ -326,7 +339,7 @@ func runCDCKill9(t *testing.T, target cdcTarget) {
 			t.Fatalf("the target did not become equal to the source (%s)\nrun:\n%s\nsource:\n%s\nsink:\n%s",
 				out, logs["run"], logs["source"], logs["sink"])
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(target.poll)
 	}
 	t.Logf("target equals source row by row (%s), %v after the workload stopped", out, time.Since(began).Round(time.Millisecond))
 
