@@ -25,7 +25,9 @@ import (
 // re-inserts of the same key and transactions larger than a batch runs on
 // the source table; a random process is kill -9ed and restarted (5 times
 // in make test for PostgreSQL, 3 for Delta; 100 under FLIGHTLINE_CHAOS=1).
-// The first kills fall in the initial snapshot (read in small batches).
+// The source reads in batches of 200 rows for PostgreSQL, so its first
+// kills fall in the initial snapshot and transactions span batches; of
+// 2,000 for Delta (see deltaTarget), where neither need hold.
 // Then the workload stops and the target must become equal to the source
 // row by row, compared independently of Flightline; and the slot's
 // confirmed position must have moved (the advisory commit reaches the
@@ -49,6 +51,8 @@ type cdcTarget struct {
 	// up; catchUp bounds the wait (chaosCatchUp under FLIGHTLINE_CHAOS=1,
 	// after a workload 100 kills long).
 	poll, catchUp, chaosCatchUp time.Duration
+	// batchRows is the source's batch_rows: a change batch's rows at most.
+	batchRows string
 	// sink returns the --sink of serve-sink for the pipeline's target
 	// dst, given the test PostgreSQL's URL; it registers its cleanup.
 	sink func(t *testing.T, pg url.URL, dst string) string
@@ -60,7 +64,7 @@ type cdcTarget struct {
 
 // pgTarget is the PostgreSQL sink, mode upsert by id, compared by psql.
 func pgTarget() cdcTarget {
-	return cdcTarget{name: "postgres", kills: 5, poll: 500 * time.Millisecond, catchUp: 3 * time.Minute, chaosCatchUp: 3 * time.Minute,
+	return cdcTarget{name: "postgres", kills: 5, poll: 500 * time.Millisecond, catchUp: 3 * time.Minute, chaosCatchUp: 3 * time.Minute, batchRows: "200",
 		sink: func(t *testing.T, pg url.URL, dst string) string {
 			q := pg.Query()
 			q.Set("table", dst)
@@ -90,13 +94,14 @@ func pgTarget() cdcTarget {
 
 // deltaTarget is the Delta sink, mode merge by id, read by delta-rs. A
 // merge commit rewrites the files holding its keys, and the workload's
-// keys are spread over the whole table: after the chaos run's workload
-// (tens of thousands of transactions) the sink (a -race binary) needs
-// minutes to catch up, and each comparison (a delta-rs process) costs a
-// core for a second, so it polls seldom.
+// keys are spread over the whole table (its bulk updates alone change
+// about a million rows in the chaos run): the source's batches are 2,000
+// rows (10 times the PostgreSQL target's), so that the sink (a -race
+// binary) catches up in minutes, not hours; and each comparison (a
+// delta-rs process) costs a core for a second, so it polls seldom.
 func deltaTarget() cdcTarget {
 	var dir string
-	return cdcTarget{name: "delta", kills: 3, poll: 3 * time.Second, catchUp: 3 * time.Minute, chaosCatchUp: 10 * time.Minute,
+	return cdcTarget{name: "delta", kills: 3, poll: 3 * time.Second, catchUp: 3 * time.Minute, chaosCatchUp: 10 * time.Minute, batchRows: "2000",
 		sink: func(t *testing.T, _ url.URL, dst string) string {
 			Need(t, "FLIGHTLINE_PYTHON", "python with deltalake")
 			dir = t.TempDir()
@@ -219,7 +224,7 @@ func runCDCKill9(t *testing.T, target cdcTarget) {
 	q.Set("table", src)
 	q.Set("slot", src)
 	q.Set("publication", src)
-	q.Set("batch_rows", "200")
+	q.Set("batch_rows", target.batchRows)
 	q.Set("poll", "100ms")
 	q.Set("status_interval", "500ms")
 	srcURL.RawQuery = q.Encode()
