@@ -40,6 +40,8 @@ type deltaSinkConfig struct {
 	Compact            string            `spec:"compact" default:"auto" enum:"auto,off" doc:"auto: rewrite small files in the background into files near target_file_size, in commits that change no data (dataChange=false); off: never"`
 	CompactMinFiles    int               `spec:"compact_min_files" default:"50" doc:"how many small files gather before a compaction"`
 	Vacuum             string            `spec:"vacuum" default:"auto" enum:"auto,off" doc:"auto: at most hourly, delete expired log entries (delta.logRetentionDuration, 30 days) and the data files no retained version references (delta.deletedFileRetentionDuration, 7 days); off: never (flightline delta vacuum does it on demand)"`
+	Mode               string            `spec:"mode" default:"append" enum:"append,merge" doc:"append: add every row; merge: apply rows as changes by key (postgres-cdc: _op=delete deletes the key's row, others replace it; _op, _lsn, _commit_time not written), each commit rewriting the files that hold its keys"`
+	Key                []string          `spec:"key" doc:"key columns of mode merge (required there)"`
 	Storage            map[string]string `spec:",extra"`
 }
 
@@ -83,6 +85,7 @@ func openDeltaSink(e env, u *url.URL, c deltaSinkConfig) (flightsink.Sink, func(
 	}
 	cfg.URI, cfg.Storage = loc, c.Storage
 	cfg.TargetFileSize, cfg.Compaction, cfg.CompactMinFiles, cfg.Vacuum = int64(c.TargetFileSize), c.Compact, c.CompactMinFiles, c.Vacuum
+	cfg.Mode, cfg.Key = c.Mode, c.Key
 	s, err := sinkdelta.New(e.ctx, cfg, sinkdelta.Logger(e.log))
 	if err != nil {
 		return nil, nil, err

@@ -82,12 +82,12 @@ func TestSpecsYieldTheirConfig(t *testing.T) {
 		parseAs(t, pgSourceSpec, "postgres://u@h/db?table=t&watermark=updated_at&key=id&poll=250ms&batch_rows=500&sslmode=require"))
 
 	require.Equal(t, deltaSinkConfig{Instance: "a", CheckpointInterval: 3, SchemaEvolution: true,
-		TargetFileSize: 1 << 20, Compact: "off", CompactMinFiles: 7, Vacuum: "off",
+		TargetFileSize: 1 << 20, Compact: "off", CompactMinFiles: 7, Vacuum: "off", Mode: "merge", Key: []string{"id", "region"},
 		Storage: map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:7070", "AWS_ALLOW_HTTP": "true"}},
-		parseAs(t, deltaSinkSpec, "delta:s3://lake/orders?instance=a&checkpoint_interval=3&schema_evolution=true&target_file_size=1MiB&compact=off&compact_min_files=7&vacuum=off&AWS_ENDPOINT_URL=http://127.0.0.1:7070&AWS_ALLOW_HTTP=true"))
+		parseAs(t, deltaSinkSpec, "delta:s3://lake/orders?instance=a&checkpoint_interval=3&schema_evolution=true&target_file_size=1MiB&compact=off&compact_min_files=7&vacuum=off&mode=merge&key=id,region&AWS_ENDPOINT_URL=http://127.0.0.1:7070&AWS_ALLOW_HTTP=true"))
 	require.Equal(t, deltaSinkConfig{Instance: sinkdelta.DefaultInstance, CheckpointInterval: sinkdelta.DefaultCheckpointInterval,
 		TargetFileSize: sinkdelta.DefaultTargetFileSize, Compact: "auto", CompactMinFiles: sinkdelta.DefaultCompactMinFiles, Vacuum: "auto",
-		Storage: map[string]string{}},
+		Mode: sinkdelta.ModeAppend, Storage: map[string]string{}},
 		parseAs(t, deltaSinkSpec, "delta:/data/orders"), "defaults are the library's")
 	require.Equal(t, deltaSourceConfig{Once: true, Stream: ptr("s"), BatchRows: ptr(10), Poll: ptr(time.Second),
 		Storage: map[string]string{"AWS_REGION": "eu-west-1"}},
@@ -148,6 +148,7 @@ func TestDocumentedForms(t *testing.T) {
 		"dir:" + dir, "memory:", "null:",
 		"delta:" + filepath.Join(dir, "t") + "?checkpoint_interval=10",
 		"delta:" + filepath.Join(dir, "u") + "?checkpoint_interval=10&instance=a&schema_evolution=true",
+		"delta:" + filepath.Join(dir, "v") + "?mode=merge&key=id",
 		"kafka:?brokers=k1:9092&topic=orders-mirror&value_format=raw",
 		"postgres://loader@db:5432/shop?sslmode=require&table=sales.orders",
 		"s3:my-bucket/events?AWS_REGION=eu-west-1",

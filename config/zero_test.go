@@ -29,6 +29,22 @@ func TestZeroValuesRefused(t *testing.T) {
 		require.ErrorIs(t, err, flightline.ErrInvalidInput, c.url)
 		require.ErrorContains(t, err, c.want, c.url)
 	}
+	// The delta kind's mode and key: an empty mode is not the default,
+	// and neither goes without the other.
+	dir := t.TempDir()
+	for _, c := range []struct{ query, want string }{
+		{"?mode=", `mode="": want append or merge`},
+		{"?mode=merge", "mode merge needs key columns"},
+		{"?mode=merge&key=", "mode merge needs key columns"},
+		{"?key=id", "key is for mode merge"},
+		{"?mode=append&key=id", "key is for mode merge"},
+		{"?mode=upsert&key=id", `"upsert"`},
+	} {
+		url := "delta:" + dir + c.query
+		_, _, err := openSink(testEnv, url, endpoint.ClientConfig{})
+		require.ErrorIs(t, err, flightline.ErrInvalidInput, url)
+		require.ErrorContains(t, err, c.want, url)
+	}
 	for _, c := range []struct{ url, want string }{
 		{"adbc:flightsql?uri=grpc://127.0.0.1:1&table=t&cursor=c&tiebreak=c&poll=0s", "poll 0s: want a positive duration"},
 		{"adbc:flightsql?uri=grpc://127.0.0.1:1&table=t&cursor=c&tiebreak=c&batch_rows=0", "batch_rows 0: want at least 1"},

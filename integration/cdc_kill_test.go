@@ -2,10 +2,13 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,51 +20,187 @@ import (
 )
 
 // TestIntegrationPostgresCDCKill9 is issue 35's kill test: serve-source
-// (postgres-cdc), serve-sink (postgres, mode upsert by id) and run as three
-// processes, while a workload of inserts, updates, deletes, primary-key
-// updates, deletes then re-inserts of the same key and transactions larger
-// than a batch runs on the source table; a random process is kill -9ed and
-// restarted (5 times in make test, 100 under FLIGHTLINE_CHAOS=1). The first
-// kills fall in the initial snapshot (read in small batches). Then the
-// workload stops and the target must become equal to the source row by
-// row, compared by psql (EXCEPT both ways, and the counts), independently
-// of Flightline; and the slot's confirmed position must have moved (the
-// advisory commit reaches the slot).
+// (postgres-cdc), serve-sink and run as three processes, while a workload
+// of inserts, updates, deletes, primary-key updates, deletes then
+// re-inserts of the same key and transactions larger than a batch runs on
+// the source table; a random process is kill -9ed and restarted (5 times
+// in make test for PostgreSQL and ADBC, 3 for Delta; 100 under
+// FLIGHTLINE_CHAOS=1).
+// The source reads in batches of 200 rows for PostgreSQL, so its first
+// kills fall in the initial snapshot and transactions span batches; of
+// 2,000 for Delta (see deltaTarget), where neither need hold.
+// Then the workload stops and the target must become equal to the source
+// row by row, compared independently of Flightline; and the slot's
+// confirmed position must have moved (the advisory commit reaches the
+// slot). It runs for every sink that applies changes by key:
+//   - postgres, mode upsert by id: psql compares (EXCEPT both ways, and
+//     the counts);
+//   - adbc (the ADBC PostgreSQL driver), mode upsert by id, its changes
+//     applied through a temporary stage by DELETE … WHERE EXISTS and
+//     INSERT … SELECT into a table the sink creates without any key: psql
+//     compares as for postgres;
+//   - delta, mode merge by id (compaction eager, so it races the merges):
+//     delta-rs reads the table, pgx the source, and the test compares
+//     them row by row.
 func TestIntegrationPostgresCDCKill9(t *testing.T) {
-	testPostgresCDCKill9(t, func(u url.URL, dst, pipeline, _ string) (string, []string) {
-		q := u.Query()
-		q.Set("table", dst)
-		q.Set("mode", "upsert")
-		q.Set("key", "id")
-		u.RawQuery = q.Encode()
-		return u.String(), []string{`DELETE FROM __flightline_checkpoints WHERE pipeline_id = '` + pipeline + `'`}
-	})
+	for _, target := range []cdcTarget{pgTarget(), adbcTarget(), deltaTarget()} {
+		t.Run(target.name, func(t *testing.T) { runCDCKill9(t, target) })
+	}
 }
 
-// TestIntegrationPostgresCDCKill9ADBC is the same test with the adbc sink
-// (the ADBC PostgreSQL driver, mode upsert by id, its changes applied
-// through a temporary stage by DELETE … WHERE EXISTS and INSERT … SELECT)
-// as serve-sink. The target table is created by the sink without any key.
-func TestIntegrationPostgresCDCKill9ADBC(t *testing.T) {
-	drv := Need(t, "FLIGHTLINE_ADBC_POSTGRESQL_DRIVER", "ADBC PostgreSQL driver")
-	testPostgresCDCKill9(t, func(u url.URL, dst, _, suffix string) (string, []string) {
-		cp := "cdc_adbc_cp_" + suffix // the adbc sink's checkpoint layout is its own
-		q := url.Values{"uri": {u.String()}, "table": {dst}, "checkpoint_table": {cp}, "mode": {"upsert"}, "key": {"id"}}
-		return "adbc:" + drv + "?" + q.Encode(), []string{`DROP TABLE IF EXISTS ` + cp}
-	})
+// cdcTarget is a sink the kill test applies the change stream to.
+type cdcTarget struct {
+	name  string
+	kills int // in make test (FLIGHTLINE_CHAOS=1: 100)
+	// poll is the pause between two comparisons while the target catches
+	// up; catchUp bounds the wait (chaosCatchUp under FLIGHTLINE_CHAOS=1,
+	// after a workload 100 kills long).
+	poll, catchUp, chaosCatchUp time.Duration
+	// batchRows is the source's batch_rows: a change batch's rows at most.
+	batchRows string
+	// sink returns the --sink of serve-sink for the pipeline's target
+	// dst, given the test PostgreSQL's URL; it registers its cleanup.
+	sink func(t *testing.T, pg url.URL, dst string) string
+	// same compares the target with the source table src, independently
+	// of Flightline: ok when they are equal row by row; what says how
+	// they differ (or the rows they hold when equal).
+	same func(ctx context.Context, t *testing.T, dsn, src, dst string) (ok bool, what string)
 }
 
-// testPostgresCDCKill9 runs the kill test with the sink sinkOf returns
-// for the database at u, writing table dst: its URL, and the statements
-// that remove what it leaves besides dst.
-func testPostgresCDCKill9(t *testing.T, sinkOf func(u url.URL, dst, pipeline, suffix string) (sinkURL string, cleanup []string)) {
+// pgTarget is the PostgreSQL sink, mode upsert by id, compared by psql.
+func pgTarget() cdcTarget {
+	return cdcTarget{name: "postgres", kills: 5, poll: 500 * time.Millisecond, catchUp: 3 * time.Minute, chaosCatchUp: 3 * time.Minute, batchRows: "200",
+		sink: func(t *testing.T, pg url.URL, dst string) string {
+			q := pg.Query()
+			q.Set("table", dst)
+			q.Set("mode", "upsert")
+			q.Set("key", "id")
+			pg.RawQuery = q.Encode()
+			return pg.String()
+		},
+		same: func(ctx context.Context, t *testing.T, dsn, src, dst string) (bool, string) {
+			psql, err := exec.LookPath("psql")
+			require.NoError(t, err, "psql, the independent reader")
+			rowsOf := func(a, b string) string {
+				return fmt.Sprintf(`SELECT id, v, n FROM %s EXCEPT SELECT id, v, n FROM %s`, a, b)
+			}
+			check := `SELECT (SELECT count(*) FROM (` + rowsOf(src, dst) + `) x) + (SELECT count(*) FROM (` + rowsOf(dst, src) + `) y)` +
+				` || ' ' || (SELECT count(*) FROM ` + src + `) || ' ' || (SELECT count(*) FROM ` + dst + `)`
+			b, err := exec.CommandContext(ctx, psql, "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", dsn, "-c", check).CombinedOutput()
+			out := strings.TrimSpace(string(b))
+			f := strings.Fields(out)
+			if err == nil && len(f) == 3 && f[0] == "0" && f[1] == f[2] {
+				return true, "psql: 0 differing rows, " + f[1] + " rows"
+			}
+			return false, "psql: differing rows, source rows, target rows = " + out
+		},
+	}
+}
+
+// adbcTarget is the adbc sink on the ADBC PostgreSQL driver, mode upsert
+// by id, with a checkpoint table of its own (the adbc sink's layout is not
+// the postgres sink's), compared by psql as pgTarget is.
+func adbcTarget() cdcTarget {
+	tg := pgTarget()
+	tg.name = "adbc"
+	tg.sink = func(t *testing.T, pg url.URL, dst string) string {
+		drv := Need(t, "FLIGHTLINE_ADBC_POSTGRESQL_DRIVER", "ADBC PostgreSQL driver")
+		cp := dst + "_cp"
+		t.Cleanup(func() {
+			if c, err := pgx.Connect(context.Background(), pg.String()); err == nil {
+				_, _ = c.Exec(context.Background(), `DROP TABLE IF EXISTS `+cp)
+				_ = c.Close(context.Background())
+			}
+		})
+		q := url.Values{"uri": {pg.String()}, "table": {dst}, "checkpoint_table": {cp}, "mode": {"upsert"}, "key": {"id"}}
+		return "adbc:" + drv + "?" + q.Encode()
+	}
+	return tg
+}
+
+// deltaTarget is the Delta sink, mode merge by id, read by delta-rs. A
+// merge commit rewrites the files holding its keys, and the workload's
+// keys are spread over the whole table (its bulk updates alone change
+// about a million rows in the chaos run): the source's batches are 2,000
+// rows (10 times the PostgreSQL target's), so that the sink (a -race
+// binary) catches up in minutes, not hours; and each comparison (a
+// delta-rs process) costs a core for a second, so it polls seldom.
+func deltaTarget() cdcTarget {
+	var dir string
+	return cdcTarget{name: "delta", kills: 3, poll: 3 * time.Second, catchUp: 3 * time.Minute, chaosCatchUp: 10 * time.Minute, batchRows: "2000",
+		sink: func(t *testing.T, _ url.URL, dst string) string {
+			Need(t, "FLIGHTLINE_PYTHON", "python with deltalake")
+			dir = t.TempDir()
+			return "delta:" + dir + "?mode=merge&key=id&compact_min_files=4"
+		},
+		same: func(ctx context.Context, t *testing.T, dsn, src, dst string) (bool, string) {
+			type row struct {
+				ID int64   `json:"id"`
+				V  *string `json:"v"`
+				N  int64   `json:"n"`
+			}
+			var want []row
+			rows, err := pgxQuery(ctx, dsn, `SELECT id, v, n FROM `+src+` ORDER BY id`)
+			require.NoError(t, err)
+			for _, r := range rows {
+				var v *string
+				if r[1] != nil {
+					s := r[1].(string)
+					v = &s
+				}
+				want = append(want, row{ID: r[0].(int64), V: v, N: int64(r[2].(int32))})
+			}
+			if _, err := os.Stat(filepath.Join(dir, dst, "_delta_log")); err != nil {
+				return false, "delta: no table yet"
+			}
+			var got struct {
+				Version int64 `json:"version"`
+				Rows    []row `json:"rows"`
+			}
+			out := deltaRs(t, nil, "delta_table_rows.py", filepath.Join(dir, dst), "id")
+			require.NoError(t, json.Unmarshal(out, &got), "%s", out)
+			if len(got.Rows) != len(want) {
+				return false, fmt.Sprintf("delta-rs: %d rows at version %d, the source %d", len(got.Rows), got.Version, len(want))
+			}
+			for i := range want {
+				if w, g := want[i], got.Rows[i]; w.ID != g.ID || w.N != g.N || (w.V == nil) != (g.V == nil) || (w.V != nil && *w.V != *g.V) {
+					return false, fmt.Sprintf("delta-rs: row %d differs at version %d: %+v, the source %+v", i, got.Version, g, w)
+				}
+			}
+			return true, fmt.Sprintf("delta-rs: version %d, %d rows equal the source's", got.Version, len(want))
+		},
+	}
+}
+
+// pgxQuery returns the rows of sql, each as pgx decodes it.
+func pgxQuery(ctx context.Context, dsn, sql string) ([][]any, error) {
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close(context.Background())
+	rs, err := c.Query(ctx, sql)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out [][]any
+	for rs.Next() {
+		vals, err := rs.Values()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, vals)
+	}
+	return out, rs.Err()
+}
+
+func runCDCKill9(t *testing.T, target cdcTarget) {
 	if testing.Short() {
 		t.Skip("crash test: skipped in -short mode")
 	}
 	dsn := Need(t, "FLIGHTLINE_PG_DSN", "PostgreSQL")
-	psql, err := exec.LookPath("psql")
-	require.NoError(t, err, "psql, the independent reader")
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, dsn)
 	require.NoError(t, err)
@@ -78,9 +217,6 @@ func testPostgresCDCKill9(t *testing.T, sinkOf func(u url.URL, dst, pipeline, su
 
 	suffix := fmt.Sprintf("%d", time.Now().UnixNano()%1e9)
 	src, dst, pipeline := "cdc_src_"+suffix, "cdc_dst_"+suffix, "cdc_pipe_"+suffix
-	u, err := url.Parse(dsn)
-	require.NoError(t, err)
-	sinkURL, sinkCleanup := sinkOf(*u, dst, pipeline, suffix)
 	exec1 := func(sql string, args ...any) {
 		t.Helper()
 		_, err := conn.Exec(ctx, sql, args...)
@@ -100,21 +236,25 @@ func testPostgresCDCKill9(t *testing.T, sinkOf func(u url.URL, dst, pipeline, su
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		for _, q := range append([]string{`DROP PUBLICATION IF EXISTS ` + src, `DROP TABLE IF EXISTS ` + src, `DROP TABLE IF EXISTS ` + dst}, sinkCleanup...) {
+		for _, q := range []string{`DROP PUBLICATION IF EXISTS ` + src, `DROP TABLE IF EXISTS ` + src, `DROP TABLE IF EXISTS ` + dst,
+			`DELETE FROM __flightline_checkpoints WHERE pipeline_id = '` + pipeline + `'`} {
 			_, _ = c.Exec(context.Background(), q)
 		}
 	})
 
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
 	srcURL := *u
 	srcURL.Scheme = "postgres-cdc"
 	q := u.Query()
 	q.Set("table", src)
 	q.Set("slot", src)
 	q.Set("publication", src)
-	q.Set("batch_rows", "200")
+	q.Set("batch_rows", target.batchRows)
 	q.Set("poll", "100ms")
 	q.Set("status_interval", "500ms")
 	srcURL.RawQuery = q.Encode()
+	sinkURL := target.sink(t, *u, dst)
 	srcAddr, sinkAddr := freePort(t), freePort(t)
 	argv := map[string][]string{
 		"source": {"serve-source", "--listen", srcAddr, "--source", srcURL.String(), "--log-level", "warn"},
@@ -181,7 +321,7 @@ func testPostgresCDCKill9(t *testing.T, sinkOf func(u url.URL, dst, pipeline, su
 	}()
 
 	began := time.Now()
-	kills := killCount(5, 100)
+	kills := killCount(target.kills, 100)
 	killed := 0
 	for killed < kills {
 		time.Sleep(time.Duration(500+rng.IntN(1500)) * time.Millisecond)
@@ -209,33 +349,30 @@ func testPostgresCDCKill9(t *testing.T, sinkOf func(u url.URL, dst, pipeline, su
 	t.Logf("killed a process %d times during %d source transactions (%v)", killed, txs.Load(), time.Since(began).Round(time.Millisecond))
 	began = time.Now()
 
-	// The target catches up with the source; psql compares them.
-	rowsOf := func(a, b string) string {
-		return fmt.Sprintf(`SELECT id, v, n FROM %s EXCEPT SELECT id, v, n FROM %s`, a, b)
-	}
-	check := `SELECT (SELECT count(*) FROM (` + rowsOf(src, dst) + `) x) + (SELECT count(*) FROM (` + rowsOf(dst, src) + `) y)` +
-		` || ' ' || (SELECT count(*) FROM ` + src + `) || ' ' || (SELECT count(*) FROM ` + dst + `)`
+	// The target catches up with the source; an independent reader
+	// compares them.
 	var out string
-	deadline := time.Now().Add(3 * time.Minute)
+	wait := target.catchUp
+	if chaosMode() {
+		wait = target.chaosCatchUp
+	}
+	deadline := time.Now().Add(wait)
 	for {
-		b, err := exec.CommandContext(ctx, psql, "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", dsn, "-c", check).CombinedOutput()
-		out = strings.TrimSpace(string(b))
-		if err == nil {
-			f := strings.Fields(out)
-			if len(f) == 3 && f[0] == "0" && f[1] == f[2] {
-				break
-			}
+		ok, what := target.same(ctx, t, dsn, src, dst)
+		out = what
+		if ok {
+			break
 		}
 		if done, err := procs["run"].exited(); done {
 			t.Fatalf("coordinator exited (%v):\n%s", err, logs["run"])
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the target did not become equal to the source (psql: differing rows, source rows, target rows = %s)\nrun:\n%s\nsource:\n%s\nsink:\n%s",
+			t.Fatalf("the target did not become equal to the source (%s)\nrun:\n%s\nsource:\n%s\nsink:\n%s",
 				out, logs["run"], logs["source"], logs["sink"])
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(target.poll)
 	}
-	t.Logf("psql: target equals source row by row (0 differing rows; %s rows), %v after the workload stopped", strings.Fields(out)[1], time.Since(began).Round(time.Millisecond))
+	t.Logf("target equals source row by row (%s), %v after the workload stopped", out, time.Since(began).Round(time.Millisecond))
 
 	// The slot confirmed what the sink committed: it moved past its start.
 	var lag int64

@@ -110,6 +110,23 @@ func (w *writer) compact(inputs []*deltalog.Add) {
 		done()
 		return
 	}
+	w.commitCompaction(ctx, r, start)
+}
+
+// commitCompaction commits the compaction r (written at start) on top of
+// the writer's snapshot, holding bg.mu for each attempt, and clears
+// bg.compacting when it is done. It yields (commits nothing) when the
+// writer closed or was fenced, when a commit of the snapshot removed an
+// input (an append's never does; a merge's does when the input held one
+// of its keys: committing then would bring the merged rows' old versions
+// back), or when the file is older than maxCompactionAge. It reports
+// whether it committed.
+func (w *writer) commitCompaction(ctx context.Context, r *rewritten, start time.Time) bool {
+	done := func() {
+		w.bg.mu.Lock()
+		w.bg.compacting = false
+		w.bg.mu.Unlock()
+	}
 	tried := int64(-2)
 	for attempt := 0; attempt < maxCompactionAttempts; {
 		w.bg.mu.Lock()
@@ -117,7 +134,7 @@ func (w *writer) compact(inputs []*deltalog.Add) {
 			w.bg.compacting = false
 			w.bg.mu.Unlock()
 			w.log.Debug("delta sink: compaction yielded", "table", w.t.URL(), "file", r.add.Path)
-			return
+			return false
 		}
 		if w.snap.Version == tried {
 			w.bg.mu.Unlock()
@@ -134,12 +151,13 @@ func (w *writer) compact(inputs []*deltalog.Add) {
 			err = w.snap.Apply(v, acts)
 			w.bg.compacting = false
 			if err == nil {
+				w.noteRanges(acts)
 				w.maybeCheckpoint()
 			}
 			w.bg.mu.Unlock()
 			w.log.Debug("delta sink: compacted", "table", w.t.URL(), "version", v, "files", len(r.inputs), "bytes", r.add.Size,
 				"rows", r.rows, "took", time.Since(start))
-			return
+			return err == nil
 		}
 		tried = w.snap.Version
 		attempt++
@@ -149,11 +167,12 @@ func (w *writer) compact(inputs []*deltalog.Add) {
 			w.bg.compacting = false
 			w.bg.mu.Unlock()
 			w.log.Warn("delta sink: compaction commit failed", "table", w.t.URL(), "version", v, "err", err)
-			return
+			return false
 		}
 		w.bg.mu.Unlock()
 	}
 	done()
+	return false
 }
 
 // maybeVacuum starts a background cleanup when one is due; mu held.

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -21,6 +22,7 @@ import (
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/internal/changes"
 	"github.com/flightline/flightline/internal/deltalog"
 	"github.com/flightline/flightline/internal/objstore"
 	"github.com/flightline/flightline/internal/parquetw"
@@ -93,6 +95,18 @@ type Config struct {
 	// (*Sink).Vacuum does in the background, at most once per
 	// VacuumInterval, after a checkpoint; "off" never does.
 	Vacuum string
+	// Mode is how rows reach the table: ModeAppend (the default) adds
+	// every row; ModeMerge applies each row as a change by Key (the
+	// postgres-cdc source's batches: _op "delete" deletes the key's row,
+	// any other change replaces it; _op, _lsn and _commit_time are not
+	// written). A merge commit rewrites every file holding one of its
+	// keys (see merge.go and docs/sinks/delta.md).
+	Mode string
+	// Key are the key columns of ModeMerge (required there, refused
+	// otherwise). They must be columns of the table and of every batch
+	// (flightline.ErrSchemaMismatch) and never null
+	// (flightline.ErrInvalidInput).
+	Key []string
 }
 
 // apply validates c and sets its values, defaults left for zero fields.
@@ -133,6 +147,28 @@ func (c Config) apply(o *options) error {
 	if o.vacuum, err = autoOff("vacuum", c.Vacuum); err != nil {
 		return err
 	}
+	switch c.Mode {
+	case "", ModeAppend:
+	case ModeMerge:
+		o.merge = true
+	default:
+		return fmt.Errorf("%w: mode %q: want %s or %s", flightline.ErrInvalidInput, c.Mode, ModeAppend, ModeMerge)
+	}
+	for _, k := range c.Key {
+		if k == "" {
+			return fmt.Errorf("%w: empty key column name", flightline.ErrInvalidInput)
+		}
+		if changes.IsChangeColumn(k) {
+			return fmt.Errorf("%w: key column %q is a change column, never written", flightline.ErrInvalidInput, k)
+		}
+	}
+	switch {
+	case o.merge && len(c.Key) == 0:
+		return fmt.Errorf("%w: delta sink: mode %s needs key columns", flightline.ErrInvalidInput, ModeMerge)
+	case !o.merge && len(c.Key) > 0:
+		return fmt.Errorf("%w: delta sink: key is for mode %s", flightline.ErrInvalidInput, ModeMerge)
+	}
+	o.key = slices.Clone(c.Key)
 	return nil
 }
 
@@ -168,6 +204,9 @@ type options struct {
 	vacuumEvery time.Duration
 	logRet      time.Duration // 0: the table's delta.logRetentionDuration
 	fileRet     time.Duration // 0: the table's delta.deletedFileRetentionDuration
+	// Merge mode (merge.go).
+	merge bool
+	key   []string
 }
 
 // Credentials sets the S3 credentials provider (for an s3:// table only),

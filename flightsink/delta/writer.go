@@ -50,6 +50,11 @@ type writer struct {
 	// view is w.snap's version and schema for Stage, which runs beside
 	// the commits and so cannot read w.snap.
 	view atomic.Pointer[view]
+	// ranges are the key ranges of the live files of a merge-mode
+	// writer, read from their stats once (see keyRanges); rangesFrom is
+	// the checkpoint version whose stats they hold. Guarded by bg.mu.
+	ranges     map[string]*keyRange
+	rangesFrom int64
 }
 
 // staleAfter is how long a writer trusts its snapshot without a commit of
@@ -197,6 +202,9 @@ func (w *writer) write(ctx context.Context, batches []flightsink.Batch, pre []fl
 	// attempt checks again).
 	if done, err := w.admit(ctx, cp); err != nil || done {
 		return err
+	}
+	if w.s.o.merge {
+		return w.merge(ctx, batches, fresh, cp)
 	}
 	var stage []staged
 	defer func() {
@@ -357,7 +365,8 @@ func (w *writer) Stage(ctx context.Context, b flightsink.Batch) (flightsink.Stag
 	if err := flightsink.CheckBatch(b.Rec, b.CP); err != nil {
 		return nil, err
 	}
-	if b.Rec.NumRows() == 0 {
+	if b.Rec.NumRows() == 0 || w.s.o.merge {
+		// A merge's files depend on the table at its commit: see merge.go.
 		return nil, nil
 	}
 	rec := parquetw.Storable(w.s.o.mem, b.Rec, parquetw.StoredSchema(b.Rec.Schema()))

@@ -472,3 +472,22 @@ func (t *Table) decodeCheckpointEach(ctx context.Context, b []byte, fn func(Acti
 	}
 	return nil
 }
+
+// CheckpointStats calls fn with the path and stats string of every add
+// action of the checkpoint s was loaded from or last wrote (none when it
+// has none): the stats a lean snapshot left in the checkpoint (see
+// Table.LeanSnapshot), for a writer that needs some of them (the Delta
+// sink's merge prunes by key ranges). It reads the whole checkpoint, a
+// batch of rows at a time. fn's strings may alias the decoder's buffers:
+// they live only during the call (copy what is kept).
+func (t *Table) CheckpointStats(ctx context.Context, s *Snapshot, fn func(path, stats string)) error {
+	if s.CheckpointVersion < 0 {
+		return nil
+	}
+	return t.eachCheckpointAction(ctx, s.CheckpointVersion, s.checkpointParts, true, func(a Action) error {
+		if a.Add != nil && a.Add.Stats != "" {
+			fn(a.Add.Path, a.Add.Stats)
+		}
+		return nil
+	})
+}

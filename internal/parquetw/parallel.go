@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
@@ -59,6 +60,11 @@ func writeParallel(w io.Writer, rec arrow.RecordBatch, props *parquet.WriterProp
 		next = make(chan int)
 		errs = make([]error, rec.NumCols())
 	)
+	// NullN caches a count it computes (a slice's, a concatenation's) in
+	// the array: compute them all here, not in two goroutines at once.
+	for _, c := range rec.Columns() {
+		settleNullCounts(c)
+	}
 	wg.Add(1)
 	go func() { defer wg.Done(); st = Compute(rec) }()
 	for range min(workers, int(rec.NumCols())) {
@@ -144,4 +150,20 @@ func flushLastPage(cw file.ColumnChunkWriter) error {
 		return nil
 	}
 	return f.FlushCurrentPage()
+}
+
+// settleNullCounts computes (and so caches) the null counts of a and of
+// the arrays it holds.
+func settleNullCounts(a arrow.Array) {
+	a.NullN()
+	switch a := a.(type) {
+	case *array.Struct:
+		for i := range a.NumField() {
+			settleNullCounts(a.Field(i))
+		}
+	case array.ListLike:
+		settleNullCounts(a.ListValues())
+	case *array.Dictionary:
+		settleNullCounts(a.Dictionary())
+	}
 }

@@ -1115,6 +1115,11 @@ class SinkDelta(Kind):
             (delta.logRetentionDuration, 30 days) and the data files no retained version
             references (delta.deletedFileRetentionDuration, 7 days); off: never
             (flightline delta vacuum does it on demand) (default auto)
+        mode: append: add every row; merge: apply rows as changes by key
+            (postgres-cdc: _op=delete deletes the key's row, others replace it; _op,
+            _lsn, _commit_time not written), each commit rewriting the files that hold
+            its keys (default append)
+        key: key columns of mode merge (required there)
         AWS_ACCESS_KEY_ID: storage options (credentials are better left to the
             environment)
         AWS_ALLOW_HTTP: storage options (credentials are better left to the
@@ -1139,6 +1144,8 @@ class SinkDelta(Kind):
         'compact': ('enum', False, ('auto', 'off')),
         'compact_min_files': ('integer', False, ()),
         'vacuum': ('enum', False, ('auto', 'off')),
+        'mode': ('enum', False, ('append', 'merge')),
+        'key': ('list', False, ()),
         'AWS_ACCESS_KEY_ID': ('string', False, ()),
         'AWS_ALLOW_HTTP': ('string', False, ()),
         'AWS_ENDPOINT_URL': ('string', False, ()),
@@ -1158,6 +1165,8 @@ class SinkDelta(Kind):
         compact: Optional[Union[Literal['auto', 'off'], EnvRef]] = None,
         compact_min_files: Optional[Union[int, EnvRef]] = None,
         vacuum: Optional[Union[Literal['auto', 'off'], EnvRef]] = None,
+        mode: Optional[Union[Literal['append', 'merge'], EnvRef]] = None,
+        key: Optional[Union[Union[str, Sequence[str]], EnvRef]] = None,
         AWS_ACCESS_KEY_ID: Optional[Union[str, EnvRef]] = None,
         AWS_ALLOW_HTTP: Optional[Union[str, EnvRef]] = None,
         AWS_ENDPOINT_URL: Optional[Union[str, EnvRef]] = None,
