@@ -22,7 +22,8 @@
 //   - a Bounded stream ends with io.EOF after its last record; an unbounded
 //     one never does, and while idle sends only 0-row batches;
 //   - heartbeats (over Flight): an idle stream sends 0-row batches carrying
-//     the last checkpoint, also before its first batch when the read started
+//     the last checkpoint (or, IdleCheckpointsAdvance, a later resume
+//     point), also before its first batch when the read started
 //     after a checkpoint;
 //   - an unknown stream is flightline.ErrNotFound (gRPC NOT_FOUND, also from
 //     GetFlightInfo and GetSchema); a checkpoint the source cannot parse is
@@ -124,6 +125,16 @@ type Harness struct {
 	// the same batches: the same records in each, and the same checkpoints.
 	// 0-row batches are not compared.
 	DeterministicBoundaries bool
+
+	// IdleCheckpointsAdvance declares that the checkpoint of an idle
+	// stream's heartbeats may move past the last record's: a change
+	// stream confirms the log it skipped (others' writes), so that an
+	// idle source does not hold the database's log back. The suite then
+	// checks that such a checkpoint is a resume point instead of equal to
+	// the last record's: a read from it, after more records are appended,
+	// returns exactly those records. Without it (the default) every
+	// heartbeat carries the last checkpoint.
+	IdleCheckpointsAdvance bool
 }
 
 // Sizes of the suite's streams.
@@ -677,32 +688,66 @@ func testHeartbeats(e *env) {
 	if e.h.Bounded {
 		e.t.Skip("the harness declares Bounded: a bounded stream is never idle (EndOfStream checks that it ends)")
 	}
-	first := e.readAll(20)
-	last := first[len(first)-1].cp
+	e.readAll(20)
 	// The heartbeats after the last record of a read, and those of a read
 	// that starts idle, after that last checkpoint.
 	rd := e.open(e.source(), nil)
 	bs := e.read(rd, nil, seq(0, e.appended))
-	e.heartbeats(rd, bs[len(bs)-1].cp)
+	cp := bs[len(bs)-1].cp
+	idle := e.heartbeats(rd, cp)
 	require.NoError(e.t, rd.Close())
+	cp = e.idleResume(cp, idle)
 
-	rd = e.open(e.source(), last)
-	e.heartbeats(rd, last)
+	rd = e.open(e.source(), cp)
+	idle = e.heartbeats(rd, cp)
 	require.NoError(e.t, rd.Close())
+	e.idleResume(cp, idle)
 }
 
 // heartbeats reads three batches of an idle stream, within a few heartbeat
-// intervals: each has 0 rows and carries cp.
-func (e *env) heartbeats(rd flightsrc.Reader, cp []byte) {
+// intervals: each has 0 rows and carries cp (with IdleCheckpointsAdvance:
+// a checkpoint, which idleResume checks). It returns the last one.
+func (e *env) heartbeats(rd flightsrc.Reader, cp []byte) []byte {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(e.ctx, 40*HeartbeatInterval+5*time.Second)
 	defer cancel()
+	last := cp
 	for i := range 3 {
 		b, err := e.next(ctx, rd)
 		require.NoErrorf(e.t, err, "heartbeat %d of an idle stream", i)
 		require.Emptyf(e.t, b.recs, "heartbeat %d has no rows", i)
-		require.Equalf(e.t, string(cp), string(b.cp), "heartbeat %d carries the last checkpoint", i)
+		if !e.h.IdleCheckpointsAdvance {
+			require.Equalf(e.t, string(cp), string(b.cp), "heartbeat %d carries the last checkpoint", i)
+		}
+		require.NotEmptyf(e.t, b.cp, "heartbeat %d carries a checkpoint", i)
+		last = b.cp
 	}
+	return last
+}
+
+// idleResume checks, where a heartbeat moved the checkpoint from cp to
+// last (IdleCheckpointsAdvance), that last resumes after every record read
+// so far and before every record appended later, and returns the
+// checkpoint after those; where it did not move, it returns cp. Call it
+// with no reader of the stream open.
+func (e *env) idleResume(cp, last []byte) []byte {
+	e.t.Helper()
+	if string(last) == string(cp) {
+		return cp
+	}
+	from := e.appended
+	e.append(3)
+	var got []Record
+	bs := e.readFrom(last, seq(from, e.appended))
+	for _, b := range bs {
+		got = append(got, b.recs...)
+	}
+	ids := make([]int64, len(got))
+	for i, r := range got {
+		ids[i] = r.ID
+	}
+	require.Equalf(e.t, seq(from, e.appended), ids, "a read after the idle checkpoint %s returns exactly the records appended after it", last)
+	return bs[len(bs)-1].cp
 }
 
 func (e *env) rawClient() flight.Client {
