@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os/exec"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -23,6 +22,7 @@ import (
 	adbcsink "github.com/flightline/flightline/flightsink/adbc"
 	"github.com/flightline/flightline/flightsink/sinktest"
 	"github.com/flightline/flightline/internal/testkit/adbctest"
+	"github.com/flightline/flightline/internal/testkit/changetest"
 	"github.com/flightline/flightline/internal/testkit/pgtest"
 )
 
@@ -58,42 +58,6 @@ func newUpsertSink(t *testing.T, cfg adbcsink.Config, opts ...adbcsink.Option) *
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
-}
-
-var changeSchema = arrow.NewSchema([]arrow.Field{
-	{Name: "id", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "v", Type: arrow.BinaryTypes.String, Nullable: true},
-	{Name: "_op", Type: arrow.BinaryTypes.String, Nullable: true},
-	{Name: "_lsn", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "_commit_time", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
-}, nil)
-
-// changeBatch builds a batch of "op id v" rows: v "-" is null, id "null"
-// a null key, op "-" a null _op (an upsert).
-func changeBatch(mem memory.Allocator, rows ...string) arrow.RecordBatch {
-	b := array.NewRecordBuilder(mem, changeSchema)
-	defer b.Release()
-	for i, r := range rows {
-		f := strings.Fields(r)
-		if id, err := strconv.ParseInt(f[1], 10, 64); err == nil {
-			b.Field(0).(*array.Int64Builder).Append(id)
-		} else {
-			b.Field(0).AppendNull()
-		}
-		if f[2] == "-" {
-			b.Field(1).AppendNull()
-		} else {
-			b.Field(1).(*array.StringBuilder).Append(f[2])
-		}
-		if f[0] == "-" {
-			b.Field(2).AppendNull()
-		} else {
-			b.Field(2).(*array.StringBuilder).Append(f[0])
-		}
-		b.Field(3).(*array.Int64Builder).Append(int64(100 + i))
-		b.Field(4).AppendNull()
-	}
-	return b.NewRecordBatch()
 }
 
 // upsertBackend reads a table back without ADBC.
@@ -213,7 +177,7 @@ func testUpsertAppliesChanges(t *testing.T, b upsertBackend) {
 	require.Nil(t, cp)
 	defer w.Close(ctx)
 	write := func(cp string, rows ...string) error {
-		rec := changeBatch(mem, rows...)
+		rec := changetest.Batch(mem, rows...)
 		defer rec.Release()
 		return w.WriteBatch(ctx, rec, []byte(cp))
 	}

@@ -670,20 +670,10 @@ func (w *writer) merge(ctx context.Context, batches []flightsink.Batch, fresh []
 			w.afterCommit()
 			return nil
 		}
-		if !errors.Is(err, deltalog.ErrVersionExists) {
-			return fmt.Errorf("delta sink %s: commit version %d: %w", w.t.URL(), v, asUnavailable(err))
-		}
 		// The attempt's files stay: a store that retried a conditional
 		// write may answer "exists" to a write of ours that landed, which
 		// reconcile then finds. The cleanup deletes them if not.
-		done, err := w.reconcile(ctx, cp)
-		if err != nil || done {
-			return err
-		}
-		if attempt+1 >= w.s.o.attempts {
-			return fmt.Errorf("delta sink %s: gave up after %d conflicting commits: %w", w.t.URL(), attempt+1, flightline.ErrConflict)
-		}
-		if err := backoff(ctx, attempt); err != nil {
+		if done, err := w.lostRace(ctx, err, v, cp, attempt); err != nil || done {
 			return err
 		}
 	}

@@ -287,17 +287,7 @@ func (w *writer) write(ctx context.Context, batches []flightsink.Batch, pre []fl
 			w.afterCommit()
 			return nil
 		}
-		if !errors.Is(err, deltalog.ErrVersionExists) {
-			return fmt.Errorf("delta sink %s: commit version %d: %w", w.t.URL(), v, asUnavailable(err))
-		}
-		done, err := w.reconcile(ctx, cp)
-		if err != nil || done {
-			return err
-		}
-		if attempt+1 >= w.s.o.attempts {
-			return fmt.Errorf("delta sink %s: gave up after %d conflicting commits: %w", w.t.URL(), attempt+1, flightline.ErrConflict)
-		}
-		if err := backoff(ctx, attempt); err != nil {
+		if done, err := w.lostRace(ctx, err, v, cp, attempt); err != nil || done {
 			return err
 		}
 	}
@@ -490,6 +480,25 @@ func asUnavailable(err error) error {
 		return fmt.Errorf("%w (outcome unknown; reopen to read the truth): %w", flightline.ErrUnavailable, err)
 	}
 	return err
+}
+
+// lostRace decides what follows a commit attempt of version v that
+// failed with err: an error other than a lost race ends the commit
+// (ErrUnavailable); after a lost race the newer versions are read
+// (reconcile: done when they already hold cp, a replay), and the next
+// attempt waits its backoff, or the writer gives up after its attempts
+// (ErrConflict). Appends and merges share it.
+func (w *writer) lostRace(ctx context.Context, err error, v int64, cp []byte, attempt int) (done bool, _ error) {
+	if !errors.Is(err, deltalog.ErrVersionExists) {
+		return false, fmt.Errorf("delta sink %s: commit version %d: %w", w.t.URL(), v, asUnavailable(err))
+	}
+	if done, err := w.reconcile(ctx, cp); err != nil || done {
+		return done, err
+	}
+	if attempt+1 >= w.s.o.attempts {
+		return false, fmt.Errorf("delta sink %s: gave up after %d conflicting commits: %w", w.t.URL(), attempt+1, flightline.ErrConflict)
+	}
+	return false, backoff(ctx, attempt)
 }
 
 // reconcile reads the commits that beat ours. A commit changing our domain

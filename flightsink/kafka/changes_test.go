@@ -4,52 +4,19 @@ import (
 	"context"
 	"errors"
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
 	kafkasink "github.com/flightline/flightline/flightsink/kafka"
+	"github.com/flightline/flightline/internal/testkit/changetest"
 )
-
-var changeSchema = arrow.NewSchema([]arrow.Field{
-	{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-	{Name: "v", Type: arrow.BinaryTypes.String, Nullable: true},
-	{Name: "_op", Type: arrow.BinaryTypes.String, Nullable: true},
-	{Name: "_lsn", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "_commit_time", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
-}, nil)
-
-// changeBatch builds a batch of "op id v" rows: v "-" is null, id "null"
-// a null key.
-func changeBatch(mem memory.Allocator, rows ...string) arrow.RecordBatch {
-	b := array.NewRecordBuilder(mem, changeSchema)
-	defer b.Release()
-	for i, r := range rows {
-		f := strings.Fields(r)
-		if id, err := strconv.ParseInt(f[1], 10, 64); err == nil {
-			b.Field(0).(*array.Int64Builder).Append(id)
-		} else {
-			b.Field(0).AppendNull()
-		}
-		if f[2] == "-" {
-			b.Field(1).AppendNull()
-		} else {
-			b.Field(1).(*array.StringBuilder).Append(f[2])
-		}
-		b.Field(2).(*array.StringBuilder).Append(f[0])
-		b.Field(3).(*array.Int64Builder).Append(int64(100 + i))
-		b.Field(4).AppendNull()
-	}
-	return b.NewRecordBatch()
-}
 
 // kcatRecords reads topic with kcat, an independent client, read_committed:
 // one "key<TAB>value" line per record, NULL for a tombstone's value.
@@ -85,7 +52,7 @@ func TestIntegrationKeyedChanges(t *testing.T) {
 	require.NoError(t, err)
 	defer w.Close(ctx)
 	write := func(cp string, rows ...string) error {
-		rec := changeBatch(mem, rows...)
+		rec := changetest.Batch(mem, rows...)
 		defer rec.Release()
 		return w.WriteBatch(ctx, rec, []byte(cp))
 	}
@@ -151,7 +118,7 @@ func TestIntegrationKeyForms(t *testing.T) {
 		s := newSinkWith(t, kafkasink.Config{Topic: topic, ValueFormat: kafkasink.ValueJSON, Key: c.key})
 		w, _, err := s.Open(ctx, flightsink.Pipeline{ID: topic})
 		require.NoError(t, err)
-		rec := changeBatch(mem, "insert 1 a")
+		rec := changetest.Batch(mem, "insert 1 a")
 		require.NoError(t, w.WriteBatch(ctx, rec, []byte("1")))
 		rec.Release()
 		require.NoError(t, w.Close(ctx))

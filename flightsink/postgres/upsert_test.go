@@ -2,11 +2,8 @@ package postgres_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -15,6 +12,7 @@ import (
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsink/postgres"
 	"github.com/flightline/flightline/flightsink/sinktest"
+	"github.com/flightline/flightline/internal/testkit/changetest"
 	"github.com/flightline/flightline/internal/testkit/pgtest"
 )
 
@@ -34,35 +32,6 @@ func TestIntegrationConformanceUpsert(t *testing.T) {
 		Guarantee: flightsink.ExactlyOnce,
 		Group:     true,
 	})
-}
-
-var changeSchema = arrow.NewSchema([]arrow.Field{
-	{Name: "id", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "v", Type: arrow.BinaryTypes.String, Nullable: true},
-	{Name: "_op", Type: arrow.BinaryTypes.String},
-	{Name: "_lsn", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "_commit_time", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
-}, nil)
-
-// changes builds a batch of "op id v" rows (v "-" for null).
-func changes(mem memory.Allocator, rows ...string) arrow.RecordBatch {
-	b := array.NewRecordBuilder(mem, changeSchema)
-	defer b.Release()
-	for i, r := range rows {
-		var op, v string
-		var id int64
-		fmt.Sscanf(r, "%s %d %s", &op, &id, &v)
-		b.Field(0).(*array.Int64Builder).Append(id)
-		if v == "-" {
-			b.Field(1).AppendNull()
-		} else {
-			b.Field(1).(*array.StringBuilder).Append(v)
-		}
-		b.Field(2).(*array.StringBuilder).Append(op)
-		b.Field(3).(*array.Int64Builder).Append(int64(100 + i))
-		b.Field(4).AppendNull()
-	}
-	return b.NewRecordBatch()
 }
 
 func contents(t *testing.T, c *pgx.Conn, table string) map[int64]string {
@@ -94,7 +63,7 @@ func TestIntegrationUpsertAppliesChanges(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, cp)
 	write := func(cp string, rows ...string) error {
-		rec := changes(mem, rows...)
+		rec := changetest.Batch(mem, rows...)
 		defer rec.Release()
 		return w.WriteBatch(ctx, rec, []byte(cp))
 	}
@@ -124,7 +93,7 @@ func TestIntegrationUpsertAppliesChanges(t *testing.T) {
 	t.Cleanup(func() { pgtest.Exec(t, c, "DROP TABLE IF EXISTS "+other) })
 	w2, _, err := s.Open(ctx, flightsink.Pipeline{ID: other, Target: other})
 	require.NoError(t, err)
-	rec := changes(mem, "insert 1 a")
+	rec := changetest.Batch(mem, "insert 1 a")
 	defer rec.Release()
 	err = w2.WriteBatch(ctx, rec, []byte(`{"lsn":"0/1"}`))
 	require.ErrorIs(t, err, flightline.ErrSchemaMismatch)
