@@ -7,7 +7,8 @@
 #   services.sh wait [svc...] finish what `up` left running in the background
 #                             (the BigQuery emulator's build) and start it
 #   services.sh restart svc.. stop and start the named services afresh
-#   services.sh down          stop what `up` started, nothing else
+#   services.sh down [svc...] stop what `up` started, nothing else; the named
+#                             services only, when any are named
 #   services.sh env           print the environment the tests read
 #
 # Each service is one file svc/<name>.sh that appends <name> to SERVICES and
@@ -161,7 +162,13 @@ restart)
 	log "ready; test environment in $RUN/env"
 	;;
 down)
-	for ((i=${#SERVICES[@]}-1; i>=0; i--)); do "${SERVICES[i]}_down" || true; done
+	# The named services only, when any are named (all by default), last
+	# started first. A name was ignored before, and `down moto` stopped
+	# every service of the clone.
+	for s in "${want[@]}"; do
+		declare -F "${s}_down" >/dev/null || { log "down: no service $s"; exit 2; }
+	done
+	for ((i=${#want[@]}-1; i>=0; i--)); do "${want[i]}_down" || true; done
 	;;
 env) cat "$RUN/env" 2>/dev/null || true ;;
 *) sed -n '2,15p' "$0"; exit 2 ;;
