@@ -50,24 +50,7 @@ func TestIntegrationPostgresCDCToKafka(t *testing.T) {
 		_, err := conn.Exec(ctx, sql)
 		require.NoError(t, err, sql)
 	}
-	exec1(`CREATE TABLE ` + src + ` (id bigint PRIMARY KEY, v text, n integer NOT NULL)`)
-	exec1(`INSERT INTO ` + src + ` SELECT i, 'init-' || i, 0 FROM generate_series(0, 999) i`)
-	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), dsn)
-		if err != nil {
-			return
-		}
-		defer c.Close(context.Background())
-		for range 50 { // the stopped source's walsender ends a moment later
-			if _, err := c.Exec(context.Background(), `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1`, src); err == nil {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		for _, q := range []string{`DROP PUBLICATION IF EXISTS ` + src, `DROP TABLE IF EXISTS ` + src} {
-			_, _ = c.Exec(context.Background(), q)
-		}
-	})
+	cdcSourceTable(ctx, t, conn, dsn, src, 1000)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...))
 	require.NoError(t, err)
 	defer cl.Close()

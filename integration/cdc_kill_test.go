@@ -217,30 +217,8 @@ func runCDCKill9(t *testing.T, target cdcTarget) {
 
 	suffix := fmt.Sprintf("%d", time.Now().UnixNano()%1e9)
 	src, dst, pipeline := "cdc_src_"+suffix, "cdc_dst_"+suffix, "cdc_pipe_"+suffix
-	exec1 := func(sql string, args ...any) {
-		t.Helper()
-		_, err := conn.Exec(ctx, sql, args...)
-		require.NoError(t, err, sql)
-	}
-	exec1(`CREATE TABLE ` + src + ` (id bigint PRIMARY KEY, v text, n integer NOT NULL)`)
-	exec1(`INSERT INTO ` + src + ` SELECT i, 'init-' || i, 0 FROM generate_series(0, 7999) i`)
-	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), dsn)
-		if err != nil {
-			return
-		}
-		defer c.Close(context.Background())
-		for range 50 { // the killed source's walsender ends a moment later
-			if _, err := c.Exec(context.Background(), `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1`, src); err == nil {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		for _, q := range []string{`DROP PUBLICATION IF EXISTS ` + src, `DROP TABLE IF EXISTS ` + src, `DROP TABLE IF EXISTS ` + dst,
-			`DELETE FROM __flightline_checkpoints WHERE pipeline_id = '` + pipeline + `'`} {
-			_, _ = c.Exec(context.Background(), q)
-		}
-	})
+	cdcSourceTable(ctx, t, conn, dsn, src, 8000, `DROP TABLE IF EXISTS `+dst,
+		`DELETE FROM __flightline_checkpoints WHERE pipeline_id = '`+pipeline+`'`)
 
 	u, err := url.Parse(dsn)
 	require.NoError(t, err)
@@ -381,4 +359,33 @@ func runCDCKill9(t *testing.T, target cdcTarget) {
 		return err == nil && lag < 1<<20
 	}, time.Minute, 200*time.Millisecond, "the slot's confirmed position follows the sink's commits (lag %d bytes)", lag)
 	t.Logf("slot lag after catching up: %d bytes", lag)
+}
+
+// cdcSourceTable creates the workload's source table src (id bigint
+// PRIMARY KEY, v text, n integer NOT NULL) holding ids 0 to rows-1, and
+// registers the removal of its slot and publication (both named after it),
+// of the table, and then the statements more.
+func cdcSourceTable(ctx context.Context, t *testing.T, conn *pgx.Conn, dsn, src string, rows int, more ...string) {
+	t.Helper()
+	for _, q := range []string{`CREATE TABLE ` + src + ` (id bigint PRIMARY KEY, v text, n integer NOT NULL)`,
+		fmt.Sprintf(`INSERT INTO %s SELECT i, 'init-' || i, 0 FROM generate_series(0, %d) i`, src, rows-1)} {
+		_, err := conn.Exec(ctx, q)
+		require.NoError(t, err, q)
+	}
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), dsn)
+		if err != nil {
+			return
+		}
+		defer c.Close(context.Background())
+		for range 50 { // a killed or stopped source's walsender ends a moment later
+			if _, err := c.Exec(context.Background(), `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1`, src); err == nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		for _, q := range append([]string{`DROP PUBLICATION IF EXISTS ` + src, `DROP TABLE IF EXISTS ` + src}, more...) {
+			_, _ = c.Exec(context.Background(), q)
+		}
+	})
 }
