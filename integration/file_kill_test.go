@@ -180,7 +180,7 @@ func TestIntegrationStoreKill9Generator(t *testing.T) {
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 				defer cancel()
-				killed := killGeneratorRun(ctx, t, bin, argv, kills, seed, func() int64 { return committedRows(t, sinkAddr, "gen", "orders") })
+				killed := killTotal(killGeneratorRun(ctx, t, bin, argv, kills, seed, func() int64 { return committedRows(t, sinkAddr, "gen", "orders") }))
 				dir := dest.fetch(ctx, t, "orders")
 				pyFormat := map[string]string{"parquet": "parquet", "jsonl": "json", "csv": "csv"}[format]
 				out, err := exec.Command(py, "python/verify_ids.py", dir, fmt.Sprint(rows), pyFormat).CombinedOutput()
@@ -237,8 +237,8 @@ func TestIntegrationStoreKill9Kafka(t *testing.T) {
 // process, then at random), each 100–500 ms after progress (a measure of
 // what the sink holds: committed rows, messages) has grown since the last
 // kill, so every kill lands while data flows; waits for run to finish the
-// stream, stops the others and returns the kills made.
-func killGeneratorRun(ctx context.Context, t *testing.T, bin string, argv map[string][]string, kills int, seed uint64, progress func() int64) int {
+// stream, stops the others and returns the kills made per role.
+func killGeneratorRun(ctx context.Context, t *testing.T, bin string, argv map[string][]string, kills int, seed uint64, progress func() int64) map[string]int {
 	t.Helper()
 	procs := map[string]*proc{}
 	for _, name := range killRoles {
@@ -280,7 +280,16 @@ func killGeneratorRun(ctx context.Context, t *testing.T, bin string, argv map[st
 	for _, p := range procs {
 		p.kill()
 	}
-	return killed
+	return victims
+}
+
+// killTotal is the number of kills in killGeneratorRun's answer.
+func killTotal(victims map[string]int) int {
+	n := 0
+	for _, k := range victims {
+		n += k
+	}
+	return n
 }
 
 // committedRows is the sum of the positions of pipeline's checkpoint at
