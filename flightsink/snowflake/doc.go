@@ -100,13 +100,15 @@
 //
 //   - A writer killed inside a transaction leaves a detached transaction on
 //     Snowflake holding its locks; Snowflake rolls it back after four hours
-//     idle, or at once with SELECT SYSTEM$ABORT_TRANSACTION(id) (SHOW
-//     TRANSACTIONS lists them). Until then the next writer's UPDATE of the
+//     idle. So every transaction the sink begins is named after its
+//     pipeline (dead.go), and Open aborts the ones earlier writers of the
+//     pipeline left open (SHOW TRANSACTIONS, SYSTEM$ABORT_TRANSACTION)
+//     before it claims (TestIntegrationClaimAbortsDeadWritersTransaction).
+//     Where that fails (it is best effort), the next writer's UPDATE of the
 //     checkpoint row waits at most LOCK_TIMEOUT (snowconn.Config, default
-//     60 s) and fails with ErrConflict, which the coordinator retries. Use
-//     a session policy with a short idle timeout for the loading user. The
-//     test service's emulator rolls back a session idle for 20 s in a
-//     transaction (TestIntegrationDeadWritersTransaction).
+//     60 s) and fails with ErrConflict, which is retried. The test service's
+//     emulator also rolls back a session idle for 20 s in a transaction
+//     (TestIntegrationDeadWritersTransaction).
 //   - A writer whose context is cancelled inside its transaction (the
 //     DoPut of a coordinator that died) is not dead: the sink closes the
 //     transaction's session without sending another statement on it

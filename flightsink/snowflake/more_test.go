@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -345,6 +346,59 @@ func TestIntegrationDeadWritersTransaction(t *testing.T) {
 	require.NoError(t, w2.WriteBatch(ctx, rec2, sinktest.CP(8)))
 	require.ElementsMatch(t, []int64{0, 1, 2, 3, 4, 5, 6, 7}, snowtest.IDs(t, table))
 	_ = tx.Rollback()
+}
+
+// A writer that dies inside its batch transaction (after the checkpoint's
+// compare-and-set, before COMMIT) leaves the transaction open with its
+// locks. The next writer's Open finds it by name in SHOW TRANSACTIONS and
+// aborts it (SYSTEM$ABORT_TRANSACTION), so it claims at once: the bound
+// (15 s) is below the emulator's 20 s idle roll-back, the fallback an
+// unnamed dead transaction waits for (TestIntegrationDeadWritersTransaction).
+// The dead batch's rows never appear; the dead writer, resumed, is fenced.
+func TestIntegrationClaimAbortsDeadWritersTransaction(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	table := snowtest.Name("aborted_tx")
+	p := flightsink.Pipeline{ID: table, Target: table}
+	w, _, err := newSink(t).Open(ctx, p)
+	require.NoError(t, err)
+	rec := sinktest.Batch(mem, 0, 5)
+	defer rec.Release()
+	require.NoError(t, w.WriteBatch(ctx, rec, sinktest.CP(5)))
+
+	// The first writer stops for good between its compare-and-set and its
+	// COMMIT: its transaction holds the checkpoint row, and its session
+	// sends nothing more.
+	var stopped atomic.Bool
+	reached, release := make(chan struct{}), make(chan struct{})
+	defer snowflake.SetBeforeCommitHook(func() {
+		if stopped.CompareAndSwap(false, true) {
+			close(reached)
+			<-release
+		}
+	})()
+	dead := sinktest.Batch(mem, 100, 103)
+	defer dead.Release()
+	deadErr := make(chan error, 1)
+	go func() { deadErr <- w.WriteBatch(ctx, dead, sinktest.CP(103)) }()
+	<-reached
+
+	bounded, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	start := time.Now()
+	w2, cp, err := newSink(t, retryFor(15*time.Second)).Open(bounded, p)
+	require.NoError(t, err, "claim over a dead writer's open transaction (%v)", time.Since(start))
+	t.Logf("the newer Open claimed the target after %v", time.Since(start).Round(time.Millisecond))
+	require.Equal(t, string(sinktest.CP(5)), string(cp))
+	rec2 := sinktest.Batch(mem, 5, 8)
+	defer rec2.Release()
+	require.NoError(t, w2.WriteBatch(bounded, rec2, sinktest.CP(8)))
+
+	close(release)
+	err = <-deadErr
+	require.ErrorIs(t, err, flightline.ErrFenced, "the writer whose transaction was aborted")
+	require.ElementsMatch(t, []int64{0, 1, 2, 3, 4, 5, 6, 7}, snowtest.IDs(t, table))
 }
 
 // A session closed by its client with a transaction open: Snowflake rolls

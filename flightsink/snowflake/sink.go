@@ -323,6 +323,7 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 	}
 	var epoch int64
 	var cp []byte
+	txns := txnPrefix(p.ID, key)
 	err = s.retrying(ctx, func(ctx context.Context) (err error) {
 		if err := s.setup(ctx); err != nil {
 			return err
@@ -330,7 +331,8 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 		if err := s.cpTable.Ensure(ctx, sqlConn(s.db), p.ID, key); err != nil {
 			return s.wrap(err, "open pipeline %q", p.ID)
 		}
-		tx, err := s.begin(ctx)
+		s.abortDead(ctx, txns)
+		tx, err := s.begin(ctx, claimTxn(txns))
 		if err != nil {
 			return s.wrap(err, "begin")
 		}
@@ -344,7 +346,7 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 		return nil, nil, err
 	}
 	w := &writer{s: s, p: p, key: key, parts: parts, table: quoteParts(parts), epoch: epoch,
-		prefix: stagePrefix(p.ID, key)}
+		prefix: stagePrefix(p.ID, key), txn: batchTxn(txns, epoch)}
 	s.log.Debug("snowflake sink: pipeline opened", "pipeline", p.ID, "table", w.table, "epoch", epoch, "account", s.cfg.Account)
 	s.cleanOrphans(ctx, w.prefix, epoch)
 	return w, bytes.Clone(cp), nil
@@ -431,7 +433,8 @@ type writer struct {
 	table  string
 	epoch  int64
 	prefix string
-	seq    int64 // the next batch's file number within the epoch
+	txn    string // the name of its batch transactions (dead.go)
+	seq    int64  // the next batch's file number within the epoch
 	closed bool
 
 	verified *arrow.Schema // the batch schema last checked against the table
@@ -470,7 +473,7 @@ var errCreated = errors.New("snowflake sink: table created")
 
 func (w *writer) writeOnce(ctx context.Context, rec arrow.RecordBatch, cp []byte) (err error) {
 	s := w.s
-	tx, err := s.begin(ctx)
+	tx, err := s.begin(ctx, w.txn)
 	if err != nil {
 		return s.wrap(err, "begin")
 	}

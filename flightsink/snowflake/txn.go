@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"errors"
 )
 
 // txn is one transaction of the sink, on a session taken from the pool for
@@ -22,10 +21,10 @@ import (
 // emulator every later statement of the session failed, and the session
 // never went idle long enough for its idle-session rollback).
 //
-// So the transaction is begun with a context the caller's cancellation does
-// not reach: its statements still take the caller's context, but COMMIT and
-// ROLLBACK are sent whatever happened to it (each bounded by the
-// connection's Timeout). A session whose ROLLBACK or COMMIT failed is
+// So the transaction's COMMIT and ROLLBACK are sent with a context the
+// caller's cancellation does not reach: its statements still take the
+// caller's context, but COMMIT and ROLLBACK are sent whatever happened to
+// it (each bounded by the connection's Timeout). A session whose ROLLBACK or COMMIT failed is
 // closed rather than reused (Snowflake rolls back the open transaction of a
 // session that is closed).
 //
@@ -46,20 +45,27 @@ import (
 // statements all succeeded (a replay, a claim that read what it needed) is
 // rolled back and its session reused.
 type txn struct {
-	*sql.Tx
 	conn *sql.Conn
-	// abandon cancels the context the transaction began with: the
-	// driver's COMMIT and ROLLBACK no longer leave the process, and
-	// database/sql ends the transaction and closes the session.
+	// bctx is the context the transaction began with, which the caller's
+	// cancellation does not reach: COMMIT and ROLLBACK are sent with it.
+	// abandon cancels it.
+	bctx      context.Context
 	abandon   context.CancelFunc
 	committed bool
 	discard   bool
 	ended     bool
 }
 
-// begin starts a txn. The caller defers end with the error its work ended
-// with.
-func (s *Sink) begin(ctx context.Context) (*txn, error) {
+// begin starts a txn named name (BEGIN TRANSACTION NAME: SHOW TRANSACTIONS
+// lists it under that name, so the next writer of the pipeline can find it
+// and abort it if this process dies inside it; see abortDead). The name
+// must be an unquoted identifier. The caller defers end with the error its
+// work ended with.
+//
+// The transaction is the session's own BEGIN, COMMIT and ROLLBACK
+// statements rather than database/sql's: database/sql's BeginTx cannot
+// name it, and the statements are all a Snowflake transaction is.
+func (s *Sink) begin(ctx context.Context, name string) (*txn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -68,13 +74,28 @@ func (s *Sink) begin(ctx context.Context) (*txn, error) {
 		return nil, err
 	}
 	bctx, abandon := context.WithCancel(context.WithoutCancel(ctx))
-	tx, err := c.BeginTx(bctx, nil)
-	if err != nil {
+	if _, err := c.ExecContext(ctx, "BEGIN TRANSACTION NAME "+name); err != nil {
+		// Whether the BEGIN ran is unknown: the session may hold it.
 		abandon()
 		discard(c)
 		return nil, err
 	}
-	return &txn{Tx: tx, conn: c, abandon: abandon}, nil
+	return &txn{conn: c, bctx: bctx, abandon: abandon}, nil
+}
+
+// ExecContext runs a statement in the transaction.
+func (t *txn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return t.conn.ExecContext(ctx, q, args...)
+}
+
+// QueryContext runs a query in the transaction.
+func (t *txn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return t.conn.QueryContext(ctx, q, args...)
+}
+
+// QueryRowContext runs a query of one row in the transaction.
+func (t *txn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return t.conn.QueryRowContext(ctx, q, args...)
 }
 
 // commit commits, unless ctx is done: a cancelled writer commits nothing
@@ -83,7 +104,7 @@ func (t *txn) commit(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := t.Tx.Commit(); err != nil {
+	if _, err := t.conn.ExecContext(t.bctx, "COMMIT"); err != nil {
 		// Whether the COMMIT arrived is unknown: the session may still
 		// hold the transaction.
 		t.discard = true
@@ -109,13 +130,9 @@ func (t *txn) end(failed error) {
 	switch {
 	case t.committed:
 	case failed != nil:
-		// With its context cancelled, the driver's ROLLBACK is not sent;
-		// this only ends database/sql's transaction.
-		t.abandon()
-		_ = t.Tx.Rollback()
 		t.discard = true
 	case !t.discard:
-		if err := t.Tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+		if _, err := t.conn.ExecContext(t.bctx, "ROLLBACK"); err != nil {
 			t.discard = true
 		}
 	}

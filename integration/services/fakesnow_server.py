@@ -16,7 +16,15 @@ have ended. And it runs a query request id once per session, as Snowflake
 does: gosnowflake resends a statement whose request timed out or got a 5xx
 answer with the same requestId, and fakesnow ran it again (a COPY resent
 inside a transaction loaded its file twice); a resend now waits for the
-first run and gets its answer. Everything else is fakesnow as installed.
+first run and gets its answer. And it keeps what SHOW TRANSACTIONS and
+SYSTEM$ABORT_TRANSACTION need, which fakesnow has not: each session's open
+explicit transaction (BEGIN [WORK | TRANSACTION] [NAME name]; COMMIT and
+ROLLBACK end it) with an id, its name (a UUID when unnamed, as Snowflake
+gives), session and start; SHOW TRANSACTIONS lists them (columns id, user,
+session, name, started_on, state, scope, as Snowflake's); SELECT
+SYSTEM$ABORT_TRANSACTION(id) rolls one back and ends its session, as the
+idle roll-back does (once the session's requests still running have
+ended). Everything else is fakesnow as installed.
 
 With --db-path DIR, the databases live in DuckDB files under DIR instead of
 in memory (fakesnow's own db_path), and so do fakesnow's global catalog
@@ -35,11 +43,16 @@ usage: fakesnow_server.py -p PORT [--host 127.0.0.1] [--idle 20] [--db-path DIR]
 import argparse
 import asyncio
 import collections
+import datetime
+import gzip
+import json
 import os
+import re
 import signal
 import sys
 import threading
 import time
+import uuid
 
 import importlib
 
@@ -48,6 +61,7 @@ import fakesnow.instance
 from fakesnow import info_schema
 from fakesnow.cursor import FakeSnowflakeCursor
 from fakesnow.transforms import show, stage
+from starlette.requests import Request
 from starlette.routing import request_response
 
 # fakesnow.server is both a function of the package (start the server) and
@@ -172,6 +186,108 @@ class Once:
         self.response = None
 
 
+BEGIN_RE = re.compile(r"^\s*BEGIN(?:\s+(?:WORK|TRANSACTION))?(?:\s+NAME\s+([A-Za-z_][A-Za-z0-9_$]*))?\s*;?\s*$", re.I)
+END_RE = re.compile(r"^\s*(?:COMMIT|ROLLBACK)(?:\s+WORK)?\s*;?\s*$", re.I)
+SHOW_RE = re.compile(r"^\s*SHOW\s+TRANSACTIONS\s*;?\s*$", re.I)
+ABORT_RE = re.compile(r"^\s*SELECT\s+SYSTEM\$ABORT_TRANSACTION\s*\(\s*(-?\d+)\s*\)\s*;?\s*$", re.I)
+
+txns: dict[str, dict] = {}  # token → its open explicit transaction
+session_ids: dict[str, int] = {}  # token → a numeric session id
+next_id = [1764000000000000000]  # transaction and session ids, 19 digits as Snowflake's
+
+
+def new_id() -> int:
+    next_id[0] += 1
+    return next_id[0]
+
+
+def sql_literal(v) -> str:
+    return "'" + str(v).replace("'", "''") + "'"
+
+
+def show_transactions() -> str:
+    """SHOW TRANSACTIONS as a SELECT of the open transactions of the
+    sessions still alive."""
+    with lock:
+        alive = [(tok, t) for tok, t in txns.items() if tok in srv.sessions]
+    cols = ('{id} AS "id", {user} AS "user", {session} AS "session", {name} AS "name", '
+            'CAST({started} AS TIMESTAMP_LTZ) AS "started_on", \'running\' AS "state", 0 AS "scope"')
+    if not alive:
+        return "SELECT " + cols.format(id=0, user="''", session=0, name="''", started="'1970-01-01 00:00:00+00:00'") + " WHERE 1 = 0"
+    return " UNION ALL ".join(
+        "SELECT " + cols.format(id=t["id"], user=sql_literal("FAKE"), session=session_ids.get(tok, 0),
+                                name=sql_literal(t["name"]), started=sql_literal(t["started"]))
+        for tok, t in alive)
+
+
+def abort_transaction(tid: int) -> str:
+    """SYSTEM$ABORT_TRANSACTION: roll back the transaction and end its
+    session (its client's next request is refused instead of running in
+    autocommit what was meant for the transaction), once the session's
+    requests still running have ended."""
+    with lock:
+        tok = next((k for k, t in txns.items() if t["id"] == tid), None)
+        if tok is None:
+            return f"Transaction {tid} not found."
+        txns.pop(tok, None)
+        conn = srv.sessions.pop(tok, None)
+        if conn is None:
+            return f"Transaction {tid} not found."
+        if inflight.get(tok, 0) > 0:
+            closing[tok] = conn
+            conn = None
+    if conn is not None:
+        end_session(tok, conn)
+    trace(f"{tok[:8]} aborted transaction {tid}; session ended")
+    print(f"fakesnow_server: aborted transaction {tid} and ended its session", file=sys.stderr, flush=True)
+    return f"Aborted transaction {tid}."
+
+
+async def transactions(request, tok: str):
+    """The request, rewritten where it is about transactions (see the
+    module's documentation), and what to do once it has run."""
+    body = await request.body()
+    if request.headers.get("Content-Encoding") == "gzip":
+        body = gzip.decompress(body)
+    try:
+        msg = json.loads(body)
+        sql = msg["sqlText"]
+    except Exception:
+        return request, None
+    after = None
+    if m := BEGIN_RE.match(sql):
+        with lock:
+            if tok not in txns:
+                session_ids.setdefault(tok, new_id())
+                txns[tok] = {"id": new_id(), "name": m.group(1).upper() if m.group(1) else str(uuid.uuid4()),
+                             "started": datetime.datetime.now(datetime.timezone.utc).isoformat(sep=" ")}
+        new = "BEGIN"
+    elif END_RE.match(sql):
+        def after():
+            with lock:
+                txns.pop(tok, None)
+        return request, after
+    elif SHOW_RE.match(sql):
+        new = show_transactions()
+    elif m := ABORT_RE.match(sql):
+        new = "SELECT " + sql_literal(abort_transaction(int(m.group(1))))
+    else:
+        return request, None
+    if new == sql:
+        return request, after
+    trace(f"{tok[:8]} rewrote {' '.join(sql.split())[:80]} as {new[:160]}")
+    msg["sqlText"] = new
+    data = json.dumps(msg).encode()
+    scope = dict(request.scope)
+    scope["headers"] = [(k, v) for k, v in request.scope["headers"] if k not in (b"content-encoding", b"content-length")]
+    scope["headers"].append((b"content-length", str(len(data)).encode()))
+
+    async def receive():
+        return {"type": "http.request", "body": data, "more_body": False}
+
+    return Request(scope, receive), after
+
+
 ONCE_KEEP = 1024  # request ids remembered (the oldest are forgotten)
 once: "collections.OrderedDict[tuple[str, str], Once]" = collections.OrderedDict()
 
@@ -200,6 +316,7 @@ def install_request_once() -> None:
         mine = once[key] = Once()
         while len(once) > ONCE_KEEP:
             once.popitem(last=False)
+        request, after = await transactions(request, tok)
         try:
             mine.response = await query(request)
         except BaseException:
@@ -207,6 +324,8 @@ def install_request_once() -> None:
             raise
         finally:
             mine.done.set()
+            if after is not None:
+                after()
         return mine.response
 
     for r in srv.app.routes:
