@@ -162,13 +162,16 @@ restart)
 	log "ready; test environment in $RUN/env"
 	;;
 down)
-	# The named services only, when any are named (all by default), last
-	# started first. A name was ignored before, and `down moto` stopped
+	# The named services only, when any are named (all by default), all
+	# at once, as up starts them: no service depends on another, and one
+	# after another the JVMs' and brokers' shutdowns added up to 25 s of
+	# every make test. A name was ignored before, and `down moto` stopped
 	# every service of the clone.
 	for s in "${want[@]}"; do
 		declare -F "${s}_down" >/dev/null || { log "down: no service $s"; exit 2; }
 	done
-	for ((i=${#want[@]}-1; i>=0; i--)); do "${want[i]}_down" || true; done
+	for s in "${want[@]}"; do "${s}_down" & done
+	wait
 	;;
 env) cat "$RUN/env" 2>/dev/null || true ;;
 *) sed -n '2,15p' "$0"; exit 2 ;;
