@@ -12,7 +12,12 @@ spark_up() {
 	if [ ! -f "$stamp" ]; then
 		log "spark: installing pyspark and delta-spark (first time: a few minutes)"
 		python3 -m venv "$venv" >&2
-		"$venv/bin/pip" install -q --disable-pip-version-check -r "$req" >&2
+		# pyspark is an sdist of 434 MB (its jars): pip builds a wheel of it
+		# and unpacks that again. Stored, not deflated (the jars are
+		# compressed already): 13 s instead of 28 s here on a quiet machine,
+		# the same files installed.
+		"$venv/bin/pip" install -q --disable-pip-version-check \
+			-C--build-option=--compression=stored -r "$req" >&2
 		touch "$stamp"
 	fi
 	mkdir -p "$CACHE/ivy"
