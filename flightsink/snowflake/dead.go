@@ -14,23 +14,17 @@ import (
 // A writer killed inside a transaction leaves it open on Snowflake, with
 // its locks, until its session times out (four hours by default), and the
 // next writer of the pipeline waits on those locks (LOCK_TIMEOUT) for as
-// long. So every transaction of the sink is named after its pipeline and
-// role (BEGIN TRANSACTION NAME), and a writer that claims a pipeline first
-// aborts the transactions earlier writers of that pipeline left open:
-// SHOW TRANSACTIONS lists the running transactions of the current user,
-// SYSTEM$ABORT_TRANSACTION(id) rolls one back. Aborting a live earlier
-// writer's batch costs nothing it would keep: the claim that follows
-// fences it anyway, and its COMMIT fails. Another writer's claim is left
-// alone unless it is older than deadClaimAge: claims take milliseconds, and
-// two writers claiming at once must not abort each other.
+// long. So every batch transaction of the sink is named after its pipeline
+// and the writer's epoch (BEGIN TRANSACTION NAME), and a writer that claims
+// a pipeline first aborts the transactions earlier writers of that
+// pipeline left open: SHOW TRANSACTIONS lists the running transactions of
+// the current user, SYSTEM$ABORT_TRANSACTION(id) rolls one back. Aborting
+// a live earlier writer's batch costs nothing it would keep: the claim that
+// follows fences it anyway, and its COMMIT fails. The claim itself runs in
+// autocommit (sqlcheckpoint.Table.ClaimAutocommit), so a writer killed
+// while claiming leaves no transaction behind.
 //
-// Names: FLIGHTLINE_<16 hex digits of the pipeline and target>_E<epoch>
-// for a writer's batches, FLIGHTLINE_<same>_CLAIM for an Open's claim.
-
-// deadClaimAge is the age at which another writer's claim transaction is
-// taken for dead: twice Snowflake's default LOCK_TIMEOUT (a claim waits on
-// a lock at most that long, then fails).
-const deadClaimAge = 2 * time.Minute
+// Name: FLIGHTLINE_<16 hex digits of the pipeline and target>_E<epoch>.
 
 // txnPrefix is the name every transaction of (pipeline, target key) begins
 // with: an unquoted identifier, so Snowflake keeps it as written.
@@ -42,9 +36,6 @@ func txnPrefix(pipeline, key string) string {
 // batchTxn is the name of a writer's batch transactions at epoch.
 func batchTxn(prefix string, epoch int64) string { return fmt.Sprintf("%s_E%d", prefix, epoch) }
 
-// claimTxn is the name of an Open's claim transaction.
-func claimTxn(prefix string) string { return prefix + "_CLAIM" }
-
 // openTxn is one row of SHOW TRANSACTIONS.
 type openTxn struct {
 	id      int64
@@ -54,26 +45,18 @@ type openTxn struct {
 }
 
 // deadTxns picks the transactions of prefix's pipeline to abort from
-// SHOW TRANSACTIONS' rows: every batch transaction, and claims older than
-// deadClaimAge at now. Other names (other pipelines, other programs) are
-// never picked.
-func deadTxns(rows []openTxn, prefix string, now time.Time) []openTxn {
+// SHOW TRANSACTIONS' rows: every batch transaction of the pipeline, of any
+// epoch (the claim that follows fences them all). Other names (other
+// pipelines and targets, other programs, unnamed transactions) are never
+// picked.
+func deadTxns(rows []openTxn, prefix string) []openTxn {
 	var out []openTxn
 	for _, r := range rows {
-		rest, ok := strings.CutPrefix(r.name, prefix+"_")
+		rest, ok := strings.CutPrefix(r.name, prefix+"_E")
 		if !ok {
 			continue
 		}
-		switch {
-		case rest == "CLAIM":
-			if r.started.IsZero() || now.Sub(r.started) < deadClaimAge {
-				continue
-			}
-		case strings.HasPrefix(rest, "E"):
-			if _, err := strconv.ParseUint(rest[1:], 10, 63); err != nil {
-				continue
-			}
-		default:
+		if _, err := strconv.ParseUint(rest, 10, 63); err != nil {
 			continue
 		}
 		out = append(out, r)
@@ -94,7 +77,7 @@ func (s *Sink) abortDead(ctx context.Context, prefix string) int {
 		return 0
 	}
 	n := 0
-	for _, t := range deadTxns(open, prefix, time.Now()) {
+	for _, t := range deadTxns(open, prefix) {
 		var msg sql.NullString
 		if err := s.db.QueryRowContext(ctx, fmt.Sprintf("SELECT SYSTEM$ABORT_TRANSACTION(%d)", t.id)).Scan(&msg); err != nil {
 			s.log.Warn("snowflake sink: aborting an earlier writer's transaction failed",

@@ -44,8 +44,11 @@
 //
 // Open creates the checkpoint row if absent with a MERGE in autocommit
 // (Snowflake enforces no primary key, and MERGE inside an explicit
-// transaction is not what the emulator can run), then raises its epoch in
-// a transaction of its own, which fences every earlier writer.
+// transaction is not what the emulator can run), aborts the transactions
+// killed writers of the pipeline left open (dead.go), then raises its
+// epoch, which fences every earlier writer, with a compare-and-set in
+// autocommit (sqlcheckpoint.Table.ClaimAutocommit): a writer killed while
+// claiming leaves no transaction holding the row.
 //
 // Session and network failures are retried with backoff (Config.RetryFor)
 // as a whole batch, from BEGIN: if a COMMIT landed but its answer was lost,

@@ -309,10 +309,12 @@ func (s *Sink) target(p flightsink.Pipeline) ([]string, string, error) {
 }
 
 // Open implements flightsink.Sink: it creates the checkpoint row if absent
-// (a MERGE, in autocommit: Snowflake enforces no primary key), then in one
-// transaction raises its epoch, which fences every earlier writer, and
-// reads the checkpoint. Staged files left by earlier epochs are removed
-// afterwards.
+// (a MERGE, in autocommit: Snowflake enforces no primary key), aborts the
+// transactions killed writers of the pipeline left open (dead.go), then
+// raises its epoch with a compare-and-set in autocommit, which fences every
+// earlier writer, and reads the checkpoint
+// (sqlcheckpoint.Table.ClaimAutocommit). Staged files left by earlier
+// epochs are removed afterwards.
 func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writer, []byte, error) {
 	if p.ID == "" {
 		return nil, nil, fmt.Errorf("%w: empty pipeline id", flightline.ErrInvalidInput)
@@ -332,15 +334,12 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 			return s.wrap(err, "open pipeline %q", p.ID)
 		}
 		s.abortDead(ctx, txns)
-		tx, err := s.begin(ctx, claimTxn(txns))
-		if err != nil {
-			return s.wrap(err, "begin")
-		}
-		defer func() { tx.end(err) }()
-		if epoch, cp, err = s.cpTable.Claim(ctx, sqlConn(tx), p.ID, key); err != nil {
+		// In autocommit: a claim killed midway leaves no transaction, and
+		// so no lock, for the next one to wait on (sqlcheckpoint).
+		if epoch, cp, err = s.cpTable.ClaimAutocommit(ctx, sqlConn(s.db), p.ID, key); err != nil {
 			return s.wrap(err, "open pipeline %q", p.ID)
 		}
-		return s.wrap(tx.commit(ctx), "commit claim of %q", p.ID)
+		return nil
 	})
 	if err != nil {
 		return nil, nil, err

@@ -8,6 +8,7 @@
 // it in two places:
 //
 //	Open:       Ensure (autocommit); begin; Claim; commit
+//	            (or Ensure; ClaimAutocommit, all in autocommit: Snowflake)
 //	WriteBatch: begin; Lock (replay: roll back, ack); write the data; Advance; commit
 //
 // Claim raises the epoch, which fences every earlier writer: their Lock, or
@@ -175,6 +176,9 @@ type Table struct {
 	// last.
 	storeIfNull, storeIfSame string
 	ensureDup                bool // ensure takes its two keys twice (Generic)
+	// current reads epoch and checkpoint without a lock; raise is the
+	// epoch's compare-and-set (ClaimAutocommit).
+	current, raise string
 }
 
 // New returns the checkpoint table name (already quoted, possibly
@@ -206,6 +210,9 @@ func New(d Dialect, name string) *Table {
 	}
 	t.claim = `UPDATE ` + name + ` SET epoch = epoch + 1, updated_at = ` + d.Now + key
 	t.lock = `SELECT epoch, checkpoint FROM ` + name + key
+	t.current = t.lock
+	t.raise = `UPDATE ` + name + ` SET epoch = ` + p(1) + `, updated_at = ` + d.Now +
+		` WHERE pipeline_id = ` + p(2) + ` AND target = ` + p(3) + ` AND epoch = ` + p(4)
 	if d.ForUpdate != "" {
 		t.lock += " " + d.ForUpdate
 	}
@@ -279,6 +286,49 @@ func (t *Table) Claim(ctx context.Context, c Conn, pipeline, target string) (epo
 		return 0, nil, fmt.Errorf("%w: %s: checkpoint row of pipeline %q target %q vanished while claimed", flightline.ErrConflict, t.d.Name, pipeline, target)
 	}
 	return epoch, cp, nil
+}
+
+// ClaimAutocommit is Claim for a database where a transaction a killed
+// writer leaves open keeps its locks for hours (Snowflake, until the
+// session times out), run in autocommit, not in a transaction: it reads
+// the epoch e, raises it with a compare-and-set (UPDATE … SET epoch = e+1
+// WHERE … AND epoch = e), and reads the checkpoint again once that has
+// committed, each one statement; another claim that moved the epoch in
+// between makes it read and try again (ErrConflict after 10 tries). A
+// writer killed anywhere in it leaves no transaction behind. The raise
+// fences every earlier writer as Claim's does: an earlier writer's Advance
+// that committed before it is in the checkpoint read after it, and one that
+// comes after it finds the epoch moved. The row must exist (Ensure).
+func (t *Table) ClaimAutocommit(ctx context.Context, c Conn, pipeline, target string) (epoch int64, cp []byte, err error) {
+	for range 10 {
+		var e int64
+		found, err := c.QueryRow(ctx, t.current, []any{&e, new([]byte)}, pipeline, target)
+		if err != nil {
+			return 0, nil, fmt.Errorf("%s: claim pipeline %q target %q: %w", t.d.Name, pipeline, target, err)
+		}
+		if !found {
+			return 0, nil, fmt.Errorf("%w: %s: claim pipeline %q target %q: no checkpoint row (Ensure first)", flightline.ErrConflict, t.d.Name, pipeline, target)
+		}
+		n, err := c.Exec(ctx, t.raise, e+1, pipeline, target, e)
+		if err != nil {
+			return 0, nil, fmt.Errorf("%s: claim pipeline %q target %q: %w", t.d.Name, pipeline, target, err)
+		}
+		if n == 0 {
+			continue // another claim raised it first
+		}
+		var now int64
+		found, err = c.QueryRow(ctx, t.current, []any{&now, &cp}, pipeline, target)
+		if err != nil {
+			return 0, nil, fmt.Errorf("%s: claim pipeline %q target %q: %w", t.d.Name, pipeline, target, err)
+		}
+		if !found {
+			return 0, nil, fmt.Errorf("%w: %s: checkpoint row of pipeline %q target %q vanished while claimed", flightline.ErrConflict, t.d.Name, pipeline, target)
+		}
+		// now > e+1: a newer claim already followed this one, which is
+		// fenced; its first Lock says so.
+		return e + 1, cp, nil
+	}
+	return 0, nil, fmt.Errorf("%w: %s: claim pipeline %q target %q: the epoch kept moving under 10 claims", flightline.ErrConflict, t.d.Name, pipeline, target)
 }
 
 // Lock reads the row of (pipeline, target) first in a write transaction,

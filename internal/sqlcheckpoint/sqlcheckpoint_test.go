@@ -10,6 +10,7 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/flightline/flightline"
@@ -486,4 +487,83 @@ func TestAdvanceWithoutRowLockComparesCheckpoint(t *testing.T) {
 // cpAt is a checkpoint of one partition at offset n.
 func cpAt(n int64) []byte {
 	return checkpoint.Positions{"t/0": n}.Encode()
+}
+
+// ClaimAutocommit (Snowflake's claim): each claim a new epoch, also
+// when eight race; it fences the earlier writer as Claim does; and a
+// writer's Advance that is not yet committed when the claim starts is in
+// the checkpoint the claim returns once it commits (the raise waits for
+// its row lock), never lost under it.
+func TestPostgresClaimAutocommit(t *testing.T) {
+	db, tbl := pgTable(t)
+	ctx := context.Background()
+	data := pgtest.Name("data")
+	_, err := db.Exec(`CREATE TABLE ` + data + ` (cp text)`)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Exec(`DROP TABLE ` + data) }) //nolint:errcheck
+	c := sqlcheckpoint.SQL(db)
+	require.NoError(t, tbl.Ensure(ctx, c, "p", ""))
+
+	e1, cp, err := tbl.ClaimAutocommit(ctx, c, "p", "")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), e1)
+	require.Nil(t, cp)
+	_, err = write(ctx, db, tbl, data, "p", "", e1, []byte("a"), 1)
+	require.NoError(t, err)
+	e2, cp, err := tbl.ClaimAutocommit(ctx, c, "p", "")
+	require.NoError(t, err)
+	require.Equal(t, int64(2), e2)
+	require.Equal(t, "a", string(cp))
+	_, err = write(ctx, db, tbl, data, "p", "", e1, []byte("b"), 1)
+	require.ErrorIs(t, err, flightline.ErrFenced)
+
+	// The epoch-2 writer's batch is between its Advance and its COMMIT
+	// when a claim starts.
+	tx, err := db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	last, replay, err := tbl.Lock(ctx, sqlcheckpoint.SQL(tx), "p", "", e2, []byte("b"))
+	require.NoError(t, err)
+	require.False(t, replay)
+	require.NoError(t, tbl.Advance(ctx, sqlcheckpoint.SQL(tx), "p", "", e2, last, []byte("b")))
+	type claimed struct {
+		epoch int64
+		cp    []byte
+		err   error
+	}
+	done := make(chan claimed, 1)
+	go func() {
+		e, cp, err := tbl.ClaimAutocommit(ctx, c, "p", "")
+		done <- claimed{e, cp, err}
+	}()
+	select {
+	case got := <-done:
+		t.Fatalf("the claim did not wait for the writer's open transaction: %+v", got)
+	case <-time.After(300 * time.Millisecond):
+	}
+	require.NoError(t, tx.Commit())
+	got := <-done
+	require.NoError(t, got.err)
+	require.Equal(t, int64(3), got.epoch)
+	require.Equal(t, "b", string(got.cp), "the batch committed under the claim is in its checkpoint")
+
+	const n = 8
+	var wg sync.WaitGroup
+	epochs := make(chan int64, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e, _, err := tbl.ClaimAutocommit(ctx, c, "p", "")
+			assert.NoError(t, err)
+			epochs <- e
+		}()
+	}
+	wg.Wait()
+	close(epochs)
+	seen := map[int64]bool{}
+	for e := range epochs {
+		require.False(t, seen[e], "epoch %d handed out twice", e)
+		seen[e] = true
+	}
+	require.Len(t, seen, n)
 }
