@@ -384,21 +384,29 @@ func TestIntegrationClaimAbortsDeadWritersTransaction(t *testing.T) {
 	go func() { deadErr <- w.WriteBatch(ctx, dead, sinktest.CP(103)) }()
 	<-reached
 
-	bounded, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	start := time.Now()
-	w2, cp, err := newSink(t, retryFor(15*time.Second)).Open(bounded, p)
-	require.NoError(t, err, "claim over a dead writer's open transaction (%v)", time.Since(start))
-	t.Logf("the newer Open claimed the target after %v", time.Since(start).Round(time.Millisecond))
-	require.Equal(t, string(sinktest.CP(5)), string(cp))
-	rec2 := sinktest.Batch(mem, 5, 8)
-	defer rec2.Release()
-	require.NoError(t, w2.WriteBatch(bounded, rec2, sinktest.CP(8)))
+	claimWithin15s(t, mem, p, "claim over a dead writer's open transaction")
 
 	close(release)
 	err = <-deadErr
 	require.ErrorIs(t, err, flightline.ErrFenced, "the writer whose transaction was aborted")
 	require.ElementsMatch(t, []int64{0, 1, 2, 3, 4, 5, 6, 7}, snowtest.IDs(t, table))
+}
+
+// claimWithin15s opens p with a new sink within 15 s (what the tests
+// above bound a claim over another session's transaction by), checks that
+// it finds checkpoint 5, and commits rows 5–7 through it.
+func claimWithin15s(t *testing.T, mem memory.Allocator, p flightsink.Pipeline, what string) {
+	t.Helper()
+	bounded, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	start := time.Now()
+	w2, cp, err := newSink(t, retryFor(15*time.Second)).Open(bounded, p)
+	require.NoError(t, err, "%s (%v)", what, time.Since(start))
+	t.Logf("the newer Open claimed the target after %v", time.Since(start).Round(time.Millisecond))
+	require.Equal(t, string(sinktest.CP(5)), string(cp))
+	rec2 := sinktest.Batch(mem, 5, 8)
+	defer rec2.Release()
+	require.NoError(t, w2.WriteBatch(bounded, rec2, sinktest.CP(8)))
 }
 
 // A session closed by its client with a transaction open: Snowflake rolls
@@ -434,15 +442,6 @@ func TestIntegrationClosedSessionsTransaction(t *testing.T) {
 	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 	conn.Close()
 
-	bounded, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	start := time.Now()
-	w2, cp, err := newSink(t, retryFor(15*time.Second)).Open(bounded, p)
-	require.NoError(t, err, "claim after a session closed in a transaction (%v)", time.Since(start))
-	t.Logf("the newer Open claimed the target after %v", time.Since(start).Round(time.Millisecond))
-	require.Equal(t, string(sinktest.CP(5)), string(cp))
-	rec2 := sinktest.Batch(mem, 5, 8)
-	defer rec2.Release()
-	require.NoError(t, w2.WriteBatch(bounded, rec2, sinktest.CP(8)))
+	claimWithin15s(t, mem, p, "claim after a session closed in a transaction")
 	require.ElementsMatch(t, []int64{0, 1, 2, 3, 4, 5, 6, 7}, snowtest.IDs(t, table))
 }

@@ -178,15 +178,25 @@ func TestPostgresAdvanceComparesEpoch(t *testing.T) {
 // only the last one's writer may write.
 func TestPostgresConcurrentClaims(t *testing.T) {
 	db, tbl := pgTable(t)
-	const n = 8
+	distinctEpochs(t, 8, func() int64 {
+		e, _ := claim(t, db, tbl, "race", "")
+		return e
+	})
+	var rows int
+	require.NoError(t, db.QueryRow(`SELECT count(*) FROM `+tbl.Name()+` WHERE pipeline_id = 'race'`).Scan(&rows))
+	require.Equal(t, 1, rows)
+}
+
+// distinctEpochs runs n claims at once and requires n distinct epochs.
+func distinctEpochs(t *testing.T, n int, claim func() int64) {
+	t.Helper()
 	var wg sync.WaitGroup
 	epochs := make(chan int64, n)
 	for range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e, _ := claim(t, db, tbl, "race", "")
-			epochs <- e
+			epochs <- claim()
 		}()
 	}
 	wg.Wait()
@@ -197,9 +207,6 @@ func TestPostgresConcurrentClaims(t *testing.T) {
 		seen[e] = true
 	}
 	require.Len(t, seen, n)
-	var rows int
-	require.NoError(t, db.QueryRow(`SELECT count(*) FROM `+tbl.Name()+` WHERE pipeline_id = 'race'`).Scan(&rows))
-	require.Equal(t, 1, rows)
 }
 
 func TestReadWithoutTable(t *testing.T) {
@@ -546,24 +553,9 @@ func TestPostgresClaimAutocommit(t *testing.T) {
 	require.Equal(t, int64(3), got.epoch)
 	require.Equal(t, "b", string(got.cp), "the batch committed under the claim is in its checkpoint")
 
-	const n = 8
-	var wg sync.WaitGroup
-	epochs := make(chan int64, n)
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			e, _, err := tbl.ClaimAutocommit(ctx, c, "p", "")
-			assert.NoError(t, err)
-			epochs <- e
-		}()
-	}
-	wg.Wait()
-	close(epochs)
-	seen := map[int64]bool{}
-	for e := range epochs {
-		require.False(t, seen[e], "epoch %d handed out twice", e)
-		seen[e] = true
-	}
-	require.Len(t, seen, n)
+	distinctEpochs(t, 8, func() int64 {
+		e, _, err := tbl.ClaimAutocommit(ctx, c, "p", "")
+		assert.NoError(t, err)
+		return e
+	})
 }
