@@ -43,6 +43,10 @@ type background struct {
 	failedAt   time.Time     // last failed rewrite; guarded by mu
 	vacuuming  bool          // guarded by mu
 	lastVacuum time.Time     // guarded by mu
+	// scanFloor: a streamed snapshot's planning found fewer small files
+	// than SmallFiles counted; plan again only once it counts this many
+	// (0 after a checkpoint recounted them). Guarded by mu.
+	scanFloor int64
 }
 
 func (b *background) init() {
@@ -75,39 +79,88 @@ func (w *writer) afterCommit() {
 	if w.snap.CheckWrite() != nil {
 		return
 	}
+	if w.snap.Streamed() {
+		// The checkpoint's files are in the store: plan beside the
+		// writer, on a copy of the snapshot (the commits since the
+		// checkpoint), tracking the removals from now on.
+		if n := w.snap.SmallFiles(); n < int64(max(w.s.o.minFiles, 2)) || n < w.bg.scanFloor {
+			return
+		}
+		view := w.snap.Clone()
+		w.snap.Track()
+		w.bg.compacting = true
+		w.bg.wg.Add(1)
+		go w.planAndCompact(view)
+		return
+	}
 	inputs := planCompaction(w.snap, w.s.o.target, w.s.o.minFiles, nil)
 	if inputs == nil {
 		return
 	}
+	w.snap.Track()
 	w.bg.compacting = true
 	w.bg.wg.Add(1)
 	go w.compact(inputs)
 }
 
+// endCompaction marks the compaction done; mu held.
+func (w *writer) endCompaction() {
+	w.bg.compacting = false
+	w.snap.Untrack()
+}
+
+// planAndCompact plans a compaction of view (a streamed snapshot's Clone)
+// and runs it.
+func (w *writer) planAndCompact(view *deltalog.Snapshot) {
+	defer w.bg.wg.Done()
+	defer w.recoverCompaction()
+	inputs, found, err := planStreamed(w.bg.ctx, w.t, view, w.s.o.target, w.s.o.minFiles)
+	if err != nil || inputs == nil {
+		w.bg.mu.Lock()
+		if err != nil {
+			if w.bg.ctx.Err() == nil {
+				w.log.Warn("delta sink: compaction planning failed; retrying in a minute", "table", w.t.URL(), "err", err)
+			}
+			w.bg.failedAt = time.Now()
+		} else {
+			w.bg.scanFloor = view.SmallFiles() + int64(max(w.s.o.minFiles, 2)-found)
+		}
+		w.endCompaction()
+		w.bg.mu.Unlock()
+		return
+	}
+	w.runCompaction(inputs)
+}
+
 func (w *writer) compact(inputs []*deltalog.Add) {
 	defer w.bg.wg.Done()
-	done := func() {
+	defer w.recoverCompaction()
+	w.runCompaction(inputs)
+}
+
+// recoverCompaction ends a compaction that panicked (deferred).
+func (w *writer) recoverCompaction() {
+	if p := recover(); p != nil {
+		w.log.Error("delta sink: compaction panicked", "table", w.t.URL(), "panic", fmt.Sprint(p))
 		w.bg.mu.Lock()
-		w.bg.compacting = false
+		w.endCompaction()
 		w.bg.mu.Unlock()
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			w.log.Error("delta sink: compaction panicked", "table", w.t.URL(), "panic", fmt.Sprint(p))
-			done()
-		}
-	}()
+}
+
+// runCompaction rewrites inputs and commits the result.
+func (w *writer) runCompaction(inputs []*deltalog.Add) {
 	ctx := w.bg.ctx
 	start := time.Now()
 	r, err := rewrite(ctx, w.t.Store(), w.s.o.mem, inputs)
 	if err != nil || r == nil {
+		w.bg.mu.Lock()
 		if err != nil && ctx.Err() == nil {
 			w.log.Warn("delta sink: compaction failed; retrying in a minute", "table", w.t.URL(), "err", err)
-			w.bg.mu.Lock()
 			w.bg.failedAt = time.Now()
-			w.bg.mu.Unlock()
 		}
-		done()
+		w.endCompaction()
+		w.bg.mu.Unlock()
 		return
 	}
 	w.commitCompaction(ctx, r, start)
@@ -124,14 +177,14 @@ func (w *writer) compact(inputs []*deltalog.Add) {
 func (w *writer) commitCompaction(ctx context.Context, r *rewritten, start time.Time) bool {
 	done := func() {
 		w.bg.mu.Lock()
-		w.bg.compacting = false
+		w.endCompaction()
 		w.bg.mu.Unlock()
 	}
 	tried := int64(-2)
 	for attempt := 0; attempt < maxCompactionAttempts; {
 		w.bg.mu.Lock()
 		if w.closed || w.fenced != nil || ctx.Err() != nil || !inputsLive(w.snap, r.inputs) || time.Since(start) > maxCompactionAge {
-			w.bg.compacting = false
+			w.endCompaction()
 			w.bg.mu.Unlock()
 			w.log.Debug("delta sink: compaction yielded", "table", w.t.URL(), "file", r.add.Path)
 			return false
@@ -149,7 +202,8 @@ func (w *writer) commitCompaction(ctx context.Context, r *rewritten, start time.
 		err := w.t.Commit(ctx, v, acts)
 		if err == nil {
 			err = w.snap.Apply(v, acts)
-			w.bg.compacting = false
+			w.endCompaction()
+			w.bg.scanFloor = 0
 			if err == nil {
 				w.noteRanges(acts)
 				w.maybeCheckpoint()
@@ -164,7 +218,7 @@ func (w *writer) commitCompaction(ctx context.Context, r *rewritten, start time.
 		if !errors.Is(err, deltalog.ErrVersionExists) {
 			// Outcome unknown: if it landed, the writer's next commit
 			// finds it in the log like any other commit.
-			w.bg.compacting = false
+			w.endCompaction()
 			w.bg.mu.Unlock()
 			w.log.Warn("delta sink: compaction commit failed", "table", w.t.URL(), "version", v, "err", err)
 			return false

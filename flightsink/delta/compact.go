@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -44,25 +45,109 @@ const (
 	compactRowGroupBytes = 16 << 20
 )
 
-// planCompaction picks the inputs of one compaction of snap: the oldest
-// small files (under target/2, no deletion vector), by modification time
-// then path, as long as their sizes add up to at most target (at least
-// two files). Nil when the table holds fewer than minFiles small files.
+// maxCompactionInputs bounds the inputs of one compaction (and what its
+// planning holds): the oldest small files are compacted first, the rest
+// by the next compactions.
+const maxCompactionInputs = 10_000
+
+// planCompaction picks the inputs of one compaction of snap (not a
+// streamed snapshot: planStreamed): the oldest small files (under
+// target/2, no deletion vector), by modification time then path, as long
+// as their sizes add up to at most target (at least two files, at most
+// maxCompactionInputs). Nil when the table holds fewer than minFiles
+// small files.
 func planCompaction(snap *deltalog.Snapshot, target int64, minFiles int, skip map[string]bool) []*deltalog.Add {
-	var small []*deltalog.Add
+	var c candidates
 	for _, a := range snap.Files {
-		if a.Size < target/2 && len(a.DeletionVector) == 0 && !skip[a.Path] {
-			small = append(small, a)
+		if !skip[a.Path] {
+			c.offer(a, target, false)
 		}
 	}
-	if len(small) < max(minFiles, 2) {
+	return c.plan(target, minFiles)
+}
+
+// planStreamed is planCompaction of a streamed snapshot (a Clone: the
+// checkpoint's files are read from the store). It also returns how many
+// small files it found.
+func planStreamed(ctx context.Context, t *deltalog.Table, snap *deltalog.Snapshot, target int64, minFiles int) ([]*deltalog.Add, int, error) {
+	var c candidates
+	err := t.EachFile(ctx, snap, func(a *deltalog.Add) error {
+		c.offer(a, target, true)
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return c.plan(target, minFiles), c.small, nil
+}
+
+// candidates collects the oldest maxCompactionInputs small files offered
+// (a max-heap on age: the youngest kept is dropped first).
+type candidates struct {
+	small int
+	heap  []*deltalog.Add
+}
+
+func older(a, b *deltalog.Add) bool {
+	if a.ModificationTime != b.ModificationTime {
+		return a.ModificationTime < b.ModificationTime
+	}
+	return a.Path < b.Path
+}
+
+// offer considers a; with clone, a is copied (its strings too) before it
+// is kept.
+func (c *candidates) offer(a *deltalog.Add, target int64, clone bool) {
+	if a.Size >= target/2 || len(a.DeletionVector) != 0 {
+		return
+	}
+	c.small++
+	if len(c.heap) == maxCompactionInputs && !older(a, c.heap[0]) {
+		return
+	}
+	if clone {
+		a = &deltalog.Add{Path: strings.Clone(a.Path), PartitionValues: clonePV(a.PartitionValues), Size: a.Size,
+			ModificationTime: a.ModificationTime}
+	}
+	if len(c.heap) < maxCompactionInputs {
+		c.heap = append(c.heap, a)
+		for i := len(c.heap) - 1; i > 0; {
+			p := (i - 1) / 2
+			if !older(c.heap[p], c.heap[i]) {
+				break
+			}
+			c.heap[p], c.heap[i] = c.heap[i], c.heap[p]
+			i = p
+		}
+		return
+	}
+	c.heap[0] = a
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(c.heap) && older(c.heap[m], c.heap[l]) {
+			m = l
+		}
+		if r < len(c.heap) && older(c.heap[m], c.heap[r]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		c.heap[m], c.heap[i] = c.heap[i], c.heap[m]
+		i = m
+	}
+}
+
+// plan returns the oldest candidates whose sizes add up to at most target
+// (at least two), or nil when fewer than minFiles small files were
+// offered.
+func (c *candidates) plan(target int64, minFiles int) []*deltalog.Add {
+	if c.small < max(minFiles, 2) || len(c.heap) < 2 {
 		return nil
 	}
+	small := c.heap
 	slices.SortFunc(small, func(a, b *deltalog.Add) int {
-		if a.ModificationTime != b.ModificationTime {
-			return int(a.ModificationTime - b.ModificationTime)
-		}
-		if a.Path < b.Path {
+		if older(a, b) {
 			return -1
 		}
 		return 1
@@ -76,10 +161,31 @@ func planCompaction(snap *deltalog.Snapshot, target int64, minFiles int, skip ma
 	return small[:n]
 }
 
+func clonePV(m deltalog.NullStrMap) deltalog.NullStrMap {
+	if len(m) == 0 {
+		return m
+	}
+	out := make(deltalog.NullStrMap, len(m))
+	for k, v := range m {
+		if v != nil {
+			c := strings.Clone(*v)
+			v = &c
+		}
+		out[strings.Clone(k)] = v
+	}
+	return out
+}
+
 // inputsLive reports whether every input is still an active file of snap.
+// A streamed snapshot tells by the removals it tracked since the
+// compaction was planned (false when it is not tracking).
 func inputsLive(snap *deltalog.Snapshot, inputs []*deltalog.Add) bool {
 	for _, a := range inputs {
-		if _, ok := snap.Files[a.Path]; !ok {
+		if snap.Streamed() {
+			if removed, ok := snap.Removed(a.Path); removed || !ok {
+				return false
+			}
+		} else if _, ok := snap.Files[a.Path]; !ok {
 			return false
 		}
 	}

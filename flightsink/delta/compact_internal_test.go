@@ -73,6 +73,7 @@ func TestCompactionYieldsToOtherCommits(t *testing.T) {
 			before := parquetFiles(t, dir)
 			w.bg.mu.Lock()
 			w.bg.compacting = true
+			w.snap.Track() // as afterCommit does: the inputs were live as of now
 			w.bg.wg.Add(1)
 			w.bg.mu.Unlock()
 			go w.compact(inputs)

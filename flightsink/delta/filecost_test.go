@@ -151,19 +151,23 @@ func TestDeltaSinkFileCostProfile(t *testing.T) {
 // heap per file is bounded too. (Before the fix: 7.4 MiB per commit at
 // 500 files and 25 MiB at 2,000; after it 3.5–4 and 5.1–5.3 MiB; with
 // the lean snapshot 5.5 and 8.0 MiB, and 290–410 B of live heap per file
-// instead of 630–740.)
+// instead of 630–740; with the streamed snapshot 5.5 and 7.9 MiB, and 128
+// and 33 B per file: only the files since the last checkpoint.)
 func TestDeltaSinkCommitCostFlat(t *testing.T) {
 	c := measureFileCost(t, []int{500, 2_000}, 500, 4, 1)
 	small, large := c[0], c[1]
 	require.Less(t, large.allocPerCommit, 2*small.allocPerCommit,
 		"bytes allocated per commit grew with the table: %.0f KiB at %d files, %.0f KiB at %d", small.allocPerCommit/1024, small.files, large.allocPerCommit/1024, large.files)
 	// A checkpoint of 2,000 files every second commit, plus the commits.
-	// The writer's snapshot is lean (deltalog.LeanSnapshot): a checkpoint
-	// reads the stats and tombstones back from the previous one, which
-	// costs about 1.3 KiB per file more (8.0 MiB per commit here, 9.2
-	// under -race, against 5.3 with stats in memory).
+	// The writer's snapshot is streamed (deltalog.StreamedSnapshot): a
+	// checkpoint reads the files back from the previous one, which costs
+	// about 1.3 KiB per file more (7.9 MiB per commit here, against 5.3
+	// with every file in memory).
 	require.Less(t, large.allocPerCommit, float64(12<<20), "a checkpoint allocates more than about 12 KiB per file")
 	for _, x := range c {
 		require.Less(t, x.heapPerFile, 1024.0, "live heap per file at %d files", x.files)
 	}
+	// Nothing per file of the last checkpoint (a lean snapshot's 290 B
+	// per file would fail this).
+	require.Less(t, large.heapPerFile, 200.0, "live heap per file at %d files", large.files)
 }

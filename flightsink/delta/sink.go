@@ -427,11 +427,22 @@ func (s *Sink) Checkpoint(ctx context.Context, p flightsink.Pipeline) ([]byte, e
 	if err != nil {
 		return nil, err
 	}
-	snap, err := t.LeanSnapshot(ctx)
+	snap, err := t.StreamedSnapshot(ctx, 0) // the domains are all it needs
 	if err != nil {
 		return nil, err
 	}
 	return merged(snap, p.ID)
+}
+
+// snapshot loads the snapshot a writer keeps: streamed (nothing per file
+// of the last checkpoint) when appending; lean (every active file's path,
+// size and times) in merge mode, whose commits look up the files holding
+// their keys.
+func (s *Sink) snapshot(ctx context.Context, t *deltalog.Table) (*deltalog.Snapshot, error) {
+	if s.o.merge {
+		return t.LeanSnapshot(ctx)
+	}
+	return t.StreamedSnapshot(ctx, s.o.target/2)
 }
 
 func nonce() string {
@@ -459,7 +470,7 @@ func (s *Sink) Open(ctx context.Context, p flightsink.Pipeline) (flightsink.Writ
 		return nil, nil, err
 	}
 	w := &writer{s: s, p: p, t: t, domain: Domain(p.ID, s.o.instance), id: nonce(), log: s.o.log}
-	snap, err := t.LeanSnapshot(ctx)
+	snap, err := s.snapshot(ctx, t)
 	if err != nil {
 		return nil, nil, err
 	}

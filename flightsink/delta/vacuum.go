@@ -3,6 +3,8 @@ package delta
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -95,7 +97,7 @@ func (s *Sink) Vacuum(ctx context.Context, target string, dryRun bool) (VacuumRe
 
 func vacuumTable(ctx context.Context, t *deltalog.Table, now time.Time, logRet, fileRet time.Duration, dryRun bool) (VacuumResult, error) {
 	res := VacuumResult{DryRun: dryRun, Oldest: -1}
-	snap, err := t.LeanSnapshot(ctx)
+	snap, err := t.StreamedSnapshot(ctx, 0)
 	if err != nil || snap.Version < 0 {
 		return res, err
 	}
@@ -189,20 +191,25 @@ func vacuumTable(ctx context.Context, t *deltalog.Table, now time.Time, logRet, 
 		res.Note = "the store cannot list modification times: no data file deleted"
 		return res, nil
 	}
-	atOldest, err := t.LeanSnapshotAt(ctx, oldest)
+	atOldest, err := t.StreamedSnapshotAt(ctx, oldest, 0)
 	if err != nil {
 		return res, err
 	}
-	protected := make(map[string]bool, len(snap.Files)+len(atOldest.Files))
-	for p := range snap.Files {
-		protected[filePath(p)] = true
+	// The files of both versions, as 64-bit hashes of their paths: 8
+	// bytes a file however long its path. A collision only keeps a file.
+	var protected pathSet
+	for _, s := range []*deltalog.Snapshot{snap, atOldest} {
+		if err := t.EachFile(ctx, s, func(a *deltalog.Add) error {
+			protected.add(filePath(a.Path))
+			return nil
+		}); err != nil {
+			return res, fmt.Errorf("delta vacuum %s: %w", t.URL(), err)
+		}
 	}
-	for p := range atOldest.Files {
-		protected[filePath(p)] = true
-	}
+	protected.seal()
 	before := oldestTS.Add(-fileRet)
 	for _, in := range infos {
-		if hidden(in.Key) || !strings.HasSuffix(in.Key, ".parquet") || protected[in.Key] || !in.ModTime.Before(before) {
+		if hidden(in.Key) || !strings.HasSuffix(in.Key, ".parquet") || protected.has(in.Key) || !in.ModTime.Before(before) {
 			continue
 		}
 		res.DataFiles = append(res.DataFiles, in.Key)
@@ -226,4 +233,23 @@ func hidden(key string) bool {
 		}
 	}
 	return false
+}
+
+// pathSet is a set of paths kept as sorted 64-bit FNV-1a hashes.
+type pathSet struct{ h []uint64 }
+
+func hashPath(p string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(p))
+	return h.Sum64()
+}
+
+func (s *pathSet) add(p string) { s.h = append(s.h, hashPath(p)) }
+
+// seal sorts the set; has needs it.
+func (s *pathSet) seal() { slices.Sort(s.h) }
+
+func (s *pathSet) has(p string) bool {
+	_, ok := slices.BinarySearch(s.h, hashPath(p))
+	return ok
 }

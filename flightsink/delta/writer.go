@@ -20,6 +20,7 @@ import (
 	"github.com/flightline/flightline/checkpoint"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/internal/deltalog"
+	"github.com/flightline/flightline/internal/objstore"
 	"github.com/flightline/flightline/internal/parquetw"
 )
 
@@ -559,12 +560,22 @@ func (w *writer) committed(st state) {
 // maybeCheckpoint writes the checkpoint of w.snap when its version is a
 // multiple of the effective interval, and then starts a due cleanup.
 func (w *writer) maybeCheckpoint() {
-	if n := checkpointEvery(w.s.o.interval, len(w.snap.Files)); n > 0 && w.snap.Version > 0 && w.snap.Version%n == 0 {
+	if n := checkpointEvery(w.s.o.interval, w.snap.FileCount()); n > 0 && w.snap.Version > 0 && w.snap.Version%n == 0 {
 		// A failed checkpoint costs readers time, not correctness.
-		if err := w.t.WriteCheckpoint(context.Background(), w.snap); err != nil {
+		ctx := context.Background()
+		if err := w.t.WriteCheckpoint(ctx, w.snap); err != nil {
 			w.log.Warn("delta sink: checkpoint failed", "table", w.t.URL(), "version", w.snap.Version, "err", err)
+			if w.snap.Streamed() && errors.Is(err, objstore.ErrNotExist) {
+				// The checkpoint it was loaded from is gone (another
+				// engine's cleanup): without it the snapshot can never
+				// checkpoint again. Load the same version anew.
+				if s, err := w.t.StreamedSnapshotAt(ctx, w.snap.Version, w.s.o.target/2); err == nil {
+					w.snap = s
+				}
+			}
 			return
 		}
+		w.bg.scanFloor = 0 // SmallFiles is exact again
 		w.maybeVacuum()
 	}
 }
@@ -572,11 +583,11 @@ func (w *writer) maybeCheckpoint() {
 // checkpointEvery is the effective checkpoint interval of a table of files
 // active files for the configured interval n (0: never); see
 // CheckpointInterval.
-func checkpointEvery(n int64, files int) int64 {
+func checkpointEvery(n int64, files int64) int64 {
 	if n <= 0 {
 		return 0
 	}
-	return n * max(1, int64(files)/(n*CheckpointFilesPerCommit))
+	return n * max(1, files/(n*CheckpointFilesPerCommit))
 }
 
 // actions builds the commit of the staged batches against snap (rebuilt

@@ -184,11 +184,16 @@ func (t *Table) WriteCheckpoint(ctx context.Context, s *Snapshot) error {
 	if s.Version < 0 || s.Protocol == nil || s.Metadata == nil {
 		return fmt.Errorf("delta: checkpoint of a table without protocol or metadata")
 	}
-	var buf bytes.Buffer
+	ow, err := objstore.NewWriter(ctx, t.store, checkpointKey(s.Version))
+	if err != nil {
+		return fmt.Errorf("delta: write checkpoint %d: %w", s.Version, err)
+	}
+	defer ow.Abort() // after a Commit it does nothing
+	out := &countWriter{w: ow}
 	chunk := rowGroupRows()
 	props := parquet.NewWriterProperties(parquet.WithAllocator(t.mem), parquet.WithCompression(compress.Codecs.Snappy),
 		parquet.WithDictionaryDefault(false), parquet.WithCreatedBy("flightline"), parquet.WithMaxRowGroupLength(int64(chunk)))
-	fw, err := pqarrow.NewFileWriter(checkpointSchema, &buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(t.mem)))
+	fw, err := pqarrow.NewFileWriter(checkpointSchema, out, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(t.mem)))
 	if err != nil {
 		return err
 	}
@@ -202,10 +207,16 @@ func (t *Table) WriteCheckpoint(ctx context.Context, s *Snapshot) error {
 		}
 		return nil
 	}
-	size := int64(0)
+	size, files, small := int64(0), int64(0), int64(0)
 	err = t.checkpointActions(ctx, s, time.Now(), func(a *Action) error {
 		cb.append(a)
 		size++
+		if a.Add != nil {
+			files++
+			if s.small(a.Add) {
+				small++
+			}
+		}
 		if cb.rows() >= chunk {
 			return flush()
 		}
@@ -221,14 +232,17 @@ func (t *Table) WriteCheckpoint(ctx context.Context, s *Snapshot) error {
 	if err := fw.Close(); err != nil {
 		return fmt.Errorf("delta: write checkpoint: %w", err)
 	}
-	if err := t.store.Put(ctx, checkpointKey(s.Version), buf.Bytes()); err != nil {
+	if err := ow.Commit(ctx); err != nil {
 		return fmt.Errorf("delta: write checkpoint %d: %w", s.Version, err)
 	}
-	lc, _ := json.Marshal(lastCheckpoint{Version: s.Version, Size: size, SizeInBytes: int64(buf.Len()), NumOfAddFiles: int64(len(s.Files))})
+	lc, _ := json.Marshal(lastCheckpoint{Version: s.Version, Size: size, SizeInBytes: out.n, NumOfAddFiles: files})
 	if err := t.store.Put(ctx, logDir+"_last_checkpoint", lc); err != nil {
 		return fmt.Errorf("delta: write _last_checkpoint: %w", err)
 	}
-	if s.lean {
+	switch {
+	case s.streamed:
+		s.checkpointed(files, small)
+	case s.lean:
 		// The new checkpoint holds the stats and tombstones: drop them.
 		for _, a := range s.Files {
 			if a.Stats != "" || !a.statsElided {
@@ -241,6 +255,18 @@ func (t *Table) WriteCheckpoint(ctx context.Context, s *Snapshot) error {
 		s.CheckpointVersion, s.checkpointParts = s.Version, 0
 	}
 	return nil
+}
+
+// countWriter counts the bytes written through it.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // checkpointActions is CheckpointActions, for a lean snapshot loaded from
@@ -270,10 +296,9 @@ func (t *Table) checkpointActions(ctx context.Context, s *Snapshot, now time.Tim
 			return err
 		}
 	}
-	retention, known := s.DeletedFileRetention()
-	minTS := now.Add(-retention).UnixMilli()
-	expired := func(r *Remove) bool {
-		return known && (r.DeletionTimestamp == nil || *r.DeletionTimestamp <= minTS)
+	expired := s.expiredBefore(now)
+	if s.streamed {
+		return t.streamedCheckpointActions(ctx, s, expired, yield)
 	}
 	defer func() {
 		for _, a := range s.Files {
@@ -282,7 +307,7 @@ func (t *Table) checkpointActions(ctx context.Context, s *Snapshot, now time.Tim
 	}()
 	var add Add
 	act := Action{Add: &add}
-	err := t.eachCheckpointAction(ctx, s.CheckpointVersion, s.checkpointParts, true, func(a Action) error {
+	err := t.eachCheckpointAction(ctx, s.CheckpointVersion, s.checkpointParts, leanColumns, func(a Action) error {
 		switch {
 		case a.Add != nil:
 			cur, ok := s.Files[a.Add.Path]
@@ -363,7 +388,27 @@ func wantColumn(cols []string, path string) bool {
 // tombstones of the checkpoint and no stats of its files (see
 // Table.LeanSnapshot).
 func (t *Table) readCheckpoint(ctx context.Context, s *Snapshot, v, parts int64) error {
-	err := t.eachCheckpointAction(ctx, v, parts, false, func(a Action) error {
+	if s.streamed {
+		err := t.eachCheckpointAction(ctx, v, parts, loadColumns, func(a Action) error {
+			switch {
+			case a.Add != nil:
+				s.baseFiles++
+				if s.small(a.Add) {
+					s.baseSmall++
+				}
+				return nil
+			case a.Remove != nil:
+				return nil
+			}
+			return s.apply(a)
+		})
+		if err != nil {
+			return err
+		}
+		s.Version, s.CheckpointVersion, s.checkpointParts = v, v, parts
+		return nil
+	}
+	err := t.eachCheckpointAction(ctx, v, parts, nil, func(a Action) error {
 		if s.lean {
 			switch {
 			case a.Remove != nil:
@@ -382,9 +427,12 @@ func (t *Table) readCheckpoint(ctx context.Context, s *Snapshot, v, parts int64)
 }
 
 // eachCheckpointAction calls fn with each action of the checkpoint of
-// version v, in file order.
-// With lean it reads only the leanColumns (decodeLean).
-func (t *Table) eachCheckpointAction(ctx context.Context, v, parts int64, lean bool, fn func(Action) error) error {
+// version v, in file order. The checkpoint is read in ranges
+// (objstore.OpenObject), a row group at a time. With cols it reads only
+// those columns, straight from Arrow (decodeArrow: fn's strings alias the
+// decoder's buffers); nil cols decode every checkpointColumns column
+// through JSON.
+func (t *Table) eachCheckpointAction(ctx context.Context, v, parts int64, cols []string, fn func(Action) error) error {
 	keys := []string{checkpointKey(v)}
 	if parts > 0 {
 		keys = keys[:0]
@@ -393,18 +441,19 @@ func (t *Table) eachCheckpointAction(ctx context.Context, v, parts int64, lean b
 		}
 	}
 	for _, k := range keys {
-		b, err := t.store.Get(ctx, k)
+		o, err := objstore.OpenObject(ctx, t.store, k)
 		if errors.Is(err, objstore.ErrNotExist) && t.v2CheckpointAt(ctx, v) {
 			return t.errV2Checkpoint(fmt.Sprintf("checkpoint %d", v))
 		}
 		if err != nil {
 			return fmt.Errorf("delta: %s: read checkpoint: %w", t.URL(), err)
 		}
-		if lean {
-			err = t.decodeLean(ctx, b, fn)
+		if cols != nil {
+			err = t.decodeArrow(ctx, o, o.Size(), cols, fn)
 		} else {
-			err = t.decodeCheckpointEach(ctx, b, fn)
+			err = t.decodeCheckpointEach(ctx, o, o.Size(), fn)
 		}
+		o.Close()
 		if err != nil {
 			return fmt.Errorf("delta: %s: checkpoint %s: %w", t.URL(), k, err)
 		}
@@ -412,8 +461,8 @@ func (t *Table) eachCheckpointAction(ctx context.Context, v, parts int64, lean b
 	return nil
 }
 
-func (t *Table) decodeCheckpointEach(ctx context.Context, b []byte, fn func(Action) error) error {
-	pf, err := file.NewParquetReader(bytes.NewReader(b), file.WithReadProps(parquet.NewReaderProperties(t.mem)))
+func (t *Table) decodeCheckpointEach(ctx context.Context, r io.ReaderAt, size int64, fn func(Action) error) error {
+	pf, err := file.NewParquetReader(io.NewSectionReader(r, 0, size), file.WithReadProps(parquet.NewReaderProperties(t.mem)))
 	if err != nil {
 		return err
 	}
@@ -484,7 +533,7 @@ func (t *Table) CheckpointStats(ctx context.Context, s *Snapshot, fn func(path, 
 	if s.CheckpointVersion < 0 {
 		return nil
 	}
-	return t.eachCheckpointAction(ctx, s.CheckpointVersion, s.checkpointParts, true, func(a Action) error {
+	return t.eachCheckpointAction(ctx, s.CheckpointVersion, s.checkpointParts, leanColumns, func(a Action) error {
 		if a.Add != nil && a.Add.Stats != "" {
 			fn(a.Add.Path, a.Add.Stats)
 		}

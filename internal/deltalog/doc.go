@@ -29,6 +29,10 @@
 //     holds none of that checkpoint's tombstones: WriteCheckpoint streams
 //     them from that checkpoint file, which must not be deleted while the
 //     snapshot lives (if it is, the next checkpoint goes without them).
+//   - A StreamedSnapshot's Files are only the files the commits since its
+//     checkpoint added: use FileCount and EachFile, never len(Files) or a
+//     range over it, for the table's files. Its next checkpoint needs the
+//     checkpoint it was loaded from (it fails without it: load anew).
 //   - A log cleanup (LogFiles) must never overtake a writer: put-if-absent
 //     of a deleted version's file succeeds, and the commit is invisible.
 package deltalog

@@ -99,8 +99,18 @@ type Snapshot struct {
 	// lean snapshot (-1: none).
 	CheckpointVersion int64
 	checkpointParts   int64
-	// lean: see Table.LeanSnapshot.
-	lean bool
+	// lean: see Table.LeanSnapshot; streamed (lean too): see
+	// Table.StreamedSnapshot.
+	lean, streamed bool
+	// Of a streamed snapshot: the active files of the checkpoint at
+	// CheckpointVersion that no commit since removed or re-added (Files
+	// holds those), and of them the small ones (under smallBelow bytes,
+	// without a deletion vector).
+	baseFiles, baseSmall, smallBelow int64
+	// overlaySmall counts the small files of Files (smallBelow > 0).
+	overlaySmall int64
+	// tracked holds the paths removed since Track (nil: not tracking).
+	tracked map[string]bool
 }
 
 func newSnapshot() *Snapshot {
@@ -172,16 +182,21 @@ func (t *Table) LeanSnapshot(ctx context.Context) (*Snapshot, error) {
 func (t *Table) snapshot(ctx context.Context, lean bool) (*Snapshot, error) {
 	s := newSnapshot()
 	s.lean = lean
+	return s, t.load(ctx, s)
+}
+
+// load loads the latest state into s, a new snapshot of its mode.
+func (t *Table) load(ctx context.Context, s *Snapshot) error {
 	start, parts := int64(-1), int64(0)
 	b, err := t.store.Get(ctx, logDir+"_last_checkpoint")
 	switch {
 	case err == nil:
 		var lc lastCheckpoint
 		if err := json.Unmarshal(b, &lc); err != nil {
-			return nil, fmt.Errorf("delta: %s: bad _last_checkpoint: %w", t.URL(), err)
+			return fmt.Errorf("delta: %s: bad _last_checkpoint: %w", t.URL(), err)
 		}
 		if len(lc.V2Checkpoint) > 0 && string(lc.V2Checkpoint) != "null" {
-			return nil, t.errV2Checkpoint(fmt.Sprintf("_last_checkpoint (version %d)", lc.Version))
+			return t.errV2Checkpoint(fmt.Sprintf("_last_checkpoint (version %d)", lc.Version))
 		}
 		start = lc.Version
 		if lc.Parts != nil {
@@ -190,20 +205,20 @@ func (t *Table) snapshot(ctx context.Context, lean bool) (*Snapshot, error) {
 	case errors.Is(err, objstore.ErrNotExist):
 		start, parts, err = t.findCheckpoint(ctx)
 		if err != nil {
-			return nil, err
+			return err
 		}
 	default:
-		return nil, fmt.Errorf("delta: %s: %w", t.URL(), err)
+		return fmt.Errorf("delta: %s: %w", t.URL(), err)
 	}
 	if start >= 0 {
 		if err := t.readCheckpoint(ctx, s, start, parts); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if _, err := s.Update(ctx, t); err != nil {
-		return nil, err
+		return err
 	}
-	return s, nil
+	return nil
 }
 
 // findCheckpoint lists the log for the newest complete checkpoint.
@@ -302,11 +317,33 @@ func (s *Snapshot) apply(act Action) error {
 				// shared map instead of one per file (48 bytes each).
 				a.Add.PartitionValues = noPartitionValues
 			}
+			if old, ok := s.Files[a.Add.Path]; ok && s.small(old) {
+				s.overlaySmall--
+			}
+			if s.small(a.Add) {
+				s.overlaySmall++
+			}
 			s.Files[a.Add.Path] = a.Add
 			delete(s.Tombstones, a.Add.Path)
 		case a.Remove != nil:
-			delete(s.Files, a.Remove.Path)
-			s.Tombstones[a.Remove.Path] = a.Remove
+			p := a.Remove.Path
+			if old, ok := s.Files[p]; ok {
+				if s.small(old) {
+					s.overlaySmall--
+				}
+				delete(s.Files, p)
+			} else if _, gone := s.Tombstones[p]; !gone && s.streamed {
+				// A file of the checkpoint (as far as a valid log
+				// tells: only active files are removed).
+				s.baseFiles--
+				if r := a.Remove; r.Size != nil && *r.Size < s.smallBelow {
+					s.baseSmall--
+				}
+			}
+			s.Tombstones[p] = a.Remove
+			if s.tracked != nil {
+				s.tracked[p] = true
+			}
 		case a.Txn != nil:
 			s.Txns[a.Txn.AppID] = *a.Txn
 		case a.DomainMetadata != nil:
@@ -340,6 +377,7 @@ func (s *Snapshot) Clone() *Snapshot {
 	for k, v := range s.Domains {
 		c.Domains[k] = v
 	}
+	c.tracked = nil
 	return &c
 }
 
@@ -443,9 +481,14 @@ func (t *Table) LeanSnapshotAt(ctx context.Context, v int64) (*Snapshot, error) 
 func (t *Table) snapshotAt(ctx context.Context, v int64, lean bool) (*Snapshot, error) {
 	s := newSnapshot()
 	s.lean = lean
+	return s, t.loadAt(ctx, s, v)
+}
+
+// loadAt loads the state at version v into s, a new snapshot of its mode.
+func (t *Table) loadAt(ctx context.Context, s *Snapshot, v int64) error {
 	keys, err := t.store.List(ctx, logDir, "")
 	if err != nil {
-		return nil, fmt.Errorf("delta: %s: list log: %w", t.URL(), err)
+		return fmt.Errorf("delta: %s: list log: %w", t.URL(), err)
 	}
 	best, bestV2 := int64(-1), int64(-1)
 	for _, k := range keys {
@@ -462,21 +505,21 @@ func (t *Table) snapshotAt(ctx context.Context, v int64, lean bool) (*Snapshot, 
 		}
 	}
 	if bestV2 >= 0 && bestV2 >= best {
-		return nil, t.errV2Checkpoint(fmt.Sprintf("the newest checkpoint at or before version %d (version %d)", v, bestV2))
+		return t.errV2Checkpoint(fmt.Sprintf("the newest checkpoint at or before version %d (version %d)", v, bestV2))
 	}
 	if best >= 0 {
 		if err := t.readCheckpoint(ctx, s, best, 0); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for s.Version < v {
 		acts, err := t.ReadVersion(ctx, s.Version+1)
 		if err != nil {
-			return nil, fmt.Errorf("delta: %s: version %d: %w", t.URL(), s.Version+1, err)
+			return fmt.Errorf("delta: %s: version %d: %w", t.URL(), s.Version+1, err)
 		}
 		if err := s.Apply(s.Version+1, acts); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return s, nil
+	return nil
 }
