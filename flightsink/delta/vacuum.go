@@ -183,14 +183,6 @@ func vacuumTable(ctx context.Context, t *deltalog.Table, now time.Time, logRet, 
 		res.Note = fmt.Sprintf("the oldest version kept (%d) is younger than the deleted-file retention (%v): no data file deleted", oldest, fileRet)
 		return res, nil
 	}
-	infos, ok, err := objstore.ListInfo(ctx, t.Store(), "", "")
-	if err != nil {
-		return res, fmt.Errorf("delta vacuum %s: list: %w", t.URL(), err)
-	}
-	if !ok {
-		res.Note = "the store cannot list modification times: no data file deleted"
-		return res, nil
-	}
 	atOldest, err := t.StreamedSnapshotAt(ctx, oldest, 0)
 	if err != nil {
 		return res, err
@@ -208,12 +200,22 @@ func vacuumTable(ctx context.Context, t *deltalog.Table, now time.Time, logRet, 
 	}
 	protected.seal()
 	before := oldestTS.Add(-fileRet)
-	for _, in := range infos {
-		if hidden(in.Key) || !strings.HasSuffix(in.Key, ".parquet") || protected.has(in.Key) || !in.ModTime.Before(before) {
-			continue
+	// The listing is walked a page at a time: only what is deleted is
+	// kept.
+	ok, err = objstore.WalkInfo(ctx, t.Store(), "", func(in objstore.ObjectInfo) error {
+		if !hidden(in.Key) && strings.HasSuffix(in.Key, ".parquet") && !protected.has(in.Key) && in.ModTime.Before(before) {
+			res.DataFiles = append(res.DataFiles, in.Key)
 		}
-		res.DataFiles = append(res.DataFiles, in.Key)
+		return nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("delta vacuum %s: list: %w", t.URL(), err)
 	}
+	if !ok {
+		res.Note = "the store cannot list modification times: no data file deleted"
+		return res, nil
+	}
+	slices.Sort(res.DataFiles)
 	if !dryRun {
 		for _, k := range res.DataFiles {
 			if err := t.Store().Delete(ctx, k); err != nil {
