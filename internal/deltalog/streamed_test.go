@@ -2,6 +2,7 @@ package deltalog
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flightline/flightline/internal/objstore"
+	"github.com/flightline/flightline/internal/testkit/s3test"
 )
 
 // requireSameState compares every field a checkpoint carries of two
@@ -61,12 +63,25 @@ func requireSameState(t *testing.T, want, got *Snapshot) {
 // it counts the files and the small ones, lists them with EachFile, and
 // tracks removals for a compaction.
 func TestStreamedCheckpointsMatchFull(t *testing.T) {
+	st, err := objstore.Open(context.Background(), t.TempDir(), nil)
+	require.NoError(t, err)
+	testStreamedCheckpoints(t, st)
+}
+
+// The same on S3, its checkpoints read in blocks of 2 KiB: the Parquet
+// reader's reads span and straddle blocks.
+func TestIntegrationStreamedCheckpointsS3(t *testing.T) {
+	st, err := objstore.NewS3(context.Background(), s3test.Bucket, fmt.Sprintf("deltalog-streamed-%d", time.Now().UnixNano()), s3test.Options(t))
+	require.NoError(t, err)
+	defer objstore.SetS3ReadBlock(2048)()
+	testStreamedCheckpoints(t, st)
+}
+
+func testStreamedCheckpoints(t *testing.T, st objstore.Store) {
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	defer SetCheckpointRowGroupRows(7)()
-	st, err := objstore.Open(ctx, t.TempDir(), nil)
-	require.NoError(t, err)
 	tbl := NewTable(st, mem)
 	base := richSnapshot(50) // sizes 100..149
 	base.Version = 0

@@ -73,11 +73,28 @@ func TestIntegrationS3Object(t *testing.T) {
 	ctx := context.Background()
 	st, err := objstore.NewS3(ctx, s3test.Bucket, fmt.Sprintf("objstore-object-%d", time.Now().UnixNano()), opts)
 	require.NoError(t, err)
+	// An object of one block: read whole at Open, a consistent copy.
 	exerciseObject(t, st)
-	// Replaced after Open: the next read fails rather than mix versions.
 	o, err := objstore.OpenObject(ctx, st, "r/obj")
 	require.NoError(t, err)
 	require.NoError(t, st.Put(ctx, "r/obj", []byte("another object")))
-	_, err = o.ReadAt(make([]byte, 4), 0)
+	b := make([]byte, 4)
+	_, err = o.ReadAt(b, 0)
+	require.NoError(t, err)
+	require.Equal(t, []byte{0, 13, 26, 39}, b, "the object as opened")
+
+	// Objects of many blocks: fetched a block at a time.
+	defer objstore.SetS3ReadBlock(4096)()
+	exerciseObject(t, st)
+	empty := "r/empty"
+	require.NoError(t, st.Put(ctx, empty, nil))
+	o, err = objstore.OpenObject(ctx, st, empty)
+	require.NoError(t, err)
+	require.Zero(t, o.Size())
+	// Replaced after Open: the next fetch fails rather than mix versions.
+	o, err = objstore.OpenObject(ctx, st, "r/obj")
+	require.NoError(t, err)
+	require.NoError(t, st.Put(ctx, "r/obj", make([]byte, 100_003)))
+	_, err = o.ReadAt(make([]byte, 4), 50_000)
 	require.Error(t, err)
 }
