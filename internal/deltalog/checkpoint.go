@@ -123,31 +123,7 @@ func (s *Snapshot) CheckpointActions(now time.Time, yield func(*Action) error) e
 			return err
 		}
 	}
-	var add Add
-	act := Action{Add: &add}
-	for _, k := range sortedKeys(s.Files) {
-		add = *s.Files[k]
-		add.DataChange = false
-		if err := yield(&act); err != nil {
-			return err
-		}
-	}
-	retention, known := s.DeletedFileRetention()
-	minTS := now.Add(-retention).UnixMilli()
-	var r Remove
-	act = Action{Remove: &r}
-	for _, k := range sortedKeys(s.Tombstones) {
-		r = *s.Tombstones[k]
-		// A tombstone without deletionTimestamp counts as deleted at 0.
-		if known && (r.DeletionTimestamp == nil || *r.DeletionTimestamp <= minTS) {
-			continue
-		}
-		r.DataChange = false
-		if err := yield(&act); err != nil {
-			return err
-		}
-	}
-	return nil
+	return yieldSince(s, nil, s.expiredBefore(now), yield)
 }
 
 // checkpointChunk is how many rows a checkpoint builds in Arrow before it
@@ -336,29 +312,9 @@ func (t *Table) checkpointActions(ctx context.Context, s *Snapshot, now time.Tim
 	// The previous checkpoint gone (a cleanup deleted it): the files
 	// below are written without the stats left in it, and its tombstones
 	// are lost; the checkpoint is still a valid one (stats are optional).
-	act = Action{Add: &add}
-	for _, k := range sortedKeys(s.Files) {
-		if a := s.Files[k]; !a.seen {
-			// Added since (with stats), or, should the old checkpoint
-			// have lost it, without.
-			add = *a
-			add.DataChange = false
-			if err := yield(&act); err != nil {
-				return err
-			}
-		}
-	}
-	var r Remove
-	act = Action{Remove: &r}
-	for _, k := range sortedKeys(s.Tombstones) {
-		if r = *s.Tombstones[k]; !expired(&r) {
-			r.DataChange = false
-			if err := yield(&act); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	// Added since (with stats), or, should the old checkpoint have lost
+	// it, without.
+	return yieldSince(s, func(a *Add) bool { return a.seen }, expired, yield)
 }
 
 // checkpointColumns are the leaf columns read from checkpoints.

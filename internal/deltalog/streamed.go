@@ -147,13 +147,22 @@ func (t *Table) streamedCheckpointActions(ctx context.Context, s *Snapshot, expi
 			return fmt.Errorf("delta: checkpoint %d of a streamed snapshot needs the files of checkpoint %d: %w", s.Version, s.CheckpointVersion, err)
 		}
 	}
+	return yieldSince(s, nil, expired, yield)
+}
+
+// yieldSince yields the files of s (but those skip says; nil: none) and
+// its unexpired tombstones, by path, as copies with dataChange false: the
+// commits since a lean or streamed snapshot's checkpoint.
+func yieldSince(s *Snapshot, skip func(*Add) bool, expired func(*Remove) bool, yield func(*Action) error) error {
 	var add Add
 	act := Action{Add: &add}
 	for _, k := range sortedKeys(s.Files) {
-		add = *s.Files[k]
-		add.DataChange = false
-		if err := yield(&act); err != nil {
-			return err
+		if a := s.Files[k]; skip == nil || !skip(a) {
+			add = *a
+			add.DataChange = false
+			if err := yield(&act); err != nil {
+				return err
+			}
 		}
 	}
 	var r Remove
