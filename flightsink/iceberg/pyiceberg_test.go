@@ -82,14 +82,22 @@ func span(from, to int64) []int64 {
 // the current snapshot's summary.
 func TestIntegrationPyicebergReadsExactlyOnce(t *testing.T) {
 	py := servicetest.Need(t, "FLIGHTLINE_PYICEBERG_PYTHON", "python with pyiceberg 0.12")
+	// Partitioned, so the reader also resolves day and bucket partitions
+	// (iceberg-go's writer splits the batches); unpartitioned, the sink
+	// writes its data files with internal/parquetw (datafile.go).
+	for name, partition := range map[string]string{"partitioned": "day(ts), bucket(4, id)", "unpartitioned": ""} {
+		t.Run(name, func(t *testing.T) { pyicebergReadsExactlyOnce(t, py, partition) })
+	}
+}
+
+func pyicebergReadsExactlyOnce(t *testing.T, py, partition string) {
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	dir := t.TempDir()
 	wh := filepath.Join(dir, "wh")
 	db := filepath.Join(dir, "catalog.db")
-	// Partitioned, so the reader also resolves day and bucket partitions.
-	cfg := icesink.Config{Warehouse: wh, SQLite: db, Table: "lake.orders", Partition: "day(ts), bucket(4, id)"}
+	cfg := icesink.Config{Warehouse: wh, SQLite: db, Table: "lake.orders", Partition: partition}
 	s := newSink(t, cfg, icesink.Allocator(mem))
 	cp := func(k string, n int64) []byte { return checkpoint.Positions{k: n}.Encode() }
 	write := func(w flightsink.Writer, k string, from, to int64) error {
@@ -171,4 +179,6 @@ func TestIntegrationPyicebergReadsExactlyOnce(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(meta.Summary[icesink.Key(k)]), &st), "summary: %v", meta.Summary)
 		require.Equal(t, string(cp(k+"/0", n)), st.Checkpoint)
 	}
+	parquetw, _ := filepath.Glob(filepath.Join(wh, "*", "*", "data", "*-flightline.parquet"))
+	require.Equal(t, partition == "", len(parquetw) > 0, "data files written by internal/parquetw: %v", parquetw)
 }

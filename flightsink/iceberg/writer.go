@@ -263,6 +263,12 @@ func writeFile(ctx context.Context, mem memory.Allocator, tbl *table.Table, rec 
 			rec.Release()
 		}
 	}()
+	if df, err := writeParquetw(ctx, mem, tbl, rec); !errors.Is(err, errSlowPath) {
+		if err != nil {
+			return nil, err
+		}
+		return []iceberg.DataFile{df}, nil
+	}
 	one := func(yield func(arrow.RecordBatch, error) bool) {
 		consumed = true
 		yield(rec, nil) // WriteRecords releases what it consumes

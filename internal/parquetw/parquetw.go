@@ -2,7 +2,7 @@
 // settings Flightline's lake sinks (Delta, S3) share, and computes the
 // per-column statistics Delta's add actions carry.
 //
-// Settings: snappy compression; dictionary encoding only for columns whose
+// Settings: snappy compression (Compression: another codec); dictionary encoding only for columns whose
 // sampled cardinality makes it pay (pqarrow's default of dictionary on every
 // column is several times slower on high-cardinality columns and gains
 // nothing there); timestamps stored as microseconds (the unit Delta
@@ -49,6 +49,8 @@ type config struct {
 	rowGroup   int64
 	createdBy  string
 	keepUnit   bool
+	codec      compress.Compression
+	level      int
 }
 
 // Allocator sets the allocator Parquet buffers come from.
@@ -89,6 +91,13 @@ func MaxRowGroupRows(n int64) Option { return func(c *config) { c.rowGroup = n }
 // bytes written.
 func Parallelism(n int) Option { return func(c *config) { c.workers = n } }
 
+// Compression sets the codec and its level (compress.DefaultCompressionLevel:
+// the codec's own default) instead of snappy, for tables that name theirs
+// (Iceberg's write.parquet.compression-codec and -level).
+func Compression(codec compress.Compression, level int) Option {
+	return func(c *config) { c.codec, c.level = codec, level }
+}
+
 // CreatedBy sets the created_by string of the file.
 func CreatedBy(s string) Option { return func(c *config) { c.createdBy = s } }
 
@@ -114,7 +123,8 @@ type Stats struct {
 
 // Write writes rec as one Parquet file to w and returns its statistics.
 func Write(w io.Writer, rec arrow.RecordBatch, opts ...Option) (Stats, error) {
-	c := config{mem: memory.DefaultAllocator, rowGroup: 1 << 20, createdBy: "flightline", workers: runtime.GOMAXPROCS(0)}
+	c := config{mem: memory.DefaultAllocator, rowGroup: 1 << 20, createdBy: "flightline", workers: runtime.GOMAXPROCS(0),
+		codec: compress.Codecs.Snappy, level: compress.DefaultCompressionLevel}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -123,7 +133,8 @@ func Write(w io.Writer, rec arrow.RecordBatch, opts ...Option) (Stats, error) {
 	}
 	props := []parquet.WriterProperty{
 		parquet.WithAllocator(c.mem),
-		parquet.WithCompression(compress.Codecs.Snappy),
+		parquet.WithCompression(c.codec),
+		parquet.WithCompressionLevel(c.level),
 		parquet.WithMaxRowGroupLength(c.rowGroup),
 		parquet.WithCreatedBy(c.createdBy),
 		parquet.WithStats(true),
