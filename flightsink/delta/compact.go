@@ -224,7 +224,7 @@ func rewrite(ctx context.Context, store objstore.Store, mem memory.Allocator, in
 	}
 	defer ow.Abort() // after a Commit it does nothing
 	var (
-		buf    = &countingWriter{w: ow}
+		buf    = &objstore.Counting{W: ow}
 		fw     *pqarrow.FileWriter
 		schema *arrow.Schema
 		st     parquetw.Stats
@@ -304,21 +304,9 @@ func rewrite(ctx context.Context, store objstore.Store, mem memory.Allocator, in
 		return nil, fmt.Errorf("compaction: write %s: %w", path, err)
 	}
 	out.rows = st.NumRecords
-	out.add = &deltalog.Add{Path: path, PartitionValues: out.inputs[0].PartitionValues, Size: buf.n,
+	out.add = &deltalog.Add{Path: path, PartitionValues: out.inputs[0].PartitionValues, Size: buf.N,
 		ModificationTime: time.Now().UnixMilli(), DataChange: false, Stats: deltalog.StatsJSON(st)}
 	return out, nil
-}
-
-// countingWriter counts what passes to w (the compacted file's size).
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // newCompactWriter opens the Parquet writer of a compacted file with the

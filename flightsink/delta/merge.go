@@ -486,7 +486,7 @@ func (w *writer) rewriteWithout(ctx context.Context, in *deltalog.Add, keys map[
 	}
 	defer ow.Abort() // after a Commit it does nothing
 	var (
-		buf = &countingWriter{w: ow}
+		buf = &objstore.Counting{W: ow}
 		fw  *pqarrow.FileWriter
 		st  parquetw.Stats
 		off int
@@ -543,7 +543,7 @@ func (w *writer) rewriteWithout(ctx context.Context, in *deltalog.Add, keys map[
 	if err := ow.Commit(ctx); err != nil {
 		return nil, 0, 0, fmt.Errorf("delta sink %s: merge: write %s: %w", w.t.URL(), path, err)
 	}
-	return &deltalog.Add{Path: path, PartitionValues: in.PartitionValues, Size: buf.n,
+	return &deltalog.Add{Path: path, PartitionValues: in.PartitionValues, Size: buf.N,
 		ModificationTime: time.Now().UnixMilli(), DataChange: true, Stats: deltalog.StatsJSON(st)}, st.NumRecords, dropped, nil
 }
 

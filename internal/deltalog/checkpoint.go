@@ -165,7 +165,7 @@ func (t *Table) WriteCheckpoint(ctx context.Context, s *Snapshot) error {
 		return fmt.Errorf("delta: write checkpoint %d: %w", s.Version, err)
 	}
 	defer ow.Abort() // after a Commit it does nothing
-	out := &countWriter{w: ow}
+	out := &objstore.Counting{W: ow}
 	chunk := rowGroupRows()
 	props := parquet.NewWriterProperties(parquet.WithAllocator(t.mem), parquet.WithCompression(compress.Codecs.Snappy),
 		parquet.WithDictionaryDefault(false), parquet.WithCreatedBy("flightline"), parquet.WithMaxRowGroupLength(int64(chunk)))
@@ -211,7 +211,7 @@ func (t *Table) WriteCheckpoint(ctx context.Context, s *Snapshot) error {
 	if err := ow.Commit(ctx); err != nil {
 		return fmt.Errorf("delta: write checkpoint %d: %w", s.Version, err)
 	}
-	lc, _ := json.Marshal(lastCheckpoint{Version: s.Version, Size: size, SizeInBytes: out.n, NumOfAddFiles: files})
+	lc, _ := json.Marshal(lastCheckpoint{Version: s.Version, Size: size, SizeInBytes: out.N, NumOfAddFiles: files})
 	if err := t.store.Put(ctx, logDir+"_last_checkpoint", lc); err != nil {
 		return fmt.Errorf("delta: write _last_checkpoint: %w", err)
 	}
@@ -231,18 +231,6 @@ func (t *Table) WriteCheckpoint(ctx context.Context, s *Snapshot) error {
 		s.CheckpointVersion, s.checkpointParts = s.Version, 0
 	}
 	return nil
-}
-
-// countWriter counts the bytes written through it.
-type countWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // checkpointActions is CheckpointActions, for a lean snapshot loaded from
@@ -315,6 +303,27 @@ func (t *Table) checkpointActions(ctx context.Context, s *Snapshot, now time.Tim
 	// Added since (with stats), or, should the old checkpoint have lost
 	// it, without.
 	return yieldSince(s, func(a *Add) bool { return a.seen }, expired, yield)
+}
+
+// rowAction returns the one action a checkpoint row decoded through JSON
+// holds (the row's other columns decode as empty structs), false when it
+// holds none.
+func rowAction(a Action) (Action, bool) {
+	switch {
+	case a.Add != nil && a.Add.Path != "":
+		return Action{Add: a.Add}, true
+	case a.Remove != nil && a.Remove.Path != "":
+		return Action{Remove: a.Remove}, true
+	case a.MetaData != nil && a.MetaData.SchemaString != "":
+		return Action{MetaData: a.MetaData}, true
+	case a.Protocol != nil && a.Protocol.MinReaderVersion > 0:
+		return Action{Protocol: a.Protocol}, true
+	case a.Txn != nil && a.Txn.AppID != "":
+		return Action{Txn: a.Txn}, true
+	case a.DomainMetadata != nil && a.DomainMetadata.Domain != "":
+		return Action{DomainMetadata: a.DomainMetadata}, true
+	}
+	return Action{}, false
 }
 
 // checkpointColumns are the leaf columns read from checkpoints.
@@ -450,25 +459,10 @@ func (t *Table) decodeCheckpointEach(ctx context.Context, r io.ReaderAt, size in
 			return err
 		}
 		for _, a := range acts {
-			var one Action
-			switch {
-			case a.Add != nil && a.Add.Path != "":
-				one = Action{Add: a.Add}
-			case a.Remove != nil && a.Remove.Path != "":
-				one = Action{Remove: a.Remove}
-			case a.MetaData != nil && a.MetaData.SchemaString != "":
-				one = Action{MetaData: a.MetaData}
-			case a.Protocol != nil && a.Protocol.MinReaderVersion > 0:
-				one = Action{Protocol: a.Protocol}
-			case a.Txn != nil && a.Txn.AppID != "":
-				one = Action{Txn: a.Txn}
-			case a.DomainMetadata != nil && a.DomainMetadata.Domain != "":
-				one = Action{DomainMetadata: a.DomainMetadata}
-			default:
-				continue
-			}
-			if err := fn(one); err != nil {
-				return err
+			if one, ok := rowAction(a); ok {
+				if err := fn(one); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -137,15 +137,8 @@ func decodeRow(rec arrow.RecordBatch, i int, js *bytes.Buffer) (*Action, error) 
 		return nil, err
 	}
 	for _, a := range acts {
-		switch {
-		case a.MetaData != nil && a.MetaData.SchemaString != "":
-			return &Action{MetaData: a.MetaData}, nil
-		case a.Protocol != nil && a.Protocol.MinReaderVersion > 0:
-			return &Action{Protocol: a.Protocol}, nil
-		case a.Txn != nil && a.Txn.AppID != "":
-			return &Action{Txn: a.Txn}, nil
-		case a.DomainMetadata != nil && a.DomainMetadata.Domain != "":
-			return &Action{DomainMetadata: a.DomainMetadata}, nil
+		if one, ok := rowAction(a); ok {
+			return &one, nil
 		}
 	}
 	return nil, nil

@@ -67,27 +67,13 @@ func (l *Local) ListInfo(ctx context.Context, prefix, startAfter string) ([]Obje
 }
 
 func (s *S3) ListInfo(ctx context.Context, prefix, startAfter string) ([]ObjectInfo, error) {
-	in := &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: aws.String(s.key(prefix))}
-	if strings.HasSuffix(prefix, "/") {
-		*in.Prefix += "/"
-	}
-	if startAfter != "" {
-		in.StartAfter = aws.String(s.key(startAfter))
-	}
 	var out []ObjectInfo
-	p := s3.NewListObjectsV2Paginator(s.client, in)
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, s.wrap(err, "list", prefix)
-		}
-		for _, o := range page.Contents {
-			k := aws.ToString(o.Key)
-			if s.prefix != "" {
-				k = strings.TrimPrefix(k, s.prefix+"/")
-			}
-			out = append(out, ObjectInfo{Key: k, Size: aws.ToInt64(o.Size), ModTime: aws.ToTime(o.LastModified)})
-		}
+	err := s.walkInfo(ctx, prefix, startAfter, func(in ObjectInfo) error {
+		out = append(out, in)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, nil
@@ -141,6 +127,22 @@ func WalkInfo(ctx context.Context, s Store, prefix string, fn func(ObjectInfo) e
 const walkChunk = 1024
 
 func (l *Local) WalkInfo(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
+	return l.walk(ctx, prefix, func(k, p string, e fs.DirEntry) error {
+		st, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // deleted since it was listed
+		}
+		if err != nil {
+			return fmt.Errorf("objstore: stat %s: %w", filepath.ToSlash(p), err)
+		}
+		return fn(ObjectInfo{Key: k, Size: st.Size(), ModTime: st.ModTime()})
+	})
+}
+
+// walk calls fn with each file under prefix (key, path and entry; not
+// dot files), in no particular order, reading directories walkChunk
+// entries at a time.
+func (l *Local) walk(ctx context.Context, prefix string, fn func(key, path string, e fs.DirEntry) error) error {
 	dir := l.root
 	if i := strings.LastIndex(prefix, "/"); i >= 0 && prefix[:i] != "" {
 		d, err := l.path(prefix[:i])
@@ -152,9 +154,8 @@ func (l *Local) WalkInfo(ctx context.Context, prefix string, fn func(ObjectInfo)
 	return l.walkDir(ctx, dir, prefix, fn)
 }
 
-// walkDir visits dir's files (not dot files) and then its directories, a
-// chunk of entries at a time.
-func (l *Local) walkDir(ctx context.Context, dir, prefix string, fn func(ObjectInfo) error) error {
+// walkDir visits dir's files and then its directories.
+func (l *Local) walkDir(ctx context.Context, dir, prefix string, fn func(key, path string, e fs.DirEntry) error) error {
 	f, err := os.Open(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -170,28 +171,19 @@ func (l *Local) walkDir(ctx context.Context, dir, prefix string, fn func(ObjectI
 		}
 		ents, err := f.ReadDir(walkChunk)
 		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), ".") {
-				continue
-			}
 			p := filepath.Join(dir, e.Name())
 			if e.IsDir() {
 				subdirs = append(subdirs, p)
 				continue
 			}
-			rel, _ := filepath.Rel(l.root, p)
-			k := filepath.ToSlash(rel)
-			if !strings.HasPrefix(k, prefix) {
+			if strings.HasPrefix(e.Name(), ".") {
 				continue
 			}
-			st, err := e.Info()
-			if errors.Is(err, fs.ErrNotExist) {
-				continue // deleted since it was listed
-			}
-			if err != nil {
-				return fmt.Errorf("objstore: stat %s: %w", filepath.ToSlash(p), err)
-			}
-			if err := fn(ObjectInfo{Key: k, Size: st.Size(), ModTime: st.ModTime()}); err != nil {
-				return err
+			rel, _ := filepath.Rel(l.root, p)
+			if k := filepath.ToSlash(rel); strings.HasPrefix(k, prefix) {
+				if err := fn(k, p, e); err != nil {
+					return err
+				}
 			}
 		}
 		if errors.Is(err, io.EOF) || (err == nil && len(ents) == 0) {
@@ -210,9 +202,17 @@ func (l *Local) walkDir(ctx context.Context, dir, prefix string, fn func(ObjectI
 }
 
 func (s *S3) WalkInfo(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
+	return s.walkInfo(ctx, prefix, "", fn)
+}
+
+// walkInfo lists the keys under prefix after startAfter a page at a time.
+func (s *S3) walkInfo(ctx context.Context, prefix, startAfter string, fn func(ObjectInfo) error) error {
 	in := &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: aws.String(s.key(prefix))}
 	if strings.HasSuffix(prefix, "/") {
 		*in.Prefix += "/"
+	}
+	if startAfter != "" {
+		in.StartAfter = aws.String(s.key(startAfter))
 	}
 	p := s3.NewListObjectsV2Paginator(s.client, in)
 	for p.HasMorePages() {

@@ -143,39 +143,16 @@ func (l *Local) PutIfAbsent(_ context.Context, key string, data []byte) error {
 	return f.Close()
 }
 
-func (l *Local) List(_ context.Context, prefix, startAfter string) ([]string, error) {
-	dirKey := ""
-	if i := strings.LastIndex(prefix, "/"); i >= 0 {
-		dirKey = prefix[:i]
-	}
-	dir := l.root
-	if dirKey != "" {
-		d, err := l.path(dirKey)
-		if err != nil {
-			return nil, err
-		}
-		dir = d
-	}
+func (l *Local) List(ctx context.Context, prefix, startAfter string) ([]string, error) {
 	var out []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if d.IsDir() || strings.HasPrefix(d.Name(), ".") {
-			return nil
-		}
-		rel, _ := filepath.Rel(l.root, p)
-		k := filepath.ToSlash(rel)
-		if strings.HasPrefix(k, prefix) && k > startAfter {
+	err := l.walk(ctx, prefix, func(k, _ string, _ fs.DirEntry) error {
+		if k > startAfter {
 			out = append(out, k)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("objstore: list %s: %w", dir, err)
+		return nil, err
 	}
 	sort.Strings(out)
 	return out, nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -248,3 +249,16 @@ var (
 	_ Creator = (*Local)(nil)
 	_ Creator = (*S3)(nil)
 )
+
+// Counting counts the bytes written through it to W: the size of an
+// object as it streams to a Writer.
+type Counting struct {
+	W io.Writer
+	N int64
+}
+
+func (c *Counting) Write(p []byte) (int, error) {
+	n, err := c.W.Write(p)
+	c.N += int64(n)
+	return n, err
+}
