@@ -5,10 +5,17 @@ SHELL := /bin/bash
 GO ?= go
 SERVICES := integration/services/services.sh
 GOTESTFLAGS ?= -race -count=1 -timeout 60m
+# -trimpath (for every go command make runs, and those the tests run): the
+# build cache is then keyed by the code, not by the clone's directory, so a
+# fresh clone (a CI runner's, at a new path each time) reuses what the last
+# run on the machine compiled and linked. Without it every clone recompiled
+# the project's packages and relinked every race test binary: 167 s of wall
+# (265 CPU-s) on 2 cores to build all test binaries, 104 s (141 CPU-s) with it.
+export GOFLAGS := $(strip $(filter-out -trimpath,$(GOFLAGS)) -trimpath)
 
 .PHONY: python test-python
 .PHONY: duckdb-lib
-.PHONY: all build demo test test-vet test-go test-bigquery test-unit test-interop services-up services-down bench bench-report fuzz chaos chaos-kill chaos-fuzz fuzz-long vet soak
+.PHONY: all build demo test test-vet test-go test-integration test-units test-bigquery test-unit test-interop services-up services-down bench bench-report fuzz chaos chaos-kill chaos-fuzz fuzz-long vet soak
 
 # The fuzz targets of the wire boundary (package:Target). Their seed corpus
 # (internal/testkit/doputtest) replays in every `go test`; `make fuzz` mutates each
@@ -83,11 +90,14 @@ TESTTIME_FOLLOW = $(TESTTIME) -follow -save $(TEST_OUT)
 # splits -skip at top-level | first, then each alternative at /.
 CHAOS_ONLY := ^TestIntegrationNetem$$|^TestIntegrationAMQPBrokerKill$$|^TestIntegrationStoreRestart$$|^TestIntegrationRabbitStreamKill9Kafka$$|^TestIntegrationStoreKill9Kafka$$/^(gcs|azblob|sftp|s3)$$
 TEST_SKIP := ^TestIntegrationSoak$$|$(CHAOS_ONLY)|$(BQ_INTEGRATION)
-# Packages go test runs at once. The integration package runs first: it is
-# the longest, so the unit packages run one at a time beside it and are
-# done long before it is. More than 2 on a 2-core machine puts two unit
-# packages beside the kill tests, whose recovery bounds are measured.
-TEST_P ?= 2
+# make test's go tests run in two lanes at once: the integration package
+# alone (-p 1: its kill tests' recovery bounds are measured, so nothing of
+# its own runs beside them), and the unit packages one at a time (-p 1)
+# followed by the Python, BigQuery and fuzz phases, which start when the
+# unit packages are done instead of after the integration package (ci24:
+# the unit packages ended at 1,109 s, the integration package at 1,190 s,
+# then 322 s more ran alone).
+TEST_P ?= 1
 
 $(TESTTIME): integration/testtime/main.go
 	@CGO_ENABLED=0 $(GO) build -o $@ ./integration/testtime
@@ -96,25 +106,44 @@ test: $(TESTTIME)
 	@rm -rf $(TEST_OUT) $(CHAOS_REPORT); mkdir -p $(TEST_OUT); \
 	$(PHASE) vet-build $(MAKE) --no-print-directory test-vet >$(TEST_OUT)/vet-build.log 2>&1 & vet=$$!; \
 	$(PHASE) services-up $(SERVICES) up; up=$$?; wait $$vet; vetrc=$$?; cat $(TEST_OUT)/vet-build.log; \
-	[ $$up = 0 ] && [ $$vetrc = 0 ] && set -a && . integration/services/run/env && set +a && \
-	export FLIGHTLINE_REQUIRE_SERVICES=1 FLIGHTLINE_CHAOS_REPORT=$(CHAOS_REPORT) && \
-	$(PHASE) unit+integration $(MAKE) --no-print-directory test-go && \
-	$(PHASE) fuzz $(MAKE) --no-print-directory fuzz && \
-	$(PHASE) python $(MAKE) --no-print-directory test-python && \
-	$(PHASE) bigquery $(MAKE) --no-print-directory test-bigquery; rc=$$?; \
+	if [ $$up = 0 ] && [ $$vetrc = 0 ]; then \
+		set -a && . integration/services/run/env && set +a && \
+		export FLIGHTLINE_REQUIRE_SERVICES=1 FLIGHTLINE_CHAOS_REPORT=$(CHAOS_REPORT); \
+		$(PHASE) integration $(MAKE) --no-print-directory test-integration & integ=$$!; \
+		$(PHASE) unit $(MAKE) --no-print-directory test-units && \
+		$(PHASE) python $(MAKE) --no-print-directory test-python && \
+		$(PHASE) bigquery $(MAKE) --no-print-directory test-bigquery && \
+		$(PHASE) fuzz $(MAKE) --no-print-directory fuzz; rc=$$?; \
+		wait $$integ; irc=$$?; [ $$rc != 0 ] || rc=$$irc; \
+	else rc=1; fi; \
 	$(CHAOS_SUMMARY); $(PHASE) services-down $(SERVICES) down; \
 	$(TESTTIME) -phases $(TEST_OUT)/phases -require-run '/integration$$' $(TEST_OUT)/*.json || \
 		{ [ $$rc != 0 ] || rc=1; }; exit $$rc
 
 # make test's phases, also on their own (with the services' env exported).
+# test-vet also builds the integration package's race test binary (and so
+# most packages' race builds), beside the services' start: the two test
+# lanes then find them in the cache instead of compiling them twice at once.
 test-vet:
-	$(GO) vet ./... && CGO_ENABLED=0 $(GO) build ./... && CGO_ENABLED=0 $(GO) test -count=1 ./adbc/
+	$(GO) vet ./... && CGO_ENABLED=0 $(GO) build ./... && CGO_ENABLED=0 $(GO) test -count=1 ./adbc/ && \
+	d=$$(mktemp -d) && CGO_ENABLED=1 $(GO) test -race -c -o $$d/integration.test ./integration/; rc=$$?; rm -rf $$d; exit $$rc
 
-test-go: $(TESTTIME)
+# Every package but the BigQuery ones: the integration package and the
+# unit packages, at once, as make test runs them.
+test-go:
+	@$(MAKE) --no-print-directory test-integration & integ=$$!; \
+	$(MAKE) --no-print-directory test-units; rc=$$?; wait $$integ; irc=$$?; [ $$rc != 0 ] || rc=$$irc; exit $$rc
+
+test-integration: $(TESTTIME)
+	@set -o pipefail; mkdir -p $(TEST_OUT); \
+	CGO_ENABLED=1 $(GO) test -json -p 1 $(GOTESTFLAGS) -skip '$(TEST_SKIP)' ./integration/ | \
+		$(TESTTIME_FOLLOW)/integration.json
+
+test-units: $(TESTTIME)
 	@set -o pipefail; mkdir -p $(TEST_OUT); \
 	bq=$$($(GO) list $(BQ_PKGS)) && rest=$$($(GO) list ./... | grep -vxF "$$bq" | grep -vx '.*/integration') && \
-	CGO_ENABLED=1 $(GO) test -json -p $(TEST_P) $(GOTESTFLAGS) -skip '$(TEST_SKIP)' ./integration/ $$rest | \
-		$(TESTTIME_FOLLOW)/go-test.json
+	CGO_ENABLED=1 $(GO) test -json -p $(TEST_P) $(GOTESTFLAGS) $$rest | \
+		$(TESTTIME_FOLLOW)/units.json
 
 # The BigQuery packages one at a time, each on an emulator started afresh
 # (see BQ_PKGS), then the BigQuery integration tests.

@@ -112,6 +112,12 @@ func TestParallelWritesTheSerialBytes(t *testing.T) {
 	}
 	for name, rec := range map[string]arrow.RecordBatch{"full": full, "sliced": sliced, "empty": empty, "big": big} {
 		for mode, opts := range modes {
+			if name == "big" && mode == "unit" {
+				// The timestamp unit is the column's setting, not its
+				// pages': full/unit and sliced/unit check it, big/auto the
+				// multi-page path (big/unit cost 8 s under -race).
+				continue
+			}
 			t.Run(name+"/"+mode, func(t *testing.T) {
 				if name == "big" && mode == "always" {
 					// Found with this case: dictionary on every column of
