@@ -34,6 +34,7 @@ type Coordinator struct {
 
 	window         int
 	chain          []transform.Transform // each Checked
+	peers          []Reconnecter         // src, sink and transforms reached over a connection
 	chainMem       memory.Allocator
 	transform      transform.Func
 	minBackoff     time.Duration
@@ -216,6 +217,11 @@ func New(src flightsrc.Source, sink flightsink.Sink, stream string, p flightsink
 			return nil, err
 		}
 	}
+	for _, x := range append([]any{src, sink}, anys(c.chain)...) {
+		if r, ok := x.(Reconnecter); ok {
+			c.peers = append(c.peers, r)
+		}
+	}
 	for i, t := range c.chain {
 		name := fmt.Sprintf("#%d", i+1)
 		if s, ok := t.(fmt.Stringer); ok {
@@ -298,14 +304,70 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		c.mu.Lock()
 		c.stats.Restarts++
 		c.mu.Unlock()
-		t := time.NewTimer(d)
+		if !c.wait(ctx, d) {
+			return nil
+		}
+	}
+}
+
+// Reconnecter is implemented by a source, sink or transform reached over a
+// connection: the Flight clients of flightsrc, flightsink and
+// flighttransform. WaitReconnected returns true once a connection that was
+// down is ready again; false at once when it is up, or when ctx ends first.
+type Reconnecter interface {
+	WaitReconnected(ctx context.Context) bool
+}
+
+// wait sleeps d before a retry, or less when one of the pipeline's peers
+// that was unreachable when the wait began is reachable again (a restarted
+// serve-sink or serve-source listening): then the retry starts at once, but
+// never sooner than reconnectFloor after the failure. Before, a peer
+// down for a few seconds was retried with a doubling backoff and found up
+// again up to one full wait (2.5–5 s) late. It returns false when ctx ended.
+func (c *Coordinator) wait(ctx context.Context, d time.Duration) bool {
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel() // ends the watches below
+	back := make(chan struct{}, 1)
+	for _, p := range c.peers {
+		go func() {
+			if p.WaitReconnected(wctx) {
+				select {
+				case back <- struct{}{}:
+				default:
+				}
+			}
+		}()
+	}
+	select {
+	case <-wctx.Done():
+		return ctx.Err() == nil
+	case <-back:
+	}
+	if rest := min(d, reconnectFloor) - time.Since(start); rest > 0 {
+		t := time.NewTimer(rest)
+		defer t.Stop()
 		select {
 		case <-ctx.Done():
-			t.Stop()
-			return nil
+			return false
 		case <-t.C:
 		}
 	}
+	c.log.Info("pipeline peer reachable again; retrying now", "pipeline", c.pipeline.ID, "waited", time.Since(start).Round(time.Millisecond), "backoff", d)
+	return true
+}
+
+// reconnectFloor: the shortest wait before a retry cut short by a peer
+// coming back, so that a peer which accepts connections and fails every
+// call is not retried in a tight loop.
+const reconnectFloor = 100 * time.Millisecond
+
+func anys[T any](xs []T) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
 }
 
 // conflictSteps caps the backoff after ErrConflict at 4 times the minimum.

@@ -435,3 +435,69 @@ func TestConflictsRetryPromptly(t *testing.T) {
 	}
 	require.Zero(t, h.warns, "a moved position is routine: INFO, not WARN")
 }
+
+// msgLog records the messages logged and each one's "waited" attribute.
+type msgLog struct {
+	mu     sync.Mutex
+	msgs   []string
+	waited []time.Duration
+}
+
+func (h *msgLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *msgLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *msgLog) WithGroup(string) slog.Handler            { return h }
+func (h *msgLog) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.msgs = append(h.msgs, r.Message)
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "waited" {
+			h.waited = append(h.waited, a.Value.Duration())
+		}
+		return true
+	})
+	return nil
+}
+
+// TestRetriesWhenPeerIsBack: a sink endpoint that is down when the run
+// starts (a serve-sink being restarted) is retried as soon as it listens,
+// not at the end of the backoff: here every wait is 2–4 s, and the retry
+// comes well before 2 s.
+func TestRetriesWhenPeerIsBack(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the server stopped
+	sink := flightsink.NewMemory()
+	defer sink.Release()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := lis.Addr().String()
+	require.NoError(t, lis.Close()) // the sink is down
+	rs, err := flightsink.Dial("grpc://"+addr, flightsink.ClientConfig{})
+	require.NoError(t, err)
+	defer rs.Close()
+
+	h := &msgLog{}
+	c, err := coordinator.New(newGen(t, mem, 1_000, 100), rs, "orders", flightsink.Pipeline{ID: "p", Target: "t"},
+		coordinator.WithLogger(slog.New(h)), coordinator.Backoff(4*time.Second, 4*time.Second))
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- c.Run(context.Background()) }()
+	time.Sleep(500 * time.Millisecond) // the first attempt fails: nobody listens
+	flighttest.ServeAt(t, addr, flightsink.NewServer(sink, flightsink.WithLogger(quiet), flightsink.WithAllocator(mem)), endpoint.ServerConfig{})
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run did not end")
+	}
+	requireExactlyOnce(t, ids(sink, "t"), 1_000)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	require.Contains(t, h.msgs, "pipeline peer reachable again; retrying now")
+	require.NotEmpty(t, h.waited)
+	t.Logf("run ended %v after it started; retried %v into a backoff of 2-4 s", time.Since(start).Round(10*time.Millisecond), h.waited)
+	for _, w := range h.waited {
+		require.Less(t, w, 2*time.Second, "the retry waited out the backoff")
+	}
+}

@@ -35,7 +35,10 @@
 //     restart at step 1 — exponentially for outages, at most 4× the minimum
 //     for ErrConflict (a rebalance or a moved checkpoint is routine and
 //     logged at INFO); others (bad input, schema mismatch, fencing,
-//     credentials) stop Run and are returned.
+//     credentials) stop Run and are returned. A wait ends early when a
+//     remote source, sink or transform (a Reconnecter) that was unreachable
+//     when it began is reachable again: a restarted serve-sink is retried
+//     the moment it listens, not up to a whole backoff later.
 //
 // Sources and sinks may be local Go values or remote Flight endpoints
 // (flightsrc.Dial, flightsink.Dial): the coordinator cannot tell them apart.

@@ -49,6 +49,13 @@ func Dial(url string, cfg ClientConfig) (*Client, error) {
 // Close closes the connection.
 func (c *Client) Close() error { return c.conn.Close() }
 
+// WaitReconnected returns true once a connection to the sink endpoint that
+// was down is ready again, false at once when it is ready, or when ctx
+// ends first (see endpoint.WaitReconnected). The coordinator retries on it.
+func (c *Client) WaitReconnected(ctx context.Context) bool {
+	return endpoint.WaitReconnected(ctx, c.conn)
+}
+
 // Checkpoint implements Sink with the "checkpoint" action.
 func (c *Client) Checkpoint(ctx context.Context, p Pipeline) ([]byte, error) {
 	body, _ := json.Marshal(PipelineRequest{PipelineID: p.ID, Target: p.Target})

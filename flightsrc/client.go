@@ -60,6 +60,13 @@ func DialWithAllocator(url string, cfg ClientConfig, mem memory.Allocator) (*Cli
 // Close closes the connection.
 func (c *Client) Close() error { return c.conn.Close() }
 
+// WaitReconnected returns true once a connection to the source endpoint that
+// was down is ready again, false at once when it is ready, or when ctx
+// ends first (see endpoint.WaitReconnected). The coordinator retries on it.
+func (c *Client) WaitReconnected(ctx context.Context) bool {
+	return endpoint.WaitReconnected(ctx, c.conn)
+}
+
 // Streams implements Source with ListFlights.
 func (c *Client) Streams(ctx context.Context) ([]Stream, error) {
 	lf, err := c.fc.ListFlights(ctx, &flight.Criteria{})

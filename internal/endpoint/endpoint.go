@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
@@ -275,6 +276,35 @@ const (
 // (and SYN) soon after the link heals instead of waiting for the next
 // retransmission. gRPC's default is 20 s.
 const ConnectTimeout = 5 * time.Second
+
+// WaitReconnected waits for conn to come back. When conn is ready it
+// returns false at once: there is nothing to wait for. Otherwise it asks
+// conn to connect now, without the rest of its reconnect backoff, and
+// returns true as soon as conn is ready, false when ctx ends first or conn
+// is closed. A caller that retries after a failure on a timer (the
+// coordinator) uses it to retry the moment a restarted peer listens again
+// instead of at the end of a wait that grew while the peer was down.
+func WaitReconnected(ctx context.Context, conn *grpc.ClientConn) bool {
+	s := conn.GetState()
+	if s == connectivity.Ready {
+		return false
+	}
+	conn.ResetConnectBackoff()
+	for {
+		switch s {
+		case connectivity.Ready:
+			return true
+		case connectivity.Shutdown:
+			return false
+		case connectivity.Idle:
+			conn.Connect()
+		}
+		if !conn.WaitForStateChange(ctx, s) {
+			return false
+		}
+		s = conn.GetState()
+	}
+}
 
 // Dial connects to the endpoint at rawURL. The connection is lazy: errors
 // reaching the server surface on the first call. After the connection

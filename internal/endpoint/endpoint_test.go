@@ -242,3 +242,56 @@ func TestReconnectAfterOutage(t *testing.T) {
 	t.Logf("reached the server %v after it listened again", took.Round(10*time.Millisecond))
 	require.Less(t, took, 2500*time.Millisecond, "reconnecting took too long")
 }
+
+// TestWaitReconnected: on a connection whose server is down,
+// WaitReconnected returns true soon after the server listens again, even
+// after the connection's reconnect backoff had grown; on a ready
+// connection it returns false at once; with nobody listening it returns
+// false when its context ends.
+func TestWaitReconnected(t *testing.T) {
+	t.Parallel()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := lis.Addr().String()
+	require.NoError(t, lis.Close()) // nobody listens
+	conn, err := Dial("grpc://"+addr, ClientConfig{})
+	require.NoError(t, err)
+	defer conn.Close()
+
+	// Down: failed calls grow the backoff; the wait ends with its context.
+	for range 5 {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		require.Error(t, healthy(ctx, conn))
+		cancel()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	require.False(t, WaitReconnected(ctx, conn), "nobody listens")
+	cancel()
+
+	// Back: true soon after the server listens.
+	done := make(chan bool, 1)
+	wctx, wcancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer wcancel()
+	go func() { done <- WaitReconnected(wctx, conn) }()
+	time.Sleep(300 * time.Millisecond)
+	gs, _, err := NewServer(ServerConfig{})
+	require.NoError(t, err)
+	lis, err = net.Listen("tcp", addr)
+	require.NoError(t, err)
+	go gs.Serve(lis)
+	defer gs.Stop()
+	up := time.Now()
+	require.True(t, <-done)
+	t.Logf("ready %v after the server listened", time.Since(up).Round(10*time.Millisecond))
+	require.Less(t, time.Since(up), 5*time.Second)
+
+	// Ready: nothing to wait for.
+	start := time.Now()
+	require.False(t, WaitReconnected(wctx, conn))
+	require.Less(t, time.Since(start), time.Second)
+	require.NoError(t, healthy(wctx, conn))
+
+	// Closed: false.
+	require.NoError(t, conn.Close())
+	require.False(t, WaitReconnected(wctx, conn))
+}

@@ -84,6 +84,13 @@ func (c *Client) String() string { return c.url }
 // Close closes the connection.
 func (c *Client) Close() error { return c.conn.Close() }
 
+// WaitReconnected returns true once a connection to the transform endpoint that
+// was down is ready again, false at once when it is ready, or when ctx
+// ends first (see endpoint.WaitReconnected). The coordinator retries on it.
+func (c *Client) WaitReconnected(ctx context.Context) bool {
+	return endpoint.WaitReconnected(ctx, c.conn)
+}
+
 // Exchange implements transform.Transform with one DoExchange call. It
 // sends in's batches, each with its checkpoint as app_metadata, on its own
 // goroutine, and half-closes the call when in ends. When in has a
