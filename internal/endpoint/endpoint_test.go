@@ -95,6 +95,18 @@ func start(t *testing.T, cfg ServerConfig) string {
 	return lis.Addr().String()
 }
 
+// serveAt serves a plain endpoint (health service only) at addr until the
+// test ends.
+func serveAt(t *testing.T, addr string) {
+	t.Helper()
+	gs, _, err := NewServer(ServerConfig{})
+	require.NoError(t, err)
+	lis, err := net.Listen("tcp", addr)
+	require.NoError(t, err)
+	go gs.Serve(lis)
+	t.Cleanup(gs.Stop)
+}
+
 func healthy(ctx context.Context, conn *grpc.ClientConn) error {
 	_, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
 	return err
@@ -227,12 +239,7 @@ func TestReconnectAfterOutage(t *testing.T) {
 	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
 		require.Error(t, call())
 	}
-	gs, _, err := NewServer(ServerConfig{})
-	require.NoError(t, err)
-	lis, err = net.Listen("tcp", addr)
-	require.NoError(t, err)
-	go gs.Serve(lis)
-	defer gs.Stop()
+	serveAt(t, addr)
 	up := time.Now()
 	for call() != nil {
 		time.Sleep(50 * time.Millisecond)
@@ -274,12 +281,7 @@ func TestWaitReconnected(t *testing.T) {
 	defer wcancel()
 	go func() { done <- WaitReconnected(wctx, conn) }()
 	time.Sleep(300 * time.Millisecond)
-	gs, _, err := NewServer(ServerConfig{})
-	require.NoError(t, err)
-	lis, err = net.Listen("tcp", addr)
-	require.NoError(t, err)
-	go gs.Serve(lis)
-	defer gs.Stop()
+	serveAt(t, addr)
 	up := time.Now()
 	require.True(t, <-done)
 	t.Logf("ready %v after the server listened", time.Since(up).Round(10*time.Millisecond))
