@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/util"
 	"github.com/prometheus/client_golang/prometheus"
@@ -169,7 +168,7 @@ func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
 
 	pre := flightwire.NewPrefetch(stream, 2*s.group.MaxBatches, s.onReceive)
 	defer pre.Stop()
-	rdr, err := flightwire.NewReader(pre, s.maxBatch, ipc.WithAllocator(s.mem))
+	rdr, err := flightwire.NewReader(pre, s.maxBatch, s.mem)
 	if err != nil {
 		if errors.Is(err, flightwire.ErrMalformed) || errors.Is(err, ipcguard.ErrMalformed) {
 			return fmt.Errorf("%w: DoPut schema message: %v", flightline.ErrInvalidInput, err)

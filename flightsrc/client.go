@@ -11,7 +11,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -142,7 +141,7 @@ func (c *Client) Read(ctx context.Context, req ReadRequest) (Reader, error) {
 	}
 	// The source is as untrusted as a sink's client: its messages are
 	// checked before arrow-go allocates what they declare.
-	rdr, err := flightwire.NewReader(stream, endpoint.MaxMessageSize, ipc.WithAllocator(c.mem))
+	rdr, err := flightwire.NewReader(stream, endpoint.MaxMessageSize, c.mem)
 	if err != nil {
 		cancel()
 		if ctx.Err() != nil {

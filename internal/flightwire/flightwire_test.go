@@ -116,7 +116,7 @@ func (s *service) DoPut(st flight.FlightService_DoPutServer) error {
 		defer pre.Stop()
 		in = pre
 	}
-	r, err := flightwire.NewReader(in, 1<<30, ipc.WithAllocator(s.mem))
+	r, err := flightwire.NewReader(in, 1<<30, s.mem)
 	if err != nil {
 		return err
 	}
@@ -240,7 +240,7 @@ func roundTrip(t *testing.T, zero bool, comp string, large, prefetch bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := flightwire.NewReader(st, 1<<30, ipc.WithAllocator(cmem))
+	r, err := flightwire.NewReader(st, 1<<30, cmem)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -554,7 +554,7 @@ func TestMalformedOverGRPC(t *testing.T) {
 type refuser struct{ flight.BaseFlightServer }
 
 func (refuser) DoPut(st flight.FlightService_DoPutServer) error {
-	r, err := flightwire.NewReader(st, 1<<20)
+	r, err := flightwire.NewReader(st, 1<<20, nil)
 	if errors.Is(err, flightwire.ErrMalformed) {
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
@@ -606,7 +606,7 @@ func TestCancelReleases(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := flightwire.NewReader(st, 1<<30)
+			r, err := flightwire.NewReader(st, 1<<30, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

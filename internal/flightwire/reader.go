@@ -35,13 +35,18 @@ type RecvStream interface {
 type Reader struct {
 	*ipc.Reader
 	mr *messageReader
+	sw *sweeper
 }
 
 // NewReader reads the stream's first message (its schema, perhaps after a
-// descriptor-only message) and returns a Reader on s. A refused message
-// (malformed protobuf, or refused by ipcguard) is an error that Malformed
-// also returns.
-func NewReader(s RecvStream, max int64, opts ...ipc.Option) (*Reader, error) {
+// descriptor-only message) and returns a Reader on s that allocates from
+// mem (memory.DefaultAllocator when nil); opts are more of arrow-go's
+// reader options. A refused message (malformed protobuf, or refused by
+// ipcguard) is an error that Malformed also returns. What a batch that
+// failed to load had allocated is freed at Release (see sweeper).
+func NewReader(s RecvStream, max int64, mem memory.Allocator, opts ...ipc.Option) (*Reader, error) {
+	sw := newSweeper(mem)
+	opts = append(opts[:len(opts):len(opts)], ipc.WithAllocator(sw))
 	mr := &messageReader{s: s, zero: Enabled(s.Context()), guard: ipcguard.NewChecker(max)}
 	mr.refs.Store(1)
 	first, err := mr.recv()
@@ -55,10 +60,14 @@ func NewReader(s RecvStream, max int64, opts ...ipc.Option) (*Reader, error) {
 		first.release()
 	}
 	mr.Retain() // one reference for ipc.Reader, one for Reader
-	r := &Reader{mr: mr}
-	if r.Reader, err = ipc.NewReaderFromMessageReader(mr, opts...); err != nil {
+	r := &Reader{mr: mr, sw: sw}
+	sw.begin()
+	r.Reader, err = ipc.NewReaderFromMessageReader(mr, opts...)
+	sw.end(err == nil)
+	if err != nil {
 		mr.Release()
 		mr.Release()
+		sw.sweep()
 		if mr.malformed != nil {
 			return nil, mr.malformed
 		}
@@ -67,10 +76,20 @@ func NewReader(s RecvStream, max int64, opts ...ipc.Option) (*Reader, error) {
 	return r, nil
 }
 
-// Release releases the reader, its current batch and the message it holds.
+// Next is ipc.Reader's Next.
+func (r *Reader) Next() bool {
+	r.sw.begin()
+	ok := r.Reader.Next()
+	r.sw.end(ok)
+	return ok
+}
+
+// Release releases the reader, its current batch and the message it holds,
+// then frees what a batch that failed to load had allocated.
 func (r *Reader) Release() {
 	r.Reader.Release()
 	r.mr.Release()
+	r.sw.sweep()
 }
 
 // LatestAppMetadata returns the app_metadata of the last message read (the

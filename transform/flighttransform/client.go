@@ -189,7 +189,7 @@ func (x *exchange) send(ctx context.Context, stream flight.FlightService_DoExcha
 func (x *exchange) recv(ctx context.Context, stream flight.FlightService_DoExchangeClient) {
 	defer x.wg.Done()
 	defer close(x.ch)
-	rdr, err := flightwire.NewReader(stream, endpoint.MaxMessageSize, ipc.WithAllocator(x.c.mem))
+	rdr, err := flightwire.NewReader(stream, endpoint.MaxMessageSize, x.c.mem)
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.EOF // the service ended without output

@@ -85,7 +85,7 @@ func (s *Server) DoExchange(stream flight.FlightService_DoExchangeServer) (err e
 	}()
 	defer flighterr.Recover(s.log, func() string { return "DoExchange" }, &err)
 
-	rdr, err := flightwire.NewReader(stream, endpoint.MaxMessageSize, ipc.WithAllocator(s.mem))
+	rdr, err := flightwire.NewReader(stream, endpoint.MaxMessageSize, s.mem)
 	if err != nil {
 		switch {
 		case errors.Is(err, flightwire.ErrMalformed) || errors.Is(err, ipcguard.ErrMalformed):
