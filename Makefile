@@ -92,13 +92,13 @@ CHAOS_ONLY := ^TestIntegrationNetem$$|^TestIntegrationAMQPBrokerKill$$|^TestInte
 TEST_SKIP := ^TestIntegrationSoak$$|$(CHAOS_ONLY)|$(BQ_INTEGRATION)
 # make test's go tests run in two lanes at once: the integration package
 # alone (-p 1: its kill tests' recovery bounds are measured, so nothing of
-# its own runs beside them) followed by the fuzz targets, and the unit
-# packages one at a time (-p 1) followed by the Python and BigQuery
-# phases. Before, those three phases waited for the integration package
-# (ci24: the unit packages ended at 1,109 s, the integration package at
-# 1,190 s, then 322 s more ran alone); ci25 measured the lanes at 1,199 s
-# (integration) and 1,023 + 28 + 230 s (unit, python, BigQuery), so fuzz's
-# 79 s go after the integration package.
+# its own runs beside them) followed by the fuzz targets and the Python
+# package's tests, and the unit packages one at a time (-p 1) followed by
+# the BigQuery phase. Before, fuzz, Python and BigQuery waited for the
+# integration package (ci24: the unit packages ended at 1,109 s, the
+# integration package at 1,190 s, then 322 s more ran alone); ci26
+# measured the lanes at 1,175 + 61 s (integration, fuzz) and 1,093 + 31 +
+# 246 s (unit, python, BigQuery), hence Python in the first lane.
 TEST_P ?= 1
 
 $(TESTTIME): integration/testtime/main.go
@@ -112,9 +112,9 @@ test: $(TESTTIME)
 		set -a && . integration/services/run/env && set +a && \
 		export FLIGHTLINE_REQUIRE_SERVICES=1 FLIGHTLINE_CHAOS_REPORT=$(CHAOS_REPORT); \
 		{ $(PHASE) integration $(MAKE) --no-print-directory test-integration && \
-		  $(PHASE) fuzz $(MAKE) --no-print-directory fuzz; } & integ=$$!; \
+		  $(PHASE) fuzz $(MAKE) --no-print-directory fuzz && \
+		  $(PHASE) python $(MAKE) --no-print-directory test-python; } & integ=$$!; \
 		$(PHASE) unit $(MAKE) --no-print-directory test-units && \
-		$(PHASE) python $(MAKE) --no-print-directory test-python && \
 		$(PHASE) bigquery $(MAKE) --no-print-directory test-bigquery; rc=$$?; \
 		wait $$integ; irc=$$?; [ $$rc != 0 ] || rc=$$irc; \
 	else rc=1; fi; \
