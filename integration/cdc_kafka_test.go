@@ -26,6 +26,7 @@ import (
 // last-record-per-key (a tombstone removes its key), must equal the
 // source table read with psql, row by row.
 func TestIntegrationPostgresCDCToKafka(t *testing.T) {
+	t.Parallel() // own topic, tables, directories and ports; see services.go
 	dsn := Need(t, "FLIGHTLINE_PG_DSN", "PostgreSQL")
 	brokers := Need(t, "FLIGHTLINE_KAFKA_BROKERS", "Kafka broker")
 	kcat := Need(t, "FLIGHTLINE_KCAT", "kcat (librdkafka)")

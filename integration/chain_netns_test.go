@@ -183,6 +183,7 @@ func deltaCommits(dir string) int {
 // host D: when B comes back, its coordinator, now a zombie, is refused by
 // the sink (fenced, or its rejoin refused) and stops. D's finishes, and delta-rs finds every kept row once.
 func TestIntegrationChainThreeHosts(t *testing.T) {
+	t.Parallel() // own topic, tables, directories and ports; see services.go
 	Need(t, "FLIGHTLINE_PYTHON", "python with deltalake")
 	lab := newNetLab(t)
 	a, b, c, d := lab.host("a"), lab.host("b"), lab.host("c"), lab.host("d")

@@ -45,6 +45,7 @@ func rowsWithDeltaRs(t *testing.T, uri string, storage objstore.Options, version
 // version before the compaction after a cleanup that keeps it. On local
 // disk and S3.
 func TestIntegrationDeltaCompactedReadsSame(t *testing.T) {
+	t.Parallel() // own topic, tables, directories and ports; see services.go
 	for _, loc := range deltaLocations {
 		t.Run(loc.name, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -208,6 +209,7 @@ func TestIntegrationDeltaCompactionKill9(t *testing.T) {
 // the snapshot of small files, the table is compacted under it, more
 // batches come, and it follows the log to the end.
 func TestIntegrationDeltaSourceAcrossCompaction(t *testing.T) {
+	t.Parallel() // own topic, tables, directories and ports; see services.go
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())

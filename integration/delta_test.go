@@ -66,10 +66,17 @@ type deltaCheck struct {
 // deltaRs runs an integration/python script with delta-rs.
 func deltaRs(t *testing.T, storage objstore.Options, script string, args ...string) []byte {
 	t.Helper()
+	return deltaRsEnv(t, nil, storage, script, args...)
+}
+
+// deltaRsEnv is deltaRs with more of the script's environment (KEY=VALUE),
+// which a parallel test cannot set with t.Setenv.
+func deltaRsEnv(t *testing.T, env []string, storage objstore.Options, script string, args ...string) []byte {
+	t.Helper()
 	py := Need(t, "FLIGHTLINE_PYTHON", "python with deltalake")
 	js, _ := json.Marshal(storage)
 	cmd := exec.Command(py, append([]string{"python/" + script}, args...)...)
-	cmd.Env = append(os.Environ(), "FLIGHTLINE_DELTA_STORAGE="+string(js), "FLIGHTLINE_DELTA_ROWS=1")
+	cmd.Env = append(append(os.Environ(), "FLIGHTLINE_DELTA_STORAGE="+string(js), "FLIGHTLINE_DELTA_ROWS=1"), env...)
 	out, err := cmd.Output()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -81,7 +88,17 @@ func deltaRs(t *testing.T, storage objstore.Options, script string, args ...stri
 
 func checkWithDeltaRs(t *testing.T, uri string, storage objstore.Options, args ...string) deltaCheck {
 	t.Helper()
-	out := deltaRs(t, storage, "delta_check.py", append([]string{uri}, args...)...)
+	return parseDeltaCheck(t, deltaRs(t, storage, "delta_check.py", append([]string{uri}, args...)...))
+}
+
+// checkWithDeltaRsID checks a local table whose id column is idCol.
+func checkWithDeltaRsID(t *testing.T, uri, idCol string) deltaCheck {
+	t.Helper()
+	return parseDeltaCheck(t, deltaRsEnv(t, []string{"FLIGHTLINE_DELTA_ID=" + idCol}, nil, "delta_check.py", uri))
+}
+
+func parseDeltaCheck(t *testing.T, out []byte) deltaCheck {
+	t.Helper()
 	var c deltaCheck
 	require.NoErrorf(t, json.Unmarshal(out, &c), "%s", out)
 	t.Logf("delta-rs: %s", strings.TrimSpace(string(out)))
@@ -124,6 +141,7 @@ func richBatch(t *testing.T, mem memory.Allocator, from, to int64) arrow.RecordB
 // schema, history, txn), through a Delta checkpoint; our source reads what
 // delta-rs writes. On local disk and on S3 (versitygw).
 func TestIntegrationDeltaInterop(t *testing.T) {
+	t.Parallel() // own topic, tables, directories and ports; see services.go
 	for _, loc := range deltaLocations {
 		t.Run(loc.name, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())

@@ -108,6 +108,7 @@ func readDeltaLog(t *testing.T, table string) []deltaCommit {
 //     instances' states, and it is the end of the topic;
 //   - at least one partition was written by both instances.
 func TestIntegrationKafkaDeltaRebalance(t *testing.T) {
+	t.Parallel() // own topic, tables, directories and ports; see services.go
 	brokers := Need(t, "FLIGHTLINE_KAFKA_BROKERS", "Kafka broker")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

@@ -16,6 +16,7 @@ import (
 // after about 10 s, logs that it stopped, and exits 0; the coordinator
 // retries instead of stopping.
 func TestServeSourceStopsOnSIGTERM(t *testing.T) {
+	t.Parallel() // own topic, tables, directories and ports; see services.go
 	bin := flightlineBin(t)
 	dir := t.TempDir()
 	addr := freePort(t)

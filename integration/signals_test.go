@@ -13,6 +13,7 @@ import (
 // `flightline serve-sink` with exit status 0, and the pipeline resumes after
 // what was committed.
 func TestStopsCleanlyOnSignals(t *testing.T) {
+	t.Parallel() // own topic, tables, directories and ports; see services.go
 	bin := flightlineBin(t)
 	dir := t.TempDir()
 	sinkAddr := freePort(t)

@@ -273,6 +273,7 @@ func lastCheckpoint(t *testing.T, dir string) int64 {
 // tombstones), and a table with Spark's v2 checkpoints, which the sink
 // and source refuse by name.
 func TestInteropSpark(t *testing.T) {
+	t.Parallel() // own topic, tables, directories and ports; see services.go
 	spark := startSpark(t)
 	full := os.Getenv("FLIGHTLINE_INTEROP") == "1"
 	dir := t.TempDir()
@@ -290,8 +291,7 @@ func TestInteropSpark(t *testing.T) {
 		require.Equal(t, int64(rows), spark.writtenRows(t, table, -1), "numOutputRows over the history")
 		v0 := spark.count(t, table, "order_id", 0)
 		require.Equal(t, spark.writtenRows(t, table, 0), v0.Rows, "time travel to version 0")
-		t.Setenv("FLIGHTLINE_DELTA_ID", "order_id")
-		rs := checkWithDeltaRs(t, table, nil)
+		rs := checkWithDeltaRsID(t, table, "order_id")
 		require.Equal(t, int64(rows), rs.Rows)
 		require.Equal(t, int64(rows), rs.Distinct)
 	})

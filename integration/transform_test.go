@@ -62,6 +62,7 @@ func startTransform(t *testing.T, py, example string, port int, args ...string) 
 // restarted mid-run; delta-rs finds every kept row exactly once, with the
 // computed column.
 func TestIntegrationPythonTransformDelta(t *testing.T) {
+	t.Parallel() // own topic, tables, directories and ports; see services.go
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
 	_, portStr, err := net.SplitHostPort(freePort(t))
