@@ -200,7 +200,13 @@ func TestIntegrationDeltaCompactionKill9(t *testing.T) {
 	require.Equal(t, int64(0), *c.Min)
 	require.Equal(t, n-1, *c.Max)
 	require.Equal(t, n, *c.Txn, "txn(pipeline/partition) holds the partition's position")
-	require.Contains(t, c.Operations, "OPTIMIZE", "compactions happened")
+	// Compactions happened: without them the table would hold a file per
+	// batch written (batch_rows=500). The log cannot tell: the vacuums'
+	// 1 ms log retention keeps only the versions since the last checkpoint,
+	// and the final run may end before its own compaction commits (ci28:
+	// 0 OPTIMIZE among the 14 versions kept, 34 active files for 179
+	// batches).
+	require.Less(t, int64(len(snap.Files)), n/500, "compactions happened: %d active files for %d batches written", len(snap.Files), n/500)
 }
 
 // TestIntegrationDeltaSourceAcrossCompaction: Flightline's Delta source,
