@@ -217,7 +217,11 @@ func New(src flightsrc.Source, sink flightsink.Sink, stream string, p flightsink
 			return nil, err
 		}
 	}
-	for _, x := range append([]any{src, sink}, anys(c.chain)...) {
+	peers := []any{src, sink}
+	for _, t := range c.chain {
+		peers = append(peers, t)
+	}
+	for _, x := range peers {
 		if r, ok := x.(Reconnecter); ok {
 			c.peers = append(c.peers, r)
 		}
@@ -361,14 +365,6 @@ func (c *Coordinator) wait(ctx context.Context, d time.Duration) bool {
 // coming back, so that a peer which accepts connections and fails every
 // call is not retried in a tight loop.
 const reconnectFloor = 100 * time.Millisecond
-
-func anys[T any](xs []T) []any {
-	out := make([]any, len(xs))
-	for i, x := range xs {
-		out[i] = x
-	}
-	return out
-}
 
 // conflictSteps caps the backoff after ErrConflict at 4 times the minimum.
 const conflictSteps = 3

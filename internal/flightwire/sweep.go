@@ -31,7 +31,6 @@ type sweeper struct {
 	mu       sync.Mutex
 	tracking bool
 	live     map[*byte]int // allocations of the current or last failed Next
-	failed   bool
 }
 
 func newSweeper(mem memory.Allocator) *sweeper {
@@ -83,14 +82,13 @@ func (s *sweeper) begin() {
 }
 
 // end stops remembering them: forgotten when the Next returned a batch
-// (they are the batch's), kept for sweep when it failed.
+// (they are the batch's), kept for sweep when it failed. So between Next
+// calls, what live holds is what a failed Next left.
 func (s *sweeper) end(ok bool) {
 	s.mu.Lock()
 	s.tracking = false
 	if ok {
 		clear(s.live)
-	} else {
-		s.failed = true
 	}
 	s.mu.Unlock()
 }
@@ -100,10 +98,8 @@ func (s *sweeper) end(ok bool) {
 func (s *sweeper) sweep() {
 	s.mu.Lock()
 	var leaked [][]byte
-	if s.failed {
-		for p, n := range s.live {
-			leaked = append(leaked, unsafe.Slice(p, n))
-		}
+	for p, n := range s.live {
+		leaked = append(leaked, unsafe.Slice(p, n))
 	}
 	clear(s.live)
 	s.mu.Unlock()
