@@ -95,6 +95,7 @@ func TestIntegrationAthenaConformance(t *testing.T) {
 	sinktest.Run(t, sinktest.Harness{
 		Guarantee: flightsink.ExactlyOnce,
 		Group:     true,
+		Parallel:  true,
 		NewSink: func(t *testing.T) flightsink.Sink {
 			return newSink(t, athena.Config{Location: location, Database: db})
 		},

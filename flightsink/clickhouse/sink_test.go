@@ -35,5 +35,6 @@ func TestIntegrationConformance(t *testing.T) {
 		IDs:       func(t *testing.T, p flightsink.Pipeline) []int64 { return f.IDs(t, p.Target) },
 		Guarantee: flightsink.ExactlyOnce,
 		Group:     true,
+		Parallel:  true,
 	})
 }

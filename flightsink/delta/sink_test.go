@@ -63,6 +63,7 @@ func harness(uri string, opts objstore.Options, cfg delta.Config) sinktest.Harne
 	return sinktest.Harness{
 		Guarantee: flightsink.ExactlyOnce,
 		Group:     true,
+		Parallel:  true,
 		NewSink: func(t *testing.T) flightsink.Sink {
 			s, err := delta.New(context.Background(), cfg)
 			require.NoError(t, err)

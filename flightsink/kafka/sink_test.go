@@ -177,6 +177,7 @@ func TestIntegrationConformance(t *testing.T) {
 		Guarantee: flightsink.ExactlyOnce,
 		Batch:     batch,
 		Group:     true,
+		Parallel:  true,
 	})
 }
 

@@ -98,6 +98,15 @@ type Harness struct {
 	// service is the real thing.
 	Unserialized string
 
+	// Parallel says the harness's fixtures (its NewSink, NewInstance and
+	// IDs, and what they share) are safe to use from two goroutines: Run
+	// then runs its two passes, in-process and over Flight, at once
+	// (t.Parallel, within go test's -parallel). Each check already has a
+	// target and pipeline of its own, so the passes share nothing of the
+	// suite's; on a remote service, where the checks mostly wait, this
+	// halves the suite's wall time.
+	Parallel bool
+
 	// remote is set by Run for the pass through Flight, where a Writer
 	// claims the pipeline with its first batch (the DoPut stream starts
 	// with the schema), not in Open; resume_after keeps that safe.
@@ -113,10 +122,17 @@ var Schema = arrow.NewSchema([]arrow.Field{
 
 // Run runs the suite as subtests of t: "InProcess" against the sink, and
 // "OverFlight" against a flightsink.Client dialled to a flightsink.Server
-// serving it on loopback.
+// serving it on loopback. With h.Parallel the two run at once, and Run
+// returns before they end (t's clean-ups run after both).
 func Run(t *testing.T, h Harness) {
-	t.Run("InProcess", func(t *testing.T) { run(t, h) })
-	t.Run("OverFlight", func(t *testing.T) { run(t, overFlight(h)) })
+	t.Run("InProcess", func(t *testing.T) { h.parallel(t); run(t, h) })
+	t.Run("OverFlight", func(t *testing.T) { h.parallel(t); run(t, overFlight(h)) })
+}
+
+func (h Harness) parallel(t *testing.T) {
+	if h.Parallel {
+		t.Parallel()
+	}
 }
 
 // overFlight wraps every sink the harness makes in a Flight server and

@@ -53,5 +53,6 @@ func TestIntegrationConformance(t *testing.T) {
 			return snowtest.SQLIDs(t, db, p.Target)
 		},
 		Guarantee: flightsink.ExactlyOnce,
+		Parallel:  true,
 	})
 }
