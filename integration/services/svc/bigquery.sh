@@ -24,8 +24,15 @@ SERVICES+=(bigquery)
 #     build log's tail if the build died, then starts the emulator as `up`
 #     does. `make test` runs the BigQuery packages last, after `wait`, so
 #     the build overlaps every other test.
-#   * `down` stops the emulator, and a build this run directory's `up`
-#     started (its pid is kept under $RUN too).
+#   * `down` stops the emulator, its instances (below), and a build this
+#     run directory's `up` started (its pid is kept under $RUN too).
+#   * BQ_INSTANCE=N with `restart`, `wait` or `down` runs, or stops, a
+#     further emulator, instance N: its own process, ports and state under
+#     $RUN/bigquery-N/, and its env in $RUN/bigquery-N/env instead of
+#     $RUN/env (source it after $RUN/env). `make test` runs the BigQuery
+#     packages side by side, each on an instance of its own: the emulator
+#     slows as its state grows, and one emulator per package was the
+#     reason they ran one after another.
 #
 # `go install …@v0.8.1` fails on a deprecation lookup, so the build is a
 # scratch module that imports the emulator's command package.
@@ -49,6 +56,9 @@ BQ_PROJECT=flightline
 BQ_DATASET=flightline
 
 bq_dir() { printf '%s' "$CACHE/bigquery-emulator-$BQ_EMULATOR_VERSION-$(go env GOVERSION)"; }
+# bq_run is the run directory of the emulator BQ_INSTANCE names (none: the
+# default one).
+bq_run() { printf '%s' "$RUN/bigquery${BQ_INSTANCE:+-$BQ_INSTANCE}"; }
 bq_bin() { printf '%s' "$(bq_dir)/bigquery-emulator"; }
 
 # bq_building reports whether a build of the cached binary is under way:
@@ -101,11 +111,21 @@ bq_build_start() {
 	) 9>"$dir/build.lock"
 }
 
+# bq_setenv KEY VALUE records one variable: in $RUN/env for the default
+# emulator, in the instance's own env file for BQ_INSTANCE.
+bq_setenv() {
+	if [ -z "${BQ_INSTANCE:-}" ]; then setenv "$1" "$2"; return; fi
+	local f; f="$(bq_run)/env"
+	touch "$f"
+	{ grep -v "^$1=" "$f" || true; printf '%s=%s\n' "$1" "$2"; } > "$f.tmp"
+	mv "$f.tmp" "$f"
+}
+
 # bq_start starts the emulator from the cached binary (or reuses a running
 # one) and records its env.
 bq_start() {
-	local dir="$RUN/bigquery" bin http grpc
-	bin="$(bq_bin)"
+	local dir bin http grpc
+	dir="$(bq_run)"; bin="$(bq_bin)"
 	mkdir -p "$dir"
 	if running "$dir/pid"; then
 		http="$(cat "$dir/http")"; grpc="$(cat "$dir/grpc")"
@@ -120,10 +140,10 @@ bq_start() {
 		wait_port 127.0.0.1 "$http" "$READY_S" && wait_port 127.0.0.1 "$grpc" "$READY_S" ||
 			{ tail -n 20 "$dir/log" >&2; return 1; }
 	fi
-	setenv FLIGHTLINE_BQ_ENDPOINT "http://127.0.0.1:$http"
-	setenv FLIGHTLINE_BQ_GRPC "127.0.0.1:$grpc"
-	setenv FLIGHTLINE_BQ_PROJECT "$BQ_PROJECT"
-	setenv FLIGHTLINE_BQ_DATASET "$BQ_DATASET"
+	bq_setenv FLIGHTLINE_BQ_ENDPOINT "http://127.0.0.1:$http"
+	bq_setenv FLIGHTLINE_BQ_GRPC "127.0.0.1:$grpc"
+	bq_setenv FLIGHTLINE_BQ_PROJECT "$BQ_PROJECT"
+	bq_setenv FLIGHTLINE_BQ_DATASET "$BQ_DATASET"
 }
 
 bigquery_up() {
@@ -158,7 +178,14 @@ bigquery_wait() {
 }
 
 bigquery_down() {
-	stop_pid "$RUN/bigquery/pid"
+	if [ -n "${BQ_INSTANCE:-}" ]; then
+		stop_pid "$(bq_run)/pid"
+		return
+	fi
+	local d
+	for d in "$RUN"/bigquery "$RUN"/bigquery-*/; do
+		if [ -d "$d" ]; then stop_pid "${d%/}/pid"; fi
+	done
 	local pidf="$RUN/bigquery/build.pid"
 	if running "$pidf"; then
 		log "bigquery: stopping the emulator build this run started"
