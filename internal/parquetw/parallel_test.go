@@ -128,7 +128,14 @@ func TestParallelWritesTheSerialBytes(t *testing.T) {
 				}
 				serial, sst, err := Bytes(rec, append([]Option{Allocator(mem), Parallelism(1)}, opts...)...)
 				require.NoError(t, err)
-				for _, n := range []int{2, 3, 8} {
+				ns := []int{2, 3, 8}
+				if name == "big" {
+					// The multi-page path: an even and an over-wide
+					// split (3, which the smaller batches check, added
+					// 1.4 s of 5.5 s per mode under -race here).
+					ns = []int{2, 8}
+				}
+				for _, n := range ns {
 					par, pst, err := Bytes(rec, append([]Option{Allocator(mem), Parallelism(n)}, opts...)...)
 					require.NoError(t, err)
 					require.True(t, bytes.Equal(serial, par), "parallelism %d: %d bytes, serial %d", n, len(par), len(serial))
