@@ -75,12 +75,14 @@ CHAOS_SUMMARY = $(GO) run ./integration/chaossummary $(CHAOS_REPORT)
 # go test -json output testtime saved). The race build of the integration
 # package (build) runs beside the services' start, which on a fresh machine
 # is mostly downloads and builds of other languages' code; the test lanes
-# start when both are done. vet (go vet, the no-cgo build) runs from the
-# start to its end beside everything, at nice 19: on a fresh machine its
-# two more compiles of the dependency graph (vet's and the no-cgo one)
-# took the idle CPU instead of holding the tests back (stop 49 measured
-# vet and the race build together at 1,258 s there, the services at 690 s);
-# on a warm one it takes seconds. Its failure fails make test at the end.
+# start when both are done. vet (go vet, the no-cgo build, the fuzz
+# targets' instrumented builds) runs from the start to its end beside
+# everything, at nice 19: on a fresh machine its three more compiles of
+# the dependency graph take the CPU the downloads and the tests leave idle
+# instead of holding the tests back (stop 49 measured vet and the race
+# build together at 1,258 s there, the services at 690 s); on a warm one
+# it takes a few minutes of idle CPU. Its failure fails make test at the
+# end.
 # Adding a phase is one line of the
 # recipe: `$(PHASE) NAME $(MAKE) --no-print-directory TARGET && \`.
 # The go test phases pipe -json through testtime -follow, which prints what
