@@ -145,7 +145,15 @@ test: $(TESTTIME)
 # test-build builds the integration package's race test binary (and so
 # most packages' race builds), beside the services' start: the two test
 # lanes then find them in the cache instead of compiling them twice at once.
+# Both start by downloading the modules, up to 3 times: on a fresh
+# machine the module proxy ended a download early once ("unexpected EOF",
+# stop 49, with several go commands downloading at once), which go does
+# not retry; on a warm machine it finds them all in the module cache.
+GO_MOD_DOWNLOAD = for i in 1 2 3; do $(GO) mod download && break; \
+	if [ $$i = 3 ]; then exit 1; fi; echo "go mod download failed ($$i of 3), again in 10 s" >&2; sleep 10; done
+
 test-vet:
+	@$(GO_MOD_DOWNLOAD)
 	$(GO) vet ./... && CGO_ENABLED=0 $(GO) build ./... && CGO_ENABLED=0 $(GO) test -count=1 ./adbc/
 
 # Beside it, it compiles (without linking: go list -export) the packages
@@ -154,6 +162,7 @@ test-vet:
 # does not, and on a fresh machine that build inside the first kill test
 # took 164 s (stop 49); left to the test, it is a link.
 test-build:
+	@$(GO_MOD_DOWNLOAD)
 	@d=$$(mktemp -d); \
 	CGO_ENABLED=1 $(GO) list -race -export -deps ./cmd/flightline >/dev/null & l=$$!; \
 	CGO_ENABLED=1 $(GO) test -race -c -o $$d/integration.test ./integration/; rc=$$?; \

@@ -91,6 +91,19 @@ apt_install() {
 	) 8>"$CACHE/apt.lock"
 }
 
+# retry CMD... runs a command that downloads (a go install, go get) up to 3
+# times, 10 s apart: the Go module proxy sometimes ends a download early
+# ("unexpected EOF": seen on a fresh machine with several go commands
+# downloading at once), and go itself does not retry.
+retry() {
+	local i
+	for i in 1 2 3; do
+		"$@" && return 0
+		if ((i < 3)); then log "failed ($i of 3), again in 10 s: $*"; sleep 10; fi
+	done
+	return 1
+}
+
 # running PIDFILE reports whether the process in PIDFILE is alive.
 running() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
@@ -104,7 +117,7 @@ stop_pid() {
 	rm -f "$1"
 }
 
-export -f log setenv free_port wait_port apt_install running stop_pid
+export -f log setenv free_port wait_port apt_install retry running stop_pid
 
 for f in "$HERE"/svc/*.sh; do . "$f"; done
 

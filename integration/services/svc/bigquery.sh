@@ -101,7 +101,7 @@ bq_build_start() {
 			mkdir -p "$dir/src" && cd "$dir/src"
 			[ -f go.mod ] || go mod init bqemubuild
 			printf "package main\n\nimport _ \"github.com/goccy/bigquery-emulator/cmd/bigquery-emulator\"\n\nfunc main() {}\n" > tools.go
-			go get "github.com/goccy/bigquery-emulator/cmd/bigquery-emulator@$version"
+			retry go get "github.com/goccy/bigquery-emulator/cmd/bigquery-emulator@$version"
 			CGO_ENABLED=0 GOFLAGS= go build -ldflags="-s -w" -o "$dir/bigquery-emulator.tmp" github.com/goccy/bigquery-emulator/cmd/bigquery-emulator
 			mv -f "$dir/bigquery-emulator.tmp" "$dir/bigquery-emulator"
 			echo "build done $(date -u +%FT%TZ) rc=0"

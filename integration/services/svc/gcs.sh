@@ -12,7 +12,7 @@ gcs_up() {
 	if [ ! -x "$bin/fake-gcs-server" ]; then
 		log "gcs: building fake-gcs-server@$GCS_VERSION (cached afterwards)"
 		mkdir -p "$bin"
-		GOBIN="$bin" GOFLAGS=-mod=mod go install "github.com/fsouza/fake-gcs-server@$GCS_VERSION" >&2
+		retry env GOBIN="$bin" GOFLAGS=-mod=mod go install "github.com/fsouza/fake-gcs-server@$GCS_VERSION" >&2
 	fi
 	mkdir -p "$dir/data"
 	if running "$dir/pid"; then

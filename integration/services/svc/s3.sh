@@ -13,7 +13,7 @@ s3_up() {
 	if [ ! -x "$bin" ] || [ "$(cat "$CACHE/bin/.versitygw-version" 2>/dev/null)" != "$S3_VERSITYGW_VERSION" ]; then
 		log "s3: building versitygw $S3_VERSITYGW_VERSION (cached afterwards)"
 		mkdir -p "$CACHE/bin"
-		GOBIN="$CACHE/bin" go install "github.com/versity/versitygw/cmd/versitygw@$S3_VERSITYGW_VERSION" >&2
+		retry env GOBIN="$CACHE/bin" go install "github.com/versity/versitygw/cmd/versitygw@$S3_VERSITYGW_VERSION" >&2
 		printf '%s' "$S3_VERSITYGW_VERSION" > "$CACHE/bin/.versitygw-version"
 	fi
 	mkdir -p "$dir/data"
