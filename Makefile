@@ -18,7 +18,7 @@ export GOFLAGS := $(strip $(filter-out -trimpath,$(GOFLAGS)) -trimpath)
 .PHONY: all build demo test test-vet test-build fuzz-build test-go test-integration test-units test-bigquery test-unit test-interop services-up services-down bench bench-report fuzz chaos chaos-kill chaos-fuzz fuzz-long vet soak
 
 # The fuzz targets of the wire boundary (package:Target). Their seed corpus
-# (internal/testkit/doputtest) replays in every `go test`; `make fuzz` mutates each
+# (flightsink/doputtest) replays in every `go test`; `make fuzz` mutates each
 # for FUZZTIME (part of `make test`), `make chaos` for CHAOSTIME.
 FUZZ_TARGETS := ./internal/ipcguard:FuzzCheck ./flightsink:FuzzDoPutNull ./flightsink:FuzzDoPutMemory \
 	./flightsink:FuzzDoPutDir ./flightsink/delta:FuzzDoPutDelta

@@ -3,13 +3,13 @@ package coordinator_test
 import (
 	"testing"
 
+	"github.com/flightline/flightline/coordinator/coordtest"
 	"github.com/flightline/flightline/flightsink"
-	"github.com/flightline/flightline/internal/testkit/heaptest"
 )
 
 // The coordinator holds at most its window of batches: its live heap does
 // not grow over a stream 100 windows long.
 func TestCoordinatorMemoryFlat(t *testing.T) {
 	sink := flightsink.NewNull()
-	heaptest.SinkFlat(t, sink, flightsink.Pipeline{ID: "flat"}, 400_000, 1000, 4<<20, nil)
+	coordtest.SinkFlat(t, sink, flightsink.Pipeline{ID: "flat"}, 400_000, 1000, 4<<20, nil)
 }

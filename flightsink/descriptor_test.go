@@ -11,8 +11,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/flightsink/doputtest"
 	"github.com/flightline/flightline/internal/endpoint"
-	"github.com/flightline/flightline/internal/testkit/doputtest"
 	"github.com/flightline/flightline/internal/testkit/flighttest"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flightline/flightline/flightsink"
-	"github.com/flightline/flightline/internal/testkit/doputtest"
+	"github.com/flightline/flightline/flightsink/doputtest"
 )
 
 // dictBatch is n rows of a dictionary<int32, utf8> column "d" (values

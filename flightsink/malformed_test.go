@@ -14,7 +14,7 @@ import (
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
-	"github.com/flightline/flightline/internal/testkit/doputtest"
+	"github.com/flightline/flightline/flightsink/doputtest"
 )
 
 func newDir(t testing.TB) flightsink.Sink {

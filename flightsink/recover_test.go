@@ -21,8 +21,8 @@ import (
 
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/flightsink/doputtest"
 	"github.com/flightline/flightline/internal/endpoint"
-	"github.com/flightline/flightline/internal/testkit/doputtest"
 	"github.com/flightline/flightline/internal/testkit/flighttest"
 )
 

@@ -10,9 +10,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/flightline/flightline/flightsink/doputtest"
 	"github.com/flightline/flightline/flightsrc"
 	"github.com/flightline/flightline/internal/endpoint"
-	"github.com/flightline/flightline/internal/testkit/doputtest"
 	"github.com/flightline/flightline/internal/testkit/flighttest"
 )
 

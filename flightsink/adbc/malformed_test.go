@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/flightsink/doputtest"
 	"github.com/flightline/flightline/internal/testkit/adbctest"
-	"github.com/flightline/flightline/internal/testkit/doputtest"
 )
 
 // The malformed-DoPut corpus, in-process and over Flight (docs/sinks.md),

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/flightline/flightline/flightsink"
-	"github.com/flightline/flightline/internal/testkit/doputtest"
+	"github.com/flightline/flightline/flightsink/doputtest"
 	"github.com/flightline/flightline/internal/testkit/uctest"
 )
 

@@ -16,7 +16,7 @@ import (
 	"github.com/flightline/flightline"
 	"github.com/flightline/flightline/flightsink"
 	delta "github.com/flightline/flightline/flightsink/delta"
-	"github.com/flightline/flightline/internal/testkit/doputtest"
+	"github.com/flightline/flightline/flightsink/doputtest"
 )
 
 // deltaRoots remembers where each test sink writes, for deltaStored.

@@ -6,9 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flightline/flightline/coordinator/coordtest"
 	"github.com/flightline/flightline/flightsink"
 	delta "github.com/flightline/flightline/flightsink/delta"
-	"github.com/flightline/flightline/internal/testkit/heaptest"
 )
 
 // The Delta sink's live heap does not grow with the stream it commits:
@@ -18,7 +18,7 @@ import (
 func TestDeltaSinkMemoryFlat(t *testing.T) {
 	s, err := delta.New(context.Background(), delta.Config{URI: t.TempDir(), CheckpointInterval: 10, Compaction: "off"})
 	require.NoError(t, err)
-	heaptest.SinkFlat(t, s, flightsink.Pipeline{ID: "flat"}, 400_000, 2000, 8<<20, nil) // ~2 MiB of jitter: what the writer holds at the sample
+	coordtest.SinkFlat(t, s, flightsink.Pipeline{ID: "flat"}, 400_000, 2000, 8<<20, nil) // ~2 MiB of jitter: what the writer holds at the sample
 }
 
 // With compaction on, the live heap stays flat too: what a compaction
@@ -26,5 +26,5 @@ func TestDeltaSinkMemoryFlat(t *testing.T) {
 func TestDeltaSinkMemoryFlatCompacting(t *testing.T) {
 	s, err := delta.New(context.Background(), delta.Config{URI: t.TempDir(), CheckpointInterval: 10, TargetFileSize: 2 << 20, CompactMinFiles: 10})
 	require.NoError(t, err)
-	heaptest.SinkFlat(t, s, flightsink.Pipeline{ID: "flat"}, 200_000, 2000, 24<<20, nil) // a compaction in flight: its output, a row group, the readers and encoders
+	coordtest.SinkFlat(t, s, flightsink.Pipeline{ID: "flat"}, 200_000, 2000, 24<<20, nil) // a compaction in flight: its output, a row group, the readers and encoders
 }

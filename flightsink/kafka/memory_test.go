@@ -9,8 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/flightline/flightline/coordinator/coordtest"
 	"github.com/flightline/flightline/flightsink"
-	"github.com/flightline/flightline/internal/testkit/heaptest"
 )
 
 // The Kafka sink's live heap does not grow with the stream it produces:
@@ -19,7 +19,7 @@ func TestIntegrationMemoryFlat(t *testing.T) {
 	mem := checkedMem(t)
 	s := newSink(t)
 	topic := createTopic(t, "flat", 2, nil)
-	heaptest.SinkFlat(t, s, flightsink.Pipeline{ID: topic + "-pipe", Target: topic}, 50_000, 1000, 4<<20, withValue(mem))
+	coordtest.SinkFlat(t, s, flightsink.Pipeline{ID: topic + "-pipe", Target: topic}, 50_000, 1000, 4<<20, withValue(mem))
 }
 
 // withValue adds a binary "value" column (the row's id in decimal) to the

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/flightsink/doputtest"
 	"github.com/flightline/flightline/flightsink/objsink"
-	"github.com/flightline/flightline/internal/testkit/doputtest"
 )
 
 // The malformed-DoPut corpus, in-process and over Flight (docs/sinks.md),

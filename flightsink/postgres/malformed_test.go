@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/flightsink/doputtest"
 	"github.com/flightline/flightline/flightsink/postgres"
-	"github.com/flightline/flightline/internal/testkit/doputtest"
 	"github.com/flightline/flightline/internal/testkit/pgtest"
 )
 

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flightline/flightline/coordinator/coordtest"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsink/postgres"
-	"github.com/flightline/flightline/internal/testkit/heaptest"
 	"github.com/flightline/flightline/internal/testkit/pgtest"
 )
 
@@ -16,5 +16,5 @@ import (
 func TestIntegrationMemoryFlat(t *testing.T) {
 	s := newSink(t, postgres.Config{DSN: pgtest.DSN(t)})
 	table := fmt.Sprintf("flat_%d", time.Now().UnixNano())
-	heaptest.SinkFlat(t, s, flightsink.Pipeline{ID: table, Target: table}, 200_000, 1000, 4<<20, nil)
+	coordtest.SinkFlat(t, s, flightsink.Pipeline{ID: table, Target: table}, 200_000, 1000, 4<<20, nil)
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flightline/flightline/flightsink"
-	"github.com/flightline/flightline/internal/testkit/doputtest"
+	"github.com/flightline/flightline/flightsink/doputtest"
 )
 
 // The malformed-DoPut corpus, in-process and over Flight (docs/sinks.md).

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/flightline/flightline/flightsink"
-	"github.com/flightline/flightline/internal/testkit/doputtest"
+	"github.com/flightline/flightline/flightsink/doputtest"
 )
 
 // The malformed-DoPut corpus, in-process and over Flight (docs/sinks.md).

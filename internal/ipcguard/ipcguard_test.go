@@ -6,8 +6,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 
+	"github.com/flightline/flightline/flightsink/doputtest"
 	"github.com/flightline/flightline/internal/ipcguard"
-	"github.com/flightline/flightline/internal/testkit/doputtest"
 )
 
 func TestValidMessagesPass(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/flightline/flightline/flightsink/doputtest"
 	"github.com/flightline/flightline/internal/ipcguard"
-	"github.com/flightline/flightline/internal/testkit/doputtest"
 )
 
 // everyType is a schema with a column of every type arrow-go's IPC reader

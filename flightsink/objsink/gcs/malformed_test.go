@@ -7,9 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flightline/flightline/flightsink"
+	"github.com/flightline/flightline/flightsink/doputtest"
 	"github.com/flightline/flightline/flightsink/objsink"
 	"github.com/flightline/flightline/flightsink/objsink/gcs"
-	"github.com/flightline/flightline/internal/testkit/doputtest"
 	"github.com/flightline/flightline/internal/testkit/objsinktest"
 )
 

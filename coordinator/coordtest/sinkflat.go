@@ -1,4 +1,6 @@
-package heaptest
+// Package coordtest is the kit of checks that run a whole pipeline through
+// the coordinator: a sink's heap stays flat over a long stream (SinkFlat).
+package coordtest
 
 import (
 	"context"
@@ -13,6 +15,7 @@ import (
 	"github.com/flightline/flightline/coordinator"
 	"github.com/flightline/flightline/flightsink"
 	"github.com/flightline/flightline/flightsrc"
+	"github.com/flightline/flightline/internal/testkit/heaptest"
 	"github.com/flightline/flightline/transform"
 )
 
@@ -32,7 +35,7 @@ func SinkFlat(t *testing.T, sink flightsink.Sink, p flightsink.Pipeline, rows in
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := New(t, bound)
+	g := heaptest.New(t, bound)
 	var seen int64
 	next := int64(1)
 	// The transform runs on the coordinator's reading goroutine, between
