@@ -76,10 +76,10 @@ CHAOS_SUMMARY = $(GO) run ./integration/chaossummary $(CHAOS_REPORT)
 # package (build) runs beside the services' start, which on a fresh machine
 # is mostly downloads and builds of other languages' code; the test lanes
 # start when both are done. vet (go vet, the no-cgo build, the fuzz
-# targets' instrumented builds) runs from the start to its end beside
-# everything, at nice 19: on a fresh machine its three more compiles of
-# the dependency graph take the CPU the downloads and the tests leave idle
-# instead of holding the tests back (stop 49 measured vet and the race
+# targets' instrumented builds) starts then, with the modules the build
+# downloaded, and runs beside the lanes at nice 19: on a fresh machine its
+# three more compiles of the dependency graph take the CPU the tests leave
+# idle instead of holding them back (stop 49 measured vet and the race
 # build together at 1,258 s there, the services at 690 s); on a warm one
 # it takes a few minutes of idle CPU. Its failure fails make test at the
 # end.
@@ -123,9 +123,9 @@ $(TESTTIME): integration/testtime/main.go
 
 test: $(TESTTIME)
 	@rm -rf $(TEST_OUT) $(CHAOS_REPORT); mkdir -p $(TEST_OUT); \
-	nice -n 19 $(PHASE) vet $(MAKE) --no-print-directory test-vet fuzz-build >$(TEST_OUT)/vet.log 2>&1 & vet=$$!; \
 	$(PHASE) build $(MAKE) --no-print-directory test-build >$(TEST_OUT)/build.log 2>&1 & bld=$$!; \
 	$(PHASE) services-up $(SERVICES) up; up=$$?; wait $$bld; brc=$$?; cat $(TEST_OUT)/build.log; \
+	nice -n 19 $(PHASE) vet $(MAKE) --no-print-directory test-vet fuzz-build >$(TEST_OUT)/vet.log 2>&1 & vet=$$!; \
 	if [ $$up = 0 ] && [ $$brc = 0 ]; then \
 		set -a && . integration/services/run/env && set +a && \
 		export FLIGHTLINE_REQUIRE_SERVICES=1 FLIGHTLINE_CHAOS_REPORT=$(CHAOS_REPORT); \
@@ -145,24 +145,21 @@ test: $(TESTTIME)
 # test-build builds the integration package's race test binary (and so
 # most packages' race builds), beside the services' start: the two test
 # lanes then find them in the cache instead of compiling them twice at once.
-# Both start by downloading the modules, up to 3 times: on a fresh
-# machine the module proxy ended a download early once ("unexpected EOF",
-# stop 49, with several go commands downloading at once), which go does
-# not retry; on a warm machine it finds them all in the module cache.
-GO_MOD_DOWNLOAD = for i in 1 2 3; do $(GO) mod download && break; \
-	if [ $$i = 3 ]; then exit 1; fi; echo "go mod download failed ($$i of 3), again in 10 s" >&2; sleep 10; done
-
 test-vet:
-	@$(GO_MOD_DOWNLOAD)
 	$(GO) vet ./... && CGO_ENABLED=0 $(GO) build ./... && CGO_ENABLED=0 $(GO) test -count=1 ./adbc/
 
 # Beside it, it compiles (without linking: go list -export) the packages
 # of the race binary the integration tests build (crash_test.go's
 # flightlineBin): the command imports every connector, the test package
 # does not, and on a fresh machine that build inside the first kill test
-# took 164 s (stop 49); left to the test, it is a link.
+# took 164 s (stop 49); left to the test, it is a link. It starts by
+# downloading the modules, up to 3 times: on a fresh machine the module
+# proxy ended a download early once ("unexpected EOF", stop 49, with
+# several go commands downloading at once), which go does not retry; on a
+# warm machine it finds them all in the module cache.
 test-build:
-	@$(GO_MOD_DOWNLOAD)
+	@for i in 1 2 3; do $(GO) mod download && break; \
+		if [ $$i = 3 ]; then exit 1; fi; echo "go mod download failed ($$i of 3), again in 10 s" >&2; sleep 10; done
 	@d=$$(mktemp -d); \
 	CGO_ENABLED=1 $(GO) list -race -export -deps ./cmd/flightline >/dev/null & l=$$!; \
 	CGO_ENABLED=1 $(GO) test -race -c -o $$d/integration.test ./integration/; rc=$$?; \

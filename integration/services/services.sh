@@ -39,15 +39,17 @@ log() { printf '[services] %s\n' "$*" >&2; }
 
 # setenv KEY VALUE records one variable for the tests (under a lock: the
 # services start in parallel; the rename keeps a reader from seeing half a
-# file).
+# file). It writes $RUN/env, or the file SETENV_FILE names (a service's
+# further instances keep their env apart: svc/bigquery.sh).
 setenv() {
+	local f="${SETENV_FILE:-$RUN/env}"
 	(
 		flock 8
-		touch "$RUN/env"
-		grep -v "^$1=" "$RUN/env" > "$RUN/env.tmp" || true
-		printf '%s=%s\n' "$1" "$2" >> "$RUN/env.tmp"
-		mv "$RUN/env.tmp" "$RUN/env"
-	) 8>"$RUN/env.lock"
+		touch "$f"
+		grep -v "^$1=" "$f" > "$f.tmp" || true
+		printf '%s=%s\n' "$1" "$2" >> "$f.tmp"
+		mv "$f.tmp" "$f"
+	) 8>"$f.lock"
 }
 
 # free_port prints a TCP port on 127.0.0.1 that nothing listens on, and

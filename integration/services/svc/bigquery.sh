@@ -111,21 +111,12 @@ bq_build_start() {
 	) 9>"$dir/build.lock"
 }
 
-# bq_setenv KEY VALUE records one variable: in $RUN/env for the default
-# emulator, in the instance's own env file for BQ_INSTANCE.
-bq_setenv() {
-	if [ -z "${BQ_INSTANCE:-}" ]; then setenv "$1" "$2"; return; fi
-	local f; f="$(bq_run)/env"
-	touch "$f"
-	{ grep -v "^$1=" "$f" || true; printf '%s=%s\n' "$1" "$2"; } > "$f.tmp"
-	mv "$f.tmp" "$f"
-}
-
 # bq_start starts the emulator from the cached binary (or reuses a running
 # one) and records its env.
 bq_start() {
-	local dir bin http grpc
+	local dir bin http grpc SETENV_FILE=
 	dir="$(bq_run)"; bin="$(bq_bin)"
+	[ -z "${BQ_INSTANCE:-}" ] || SETENV_FILE="$dir/env" # an instance's own env
 	mkdir -p "$dir"
 	if running "$dir/pid"; then
 		http="$(cat "$dir/http")"; grpc="$(cat "$dir/grpc")"
@@ -140,10 +131,10 @@ bq_start() {
 		wait_port 127.0.0.1 "$http" "$READY_S" && wait_port 127.0.0.1 "$grpc" "$READY_S" ||
 			{ tail -n 20 "$dir/log" >&2; return 1; }
 	fi
-	bq_setenv FLIGHTLINE_BQ_ENDPOINT "http://127.0.0.1:$http"
-	bq_setenv FLIGHTLINE_BQ_GRPC "127.0.0.1:$grpc"
-	bq_setenv FLIGHTLINE_BQ_PROJECT "$BQ_PROJECT"
-	bq_setenv FLIGHTLINE_BQ_DATASET "$BQ_DATASET"
+	setenv FLIGHTLINE_BQ_ENDPOINT "http://127.0.0.1:$http"
+	setenv FLIGHTLINE_BQ_GRPC "127.0.0.1:$grpc"
+	setenv FLIGHTLINE_BQ_PROJECT "$BQ_PROJECT"
+	setenv FLIGHTLINE_BQ_DATASET "$BQ_DATASET"
 }
 
 bigquery_up() {
